@@ -1,0 +1,373 @@
+//! `mcp call`, `mcp read`, `mcp prompt`: use one server (configured, an ad-hoc URL, or
+//! `--stdio`), print the result readably (or raw with `--json`), and stop the server.
+//! Exit 1 when the call fails or the result has `isError`. Ctrl-C cancels the request
+//! (the server is sent `notifications/cancelled`) and exits 130.
+
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use serde_json::{Map, Value};
+use switchboard_host::{Host, HostOptions, ServerStatus};
+use switchboard_mcp::{CallOptions, Connection};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ctx::{self, AdHoc, Globals};
+use crate::hooks::CliHooks;
+use crate::render;
+
+pub struct CallArgs {
+    pub positional: Vec<String>,
+    pub args: Option<String>,
+    pub json: bool,
+    pub timeout_ms: Option<u64>,
+    pub adhoc: AdHoc,
+}
+
+/// Splits `[server] name rest…` depending on whether `--stdio` names the server.
+fn split_positional(
+    positional: &[String],
+    adhoc: &AdHoc,
+    what: &str,
+) -> Result<(Option<String>, String, Vec<String>)> {
+    let mut it = positional.iter().cloned();
+    let server = if adhoc.stdio.is_some() {
+        None
+    } else {
+        it.next()
+    };
+    let name = it.next().with_context(|| {
+        format!(
+            "missing the {what} name: `switchboard mcp {what_cmd} <server> <{what}>`",
+            what_cmd = if what == "tool" { "call" } else { what }
+        )
+    })?;
+    Ok((server, name, it.collect()))
+}
+
+/// Connects the one server a command needs.
+async fn connect_one(
+    g: &Globals,
+    server: Option<&str>,
+    adhoc: &AdHoc,
+) -> Result<(Host, Arc<Connection>)> {
+    let spec = ctx::resolve_one(g, server, adhoc)?;
+    let name = spec.name.clone();
+    let host = Host::new(
+        vec![spec],
+        HostOptions {
+            hooks: Arc::new(CliHooks),
+            ..Default::default()
+        },
+    );
+    let spinner = crate::list::spinner(1);
+    host.start().await;
+    if let Some(s) = spinner {
+        s.abort();
+        eprint!("\r\x1b[2K");
+    }
+    if let Some(conn) = host.connection(&name) {
+        return Ok((host, conn));
+    }
+    let snap = host.server(&name);
+    host.shutdown().await;
+    let Some(snap) = snap else {
+        bail!("server `{name}` is not known");
+    };
+    let mut msg = match snap.status {
+        ServerStatus::Disabled => format!("server `{name}` is disabled"),
+        ServerStatus::Blocked => format!("server `{name}` is blocked"),
+        _ => format!("could not connect to `{name}`"),
+    };
+    if let Some(e) = &snap.error {
+        msg.push_str(": ");
+        msg.push_str(e);
+    }
+    if let Some(h) = &snap.hint {
+        msg.push_str(&format!("\nhint: {h}"));
+    }
+    Err(anyhow!(msg))
+}
+
+/// Types `key=value` arguments by the tool's input schema.
+pub fn typed_kv(
+    pairs: &[String],
+    schema: Option<&Map<String, Value>>,
+) -> Result<Map<String, Value>> {
+    let props = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object);
+    let mut out = Map::new();
+    for pair in pairs {
+        let pair = pair.strip_prefix("--").unwrap_or(pair);
+        let (k, v) = pair
+            .split_once('=')
+            .with_context(|| format!("argument `{pair}` is not key=value"))?;
+        let ty = props
+            .and_then(|p| p.get(k))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str);
+        let value = match ty {
+            Some("string") => Value::String(v.to_string()),
+            Some("number") => v
+                .parse::<f64>()
+                .map(Value::from)
+                .map_err(|_| anyhow!("argument `{k}` must be a number, got `{v}`"))?,
+            Some("integer") => v
+                .parse::<i64>()
+                .map(Value::from)
+                .map_err(|_| anyhow!("argument `{k}` must be an integer, got `{v}`"))?,
+            Some("boolean") => match v {
+                "true" => Value::Bool(true),
+                "false" => Value::Bool(false),
+                _ => bail!("argument `{k}` must be true or false, got `{v}`"),
+            },
+            Some("array") | Some("object") => {
+                serde_json::from_str(v).map_err(|e| anyhow!("argument `{k}` must be JSON ({e})"))?
+            }
+            _ => serde_json::from_str::<Value>(v)
+                .ok()
+                .filter(|j| !j.is_string())
+                .unwrap_or_else(|| Value::String(v.to_string())),
+        };
+        out.insert(k.to_string(), value);
+    }
+    Ok(out)
+}
+
+pub async fn call(g: &Globals, a: CallArgs) -> Result<ExitCode> {
+    let (server, tool, kv) = split_positional(&a.positional, &a.adhoc, "tool")?;
+    let mut arguments = match &a.args {
+        Some(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(m)) => m,
+            Ok(_) => bail!("--args must be a JSON object, like '{{\"message\": \"hi\"}}'"),
+            Err(e) => bail!("--args is not valid JSON: {e}"),
+        },
+        None => Map::new(),
+    };
+    let (host, conn) = connect_one(g, server.as_deref(), &a.adhoc).await?;
+    let outcome = call_inner(&host, &conn, &tool, &kv, &mut arguments, &a).await;
+    host.shutdown().await;
+    outcome
+}
+
+async fn call_inner(
+    host: &Host,
+    conn: &Connection,
+    tool: &str,
+    kv: &[String],
+    arguments: &mut Map<String, Value>,
+    a: &CallArgs,
+) -> Result<ExitCode> {
+    let snapshot = host.server(conn.name());
+    let known = snapshot
+        .as_ref()
+        .and_then(|s| s.tools.iter().find(|t| t.name == tool).cloned());
+    if known.is_none() {
+        let names: Vec<String> = snapshot
+            .map(|s| s.tools.iter().map(|t| t.name.to_string()).collect())
+            .unwrap_or_default();
+        bail!(
+            "server `{}` has no tool `{tool}`; its tools: {}",
+            conn.name(),
+            if names.is_empty() {
+                "(none)".to_string()
+            } else {
+                names.join(", ")
+            }
+        );
+    }
+    if !kv.is_empty() {
+        let schema = known.as_ref().map(|t| t.input_schema.as_ref().clone());
+        arguments.extend(typed_kv(kv, schema.as_ref())?);
+    }
+    let (ptx, mut prx) = mpsc::unbounded_channel();
+    let cancel = CancellationToken::new();
+    let opts = CallOptions {
+        timeout: a.timeout_ms.map(Duration::from_millis),
+        progress: Some(ptx),
+        cancel: Some(cancel.clone()),
+    };
+    let show_progress = std::io::stderr().is_terminal();
+    let printer = tokio::spawn(async move {
+        while let Some(p) = prx.recv().await {
+            if show_progress {
+                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+                let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
+                eprintln!("progress {}{total}{msg}", p.progress);
+            }
+        }
+    });
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let result = conn
+        .call_tool(tool, Some(std::mem::take(arguments)), &opts)
+        .await;
+    ctrl_c.abort();
+    printer.abort();
+    let result = match result {
+        Ok(r) => r,
+        Err(switchboard_mcp::RequestError::Cancelled { .. }) => {
+            eprintln!("cancelled");
+            return Ok(ExitCode::from(130));
+        }
+        Err(e) => return Err(anyhow!(e)).context(format!("calling `{tool}` on `{}`", conn.name())),
+    };
+    let value = serde_json::to_value(&result)?;
+    let is_error = result.is_error.unwrap_or(false);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        let mut out = String::new();
+        let blocks = value
+            .get("content")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        render::content_blocks(&blocks, &mut out);
+        if let Some(sc) = value.get("structuredContent") {
+            out.push_str("structuredContent:\n");
+            out.push_str(&serde_json::to_string_pretty(sc)?);
+            out.push('\n');
+        }
+        if is_error {
+            eprint!("error: the tool reported an error:\n{out}");
+        } else {
+            print!("{out}");
+        }
+    }
+    Ok(if is_error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+pub async fn read(
+    g: &Globals,
+    positional: Vec<String>,
+    json: bool,
+    adhoc: AdHoc,
+) -> Result<ExitCode> {
+    let (server, uri, rest) = split_positional(&positional, &adhoc, "read")?;
+    if !rest.is_empty() {
+        bail!("unexpected arguments after the URI: {}", rest.join(" "));
+    }
+    let (host, conn) = connect_one(g, server.as_deref(), &adhoc).await?;
+    let result = conn.read_resource(&uri, &CallOptions::default()).await;
+    host.shutdown().await;
+    let result = result.with_context(|| format!("reading `{uri}` from `{}`", conn.name()))?;
+    let value = serde_json::to_value(&result)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        let mut out = String::new();
+        let contents = value
+            .get("contents")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        render::resource_contents(&contents, &mut out);
+        print!("{out}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub async fn prompt(
+    g: &Globals,
+    positional: Vec<String>,
+    kv: Vec<String>,
+    json: bool,
+    adhoc: AdHoc,
+) -> Result<ExitCode> {
+    let (server, name, mut rest) = split_positional(&positional, &adhoc, "prompt")?;
+    rest.extend(kv);
+    let (host, conn) = connect_one(g, server.as_deref(), &adhoc).await?;
+    let args: Result<Map<String, Value>> = rest
+        .iter()
+        .map(|pair| {
+            let pair = pair.strip_prefix("--").unwrap_or(pair);
+            let (k, v) = pair
+                .split_once('=')
+                .with_context(|| format!("prompt argument `{pair}` is not name=value"))?;
+            Ok((k.to_string(), Value::String(v.to_string())))
+        })
+        .collect();
+    let result = match args {
+        Ok(args) => conn
+            .get_prompt(&name, args, &CallOptions::default())
+            .await
+            .map_err(anyhow::Error::from),
+        Err(e) => Err(e),
+    };
+    host.shutdown().await;
+    let result =
+        result.with_context(|| format!("getting prompt `{name}` from `{}`", conn.name()))?;
+    let value = serde_json::to_value(&result)?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        let mut out = String::new();
+        if let Some(d) = value.get("description").and_then(Value::as_str) {
+            out.push_str(&format!("# {d}\n"));
+        }
+        for m in value
+            .get("messages")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            let role = m.get("role").and_then(Value::as_str).unwrap_or("?");
+            out.push_str(&format!("[{role}]\n"));
+            let content = m.get("content").cloned().unwrap_or(Value::Null);
+            let blocks = match content {
+                Value::Array(a) => a,
+                other => vec![other],
+            };
+            render::content_blocks(&blocks, &mut out);
+        }
+        print!("{out}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn kv_is_typed_by_schema() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "number"}, "s": {"type": "string"}, "b": {"type": "boolean"},
+            "l": {"type": "array"}}});
+        let m = typed_kv(
+            &[
+                "a=2.5".into(),
+                "s=42".into(),
+                "b=true".into(),
+                "l=[1,2]".into(),
+                "x=hi".into(),
+                "--n=3".into(),
+            ],
+            schema.as_object(),
+        )
+        .unwrap();
+        assert_eq!(
+            Value::Object(m),
+            json!({"a": 2.5, "s": "42", "b": true, "l": [1, 2], "x": "hi", "n": 3})
+        );
+        assert!(typed_kv(&["a=x".into()], schema.as_object()).is_err());
+        assert!(typed_kv(&["novalue".into()], schema.as_object()).is_err());
+    }
+}

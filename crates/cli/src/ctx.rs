@@ -1,0 +1,142 @@
+//! Where the CLI finds its settings and how it turns them (or an ad-hoc target) into
+//! servers for the host, including the bundled demo server on a fresh machine.
+
+use std::path::PathBuf;
+
+use anyhow::{Context, Result, bail};
+use switchboard_config::{EnvPolicy, LoadOptions, Settings, child_env, load};
+use switchboard_host::{ServerSpec, spec_from_entry};
+use switchboard_mcp::{StdioTarget, Target};
+
+/// Global options every command shares.
+#[derive(Debug, Clone, Default)]
+pub struct Globals {
+    pub config: Option<PathBuf>,
+}
+
+/// `$SWITCHBOARD_HOME`, else `~/.switchboard`.
+pub fn home_dir() -> Result<PathBuf> {
+    if let Some(h) = std::env::var_os("SWITCHBOARD_HOME") {
+        if !h.is_empty() {
+            return Ok(PathBuf::from(h));
+        }
+    }
+    let home = std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .context("neither SWITCHBOARD_HOME nor HOME is set: set SWITCHBOARD_HOME to a folder for Switchboard's settings")?;
+    Ok(PathBuf::from(home).join(".switchboard"))
+}
+
+pub fn project_dir() -> Result<PathBuf> {
+    std::env::current_dir().context("cannot read the current directory")
+}
+
+/// Loads the settings layers (or the `--config` file).
+pub fn load_settings(g: &Globals) -> Result<Settings> {
+    let opts = LoadOptions {
+        home: home_dir()?,
+        project_dir: project_dir()?,
+        config_file: g.config.clone(),
+    };
+    let env = |k: &str| std::env::var(k).ok();
+    let settings = load(&opts, &env)?;
+    for w in &settings.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(settings)
+}
+
+/// The bundled demo server, run by this very binary (`switchboard demo-server`).
+pub fn demo_spec() -> Result<ServerSpec> {
+    let exe = std::env::current_exe().context("cannot find the switchboard executable")?;
+    let target = Target::Stdio(StdioTarget {
+        program: exe.display().to_string(),
+        args: vec!["demo-server".into()],
+        env: child_env(EnvPolicy::Filtered, std::env::vars(), &Default::default()),
+        cwd: None,
+    });
+    let mut spec = ServerSpec::adhoc("demo", "default", target);
+    spec.trust = true;
+    spec.target_display = "switchboard demo-server (bundled)".into();
+    Ok(spec)
+}
+
+/// All servers to show or start: the settings' servers, or the demo server when there
+/// is no settings file at all.
+pub fn all_specs(g: &Globals) -> Result<(Vec<ServerSpec>, Settings)> {
+    let settings = load_settings(g)?;
+    let mut specs: Vec<ServerSpec> = settings.servers.iter().map(spec_from_entry).collect();
+    if settings.no_settings_file {
+        eprintln!(
+            "note: no settings file found ({}), so Switchboard uses its bundled demo server `demo`; add your own with `switchboard mcp add`",
+            switchboard_config::user_settings_path(&home_dir()?).display()
+        );
+        specs.push(demo_spec()?);
+    }
+    Ok((specs, settings))
+}
+
+/// How an ad-hoc target was asked for.
+#[derive(Debug, Clone, Default)]
+pub struct AdHoc {
+    pub stdio: Option<String>,
+    pub transport: Option<String>,
+}
+
+/// Resolves a server argument: a configured name, an `http(s)://` URL, or `--stdio`.
+pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<ServerSpec> {
+    if let Some(cmdline) = &adhoc.stdio {
+        let parts = shlex::split(cmdline)
+            .filter(|p| !p.is_empty())
+            .with_context(|| {
+                format!("cannot split --stdio command line `{cmdline}` (check the quotes)")
+            })?;
+        let (program, args) = parts
+            .split_first()
+            .map(|(p, a)| (p.clone(), a.to_vec()))
+            .context("--stdio needs a command")?;
+        let target = Target::Stdio(StdioTarget {
+            program,
+            args,
+            env: child_env(EnvPolicy::Filtered, std::env::vars(), &Default::default()),
+            cwd: None,
+        });
+        return Ok(ServerSpec::adhoc("stdio", "ad-hoc", target));
+    }
+    let Some(server) = server else {
+        bail!(
+            "name a server (see `switchboard mcp list`), a URL, or use --stdio \"<command line>\""
+        );
+    };
+    if server.starts_with("http://") || server.starts_with("https://") {
+        let headers = Vec::new();
+        let target = match adhoc.transport.as_deref() {
+            None => Target::Auto {
+                url: server.into(),
+                headers,
+            },
+            Some("http") => Target::Http {
+                url: server.into(),
+                headers,
+            },
+            Some("sse") => Target::Sse {
+                url: server.into(),
+                headers,
+            },
+            Some(other) => bail!("--transport `{other}` is not valid for a URL: use http or sse"),
+        };
+        return Ok(ServerSpec::adhoc(server, "ad-hoc", target));
+    }
+    let (specs, _) = all_specs(g)?;
+    let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+    specs
+        .into_iter()
+        .find(|s| s.name == server)
+        .with_context(|| {
+            if names.is_empty() {
+                format!("no server named `{server}`: no servers are configured (add one with `switchboard mcp add`)")
+            } else {
+                format!("no server named `{server}`; configured: {}", names.join(", "))
+            }
+        })
+}

@@ -1,0 +1,346 @@
+//! Commands that edit settings: `mcp add/remove/enable/disable`, `mcp get` (read-only,
+//! secrets masked) and `trust`. Files are rewritten atomically and keep every field
+//! Switchboard does not know (the file is shared with other tools).
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use serde_json::{Map, Value, json};
+use switchboard_config::{
+    SettingsDoc, child_env, describe_env_policy, is_secret_name, mask_secret,
+    project_settings_path, trust_folder, user_settings_path,
+};
+
+use crate::ctx::{self, Globals};
+
+#[derive(Debug, Args)]
+pub struct AddArgs {
+    /// The server's name.
+    pub name: String,
+    /// A command (stdio) or an http(s):// URL.
+    pub command_or_url: String,
+    /// Arguments for the command (after `--`).
+    #[arg(last = true)]
+    pub args: Vec<String>,
+    /// Environment variable for the server process (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "KEY=VALUE")]
+    pub env: Vec<String>,
+    /// HTTP header (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "\"Name: value\"")]
+    pub headers: Vec<String>,
+    /// Which settings file: project (default, ./.switchboard/settings.json) or user.
+    #[arg(long, short)]
+    pub scope: Option<String>,
+    /// stdio, http or sse (default: stdio for a command, http for a URL).
+    #[arg(long, short)]
+    pub transport: Option<String>,
+    /// Request timeout in milliseconds.
+    #[arg(long, value_name = "MS")]
+    pub timeout: Option<u64>,
+    /// Skip tool-call confirmations for this server.
+    #[arg(long)]
+    pub trust: bool,
+    /// A description shown in lists.
+    #[arg(long)]
+    pub description: Option<String>,
+}
+
+fn settings_path(g: &Globals, scope: Option<&str>) -> Result<PathBuf> {
+    if let Some(file) = &g.config {
+        return Ok(file.clone());
+    }
+    match scope.unwrap_or("project") {
+        "project" => Ok(project_settings_path(&ctx::project_dir()?)),
+        "user" => Ok(user_settings_path(&ctx::home_dir()?)),
+        other => bail!("--scope must be `project` or `user`, not `{other}`"),
+    }
+}
+
+pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
+    if a.name.is_empty() || a.name.chars().any(|c| c.is_control() || c == '/') {
+        bail!(
+            "`{}` is not a usable server name (no slashes or control characters)",
+            a.name
+        );
+    }
+    let is_url =
+        a.command_or_url.starts_with("http://") || a.command_or_url.starts_with("https://");
+    let transport = a.transport.clone().unwrap_or_else(|| {
+        if is_url {
+            "http".into()
+        } else {
+            "stdio".into()
+        }
+    });
+    let mut entry = Map::new();
+    match transport.as_str() {
+        "stdio" => {
+            if is_url {
+                bail!(
+                    "`{}` is a URL; use --transport http or sse for it",
+                    a.command_or_url
+                );
+            }
+            if !a.headers.is_empty() {
+                bail!("--header is for http and sse servers, not stdio");
+            }
+            entry.insert("command".into(), json!(a.command_or_url));
+            if !a.args.is_empty() {
+                entry.insert("args".into(), json!(a.args));
+            }
+        }
+        "http" | "sse" => {
+            if !is_url {
+                bail!(
+                    "`{}` is not an http(s):// URL; a {transport} server needs one",
+                    a.command_or_url
+                );
+            }
+            if !a.args.is_empty() {
+                bail!("arguments after `--` are for stdio servers only");
+            }
+            if transport == "http" {
+                entry.insert("httpUrl".into(), json!(a.command_or_url));
+            } else {
+                entry.insert("url".into(), json!(a.command_or_url));
+                entry.insert("type".into(), json!("sse"));
+            }
+        }
+        other => bail!("--transport must be stdio, http or sse, not `{other}`"),
+    }
+    if !a.env.is_empty() {
+        if transport != "stdio" {
+            bail!("--env is for stdio servers only");
+        }
+        let mut env = Map::new();
+        for kv in &a.env {
+            let (k, v) = kv
+                .split_once('=')
+                .with_context(|| format!("--env `{kv}` is not KEY=VALUE"))?;
+            env.insert(k.to_string(), json!(v));
+        }
+        entry.insert("env".into(), Value::Object(env));
+    }
+    if !a.headers.is_empty() {
+        let mut headers = Map::new();
+        for h in &a.headers {
+            let (k, v) = h
+                .split_once(':')
+                .with_context(|| format!("--header `{h}` is not \"Name: value\""))?;
+            headers.insert(k.trim().to_string(), json!(v.trim()));
+        }
+        entry.insert("headers".into(), Value::Object(headers));
+    }
+    if let Some(t) = a.timeout {
+        entry.insert("timeout".into(), json!(t));
+    }
+    if a.trust {
+        entry.insert("trust".into(), json!(true));
+    }
+    if let Some(d) = &a.description {
+        entry.insert("description".into(), json!(d));
+    }
+    let path = settings_path(g, a.scope.as_deref())?;
+    let mut doc = SettingsDoc::open(&path)?;
+    let existed = doc.server(&a.name).is_some();
+    doc.set_server(&a.name, Value::Object(entry))?;
+    doc.save()?;
+    println!(
+        "{} server `{}` ({transport}) in {}",
+        if existed { "Updated" } else { "Added" },
+        a.name,
+        path.display()
+    );
+    if transport == "stdio"
+        && g.config.is_none()
+        && a.scope.as_deref().unwrap_or("project") == "project"
+    {
+        let dir = ctx::project_dir()?;
+        if !switchboard_config::is_trusted(&ctx::home_dir()?, &dir) {
+            println!(
+                "Note: stdio servers in a project's settings only start in trusted folders; run `switchboard trust` here to allow it."
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> {
+    let path = settings_path(g, scope)?;
+    let mut doc = SettingsDoc::open(&path)?;
+    if !doc.remove_server(name) {
+        bail!(
+            "no server `{name}` in {} (try --scope user or --scope project)",
+            path.display()
+        );
+    }
+    doc.save()?;
+    println!("Removed server `{name}` from {}", path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn set_enabled(
+    g: &Globals,
+    name: &str,
+    scope: Option<&str>,
+    enabled: bool,
+) -> Result<ExitCode> {
+    let path = settings_path(g, scope)?;
+    let mut doc = SettingsDoc::open(&path)?;
+    if doc.server(name).is_none() {
+        bail!(
+            "no server `{name}` in {} (try --scope user or --scope project)",
+            path.display()
+        );
+    }
+    doc.set_disabled(name, !enabled)?;
+    doc.save()?;
+    println!(
+        "{} server `{name}` in {}",
+        if enabled { "Enabled" } else { "Disabled" },
+        path.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn trust(path: Option<PathBuf>) -> Result<ExitCode> {
+    let dir = match path {
+        Some(p) => p,
+        None => ctx::project_dir()?,
+    };
+    let home = ctx::home_dir()?;
+    let trusted = trust_folder(&home, &dir)?;
+    println!(
+        "Trusted {}: stdio servers from its .switchboard/settings.json may now start.",
+        trusted.display()
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn mask_map(map: &indexmap::IndexMap<String, String>) -> Map<String, Value> {
+    map.iter()
+        .map(|(k, v)| {
+            let shown = if is_secret_name(k) {
+                mask_secret(v)
+            } else {
+                v.clone()
+            };
+            (k.clone(), json!(shown))
+        })
+        .collect()
+}
+
+pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
+    let settings = ctx::load_settings(g)?;
+    let Some(entry) = settings.servers.iter().find(|s| s.name == name) else {
+        let names: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
+        bail!(
+            "no server named `{name}`; configured: {}",
+            if names.is_empty() {
+                "(none)".into()
+            } else {
+                names.join(", ")
+            }
+        );
+    };
+    let mut out = Map::new();
+    out.insert("name".into(), json!(entry.name));
+    out.insert("origin".into(), json!(entry.origin.to_string()));
+    out.insert(
+        "file".into(),
+        json!(entry.source_file.display().to_string()),
+    );
+    out.insert(
+        "state".into(),
+        json!(match &entry.state {
+            switchboard_config::EntryState::Enabled => "enabled".to_string(),
+            switchboard_config::EntryState::Disabled => "disabled".to_string(),
+            switchboard_config::EntryState::Blocked(r) => format!("blocked: {r}"),
+            switchboard_config::EntryState::Untrusted(r) => format!("blocked: {r}"),
+        }),
+    );
+    match &entry.config {
+        Err(reason) => {
+            out.insert("error".into(), json!(reason));
+        }
+        Ok(cfg) => {
+            out.insert("transport".into(), json!(cfg.transport.kind_name()));
+            match &cfg.transport {
+                switchboard_config::Transport::Stdio {
+                    command,
+                    args,
+                    env,
+                    cwd,
+                } => {
+                    out.insert("command".into(), json!(command));
+                    out.insert("args".into(), json!(args));
+                    out.insert("env".into(), Value::Object(mask_map(env)));
+                    if let Some(cwd) = cwd {
+                        out.insert("cwd".into(), json!(cwd.display().to_string()));
+                    }
+                    out.insert("envPolicy".into(), json!(cfg.env_policy.to_string()));
+                    out.insert(
+                        "envPolicyDescription".into(),
+                        json!(describe_env_policy(cfg.env_policy)),
+                    );
+                    let passed: Vec<String> = child_env(cfg.env_policy, std::env::vars(), env)
+                        .into_iter()
+                        .map(|(k, _)| k)
+                        .collect();
+                    out.insert("environmentPassed".into(), json!(passed));
+                }
+                other => {
+                    out.insert("url".into(), json!(other.url()));
+                    if let Some(h) = other.headers() {
+                        out.insert("headers".into(), Value::Object(mask_map(h)));
+                    }
+                }
+            }
+            out.insert("timeoutMs".into(), json!(cfg.timeout.as_millis() as u64));
+            out.insert(
+                "startupTimeoutMs".into(),
+                json!(cfg.startup_timeout.as_millis() as u64),
+            );
+            out.insert("trust".into(), json!(cfg.trust));
+            if let Some(i) = &cfg.include_tools {
+                out.insert("includeTools".into(), json!(i));
+            }
+            if !cfg.exclude_tools.is_empty() {
+                out.insert("excludeTools".into(), json!(cfg.exclude_tools));
+            }
+            if let Some(o) = &cfg.oauth {
+                let mut v = serde_json::to_value(o).unwrap_or(Value::Null);
+                if let Some(obj) = v.as_object_mut() {
+                    for key in ["clientSecret", "idToken"] {
+                        if let Some(s) = obj.get(key).and_then(Value::as_str).map(mask_secret) {
+                            obj.insert(key.into(), json!(s));
+                        }
+                    }
+                    if let Some(idp) = obj.get_mut("idp").and_then(Value::as_object_mut) {
+                        if let Some(s) = idp.get("idToken").and_then(Value::as_str).map(mask_secret)
+                        {
+                            idp.insert("idToken".into(), json!(s));
+                        }
+                    }
+                }
+                out.insert("oauth".into(), v);
+            }
+            if let Some(d) = &cfg.description {
+                out.insert("description".into(), json!(d));
+            }
+        }
+    }
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&Value::Object(out))?);
+    } else {
+        for (k, v) in &out {
+            match v {
+                Value::String(s) => println!("{k}: {s}"),
+                other => println!("{k}: {other}"),
+            }
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,237 @@
+//! `switchboard mcp list`: the `/mcp` view. Starts every server concurrently, reports
+//! each one's status, what it offers and why it failed, then stops them all. Exits 0
+//! whenever it could report, whatever the servers' states.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::{Value, json};
+use switchboard_host::{Host, HostOptions, ServerSnapshot, ServerStatus};
+
+use crate::ctx::{self, Globals};
+use crate::hooks::CliHooks;
+
+pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
+    let (specs, settings) = ctx::all_specs(g)?;
+    let host = Host::new(
+        specs,
+        HostOptions {
+            hooks: Arc::new(CliHooks),
+            ..Default::default()
+        },
+    );
+    let starting = host.server_names().len();
+    let spinner = spinner(starting);
+    host.start().await;
+    if let Some(s) = spinner {
+        s.abort();
+        eprint!("\r\x1b[2K");
+    }
+    let snapshot = host.snapshot();
+    host.shutdown().await;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&to_json(&snapshot))?);
+    } else {
+        print!("{}", human(&snapshot, &settings.files));
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A small spinner on stderr while servers start (only on a terminal).
+pub fn spinner(count: usize) -> Option<tokio::task::JoinHandle<()>> {
+    if count == 0 || !std::io::stderr().is_terminal() {
+        return None;
+    }
+    Some(tokio::spawn(async move {
+        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
+        let mut i = 0usize;
+        loop {
+            eprint!(
+                "\r{} Connecting to {count} server{}…",
+                frames[i % frames.len()],
+                if count == 1 { "" } else { "s" }
+            );
+            i += 1;
+            tokio::time::sleep(std::time::Duration::from_millis(80)).await;
+        }
+    }))
+}
+
+pub fn to_json(servers: &[ServerSnapshot]) -> Value {
+    let list: Vec<Value> = servers
+        .iter()
+        .map(|s| {
+            json!({
+                "name": s.name,
+                "status": s.status.as_str(),
+                "transport": s.transport,
+                "connectedVia": s.connected_via,
+                "target": s.target,
+                "origin": s.origin,
+                "trust": s.trust,
+                "timeoutMs": s.timeout.map(|t| t.as_millis() as u64),
+                "tools": s.tools.iter().map(|t| json!({
+                    "name": t.name,
+                    "description": t.description,
+                })).collect::<Vec<_>>(),
+                "filteredOutTools": s.filtered_out,
+                "prompts": s.prompts.iter().map(|p| json!({
+                    "name": p.name,
+                    "description": p.description,
+                    "arguments": p.arguments.as_ref().map(|args| args.iter().map(|a| json!({
+                        "name": a.name,
+                        "description": a.description,
+                        "required": a.required.unwrap_or(false),
+                    })).collect::<Vec<_>>()).unwrap_or_default(),
+                })).collect::<Vec<_>>(),
+                "resources": s.resources.iter().map(|r| json!({
+                    "uri": r.uri,
+                    "name": r.name,
+                })).collect::<Vec<_>>(),
+                "resourceTemplates": s.resource_templates.iter().map(|r| json!({
+                    "uriTemplate": r.uri_template,
+                    "name": r.name,
+                })).collect::<Vec<_>>(),
+                "serverInfo": s.server_info.as_ref().map(|(n, v)| json!({"name": n, "version": v})),
+                "protocolVersion": s.protocol_version,
+                "instructions": s.instructions,
+                "auth": s.auth,
+                "error": s.error,
+                "hint": s.hint,
+                "warnings": s.warnings,
+            })
+        })
+        .collect();
+    json!({ "servers": list })
+}
+
+fn icon(status: ServerStatus) -> &'static str {
+    match status {
+        ServerStatus::Connected => "🟢",
+        ServerStatus::Connecting => "🟡",
+        ServerStatus::Disconnected => "🔴",
+        ServerStatus::Blocked => "⛔",
+        ServerStatus::Disabled => "⚪",
+    }
+}
+
+fn one_line(s: &str) -> String {
+    let first = s.lines().next().unwrap_or("").trim();
+    if first.chars().count() > 100 {
+        format!("{}…", first.chars().take(99).collect::<String>())
+    } else {
+        first.to_string()
+    }
+}
+
+pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String {
+    let mut out = String::new();
+    if servers.is_empty() {
+        let _ = writeln!(
+            out,
+            "No MCP servers configured. Add one with `switchboard mcp add <name> <command-or-url>`."
+        );
+        if !files.is_empty() {
+            let list: Vec<String> = files.iter().map(|f| f.display().to_string()).collect();
+            let _ = writeln!(out, "Settings read: {}", list.join(", "));
+        }
+        return out;
+    }
+    let _ = writeln!(out, "MCP servers ({}):\n", servers.len());
+    for s in servers {
+        let via = s.connected_via.as_deref().unwrap_or(&s.transport);
+        let _ = writeln!(
+            out,
+            "{} {} — {} ({}, {})",
+            icon(s.status),
+            s.name,
+            s.status,
+            via,
+            s.origin
+        );
+        let label = if s.transport == "stdio" {
+            "Command"
+        } else {
+            "URL"
+        };
+        let _ = writeln!(out, "    {label}: {}", s.target);
+        if let Some(cwd) = &s.cwd {
+            let _ = writeln!(out, "    Working directory: {cwd}");
+        }
+        if let Some(t) = s.timeout {
+            if t.as_millis() != 600_000 {
+                let _ = writeln!(out, "    Timeout: {} ms", t.as_millis());
+            }
+        }
+        if let Some((name, version)) = &s.server_info {
+            let _ = writeln!(
+                out,
+                "    Server: {name} {version}{}",
+                s.protocol_version
+                    .as_ref()
+                    .map(|v| format!(" (protocol {v})"))
+                    .unwrap_or_default()
+            );
+        }
+        if let Some(auth) = s.auth {
+            let text = match auth {
+                switchboard_host::AuthStatus::Authenticated => "OAuth: authenticated",
+                switchboard_host::AuthStatus::Expired => "OAuth: expired",
+                switchboard_host::AuthStatus::NeedsLogin => "OAuth: not authenticated",
+            };
+            let _ = writeln!(out, "    {text}");
+        }
+        if let Some(err) = &s.error {
+            let mut lines = err.lines();
+            let _ = writeln!(out, "    Error: {}", lines.next().unwrap_or(""));
+            for l in lines {
+                let _ = writeln!(out, "           {l}");
+            }
+        }
+        if let Some(hint) = &s.hint {
+            let _ = writeln!(out, "    Hint: {hint}");
+        }
+        for w in &s.warnings {
+            let _ = writeln!(out, "    Warning: {w}");
+        }
+        if s.status == ServerStatus::Connected {
+            let _ = writeln!(out, "    Tools ({}):", s.tools.len());
+            for t in &s.tools {
+                match t
+                    .description
+                    .as_deref()
+                    .map(one_line)
+                    .filter(|d| !d.is_empty())
+                {
+                    Some(d) => {
+                        let _ = writeln!(out, "      - {}: {d}", t.name);
+                    }
+                    None => {
+                        let _ = writeln!(out, "      - {}", t.name);
+                    }
+                }
+            }
+            if !s.filtered_out.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    Hidden by includeTools/excludeTools: {}",
+                    s.filtered_out.join(", ")
+                );
+            }
+            if !s.prompts.is_empty() {
+                let names: Vec<&str> = s.prompts.iter().map(|p| p.name.as_str()).collect();
+                let _ = writeln!(out, "    Prompts ({}): {}", names.len(), names.join(", "));
+            }
+            if !s.resources.is_empty() || !s.resource_templates.is_empty() {
+                let mut names: Vec<String> = s.resources.iter().map(|r| r.uri.clone()).collect();
+                names.extend(s.resource_templates.iter().map(|t| t.uri_template.clone()));
+                let _ = writeln!(out, "    Resources ({}): {}", names.len(), names.join(", "));
+            }
+        }
+        let _ = writeln!(out);
+    }
+    out
+}

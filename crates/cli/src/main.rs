@@ -1,0 +1,257 @@
+//! `switchboard`: an MCP host on the command line.
+//!
+//! `switchboard mcp list` shows every configured server with its status and what it
+//! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
+//! command); `mcp add/remove/get/enable/disable` and `trust` edit settings.
+
+mod call;
+mod ctx;
+mod edit;
+mod hooks;
+mod list;
+mod render;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "switchboard", version, about = "Connect an assistant to your MCP servers", long_about = None)]
+struct Cli {
+    /// Use this settings file only (instead of the user and project layers).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// More logging on stderr (repeat for more).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    verbose: u8,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Manage and use MCP servers.
+    #[command(subcommand)]
+    Mcp(McpCommand),
+    /// Trust a folder so that stdio servers from its `.switchboard/settings.json` may run.
+    Trust {
+        /// The folder (default: the current directory).
+        path: Option<PathBuf>,
+    },
+    /// Run the bundled demo MCP server on stdio (used as the default server).
+    #[command(hide = true, name = "demo-server")]
+    DemoServer {
+        #[arg(long, default_value_t = 0)]
+        startup_delay_ms: u64,
+    },
+}
+
+#[derive(Debug, Args, Clone, Default)]
+pub struct TargetArgs {
+    /// Connect to this command line over stdio instead of a configured server.
+    #[arg(long, value_name = "COMMAND LINE")]
+    stdio: Option<String>,
+    /// Force the transport for a URL target: http or sse.
+    #[arg(long, value_name = "http|sse")]
+    transport: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+enum McpCommand {
+    /// Show every server: status, transport, tools, prompts, resources, errors.
+    List {
+        /// Print one JSON document.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Add a server to settings.
+    Add(edit::AddArgs),
+    /// Remove a server from settings.
+    Remove {
+        name: String,
+        /// Which settings file: project (default) or user.
+        #[arg(long, short)]
+        scope: Option<String>,
+    },
+    /// Show one server's settings (secrets masked) and the environment it will get.
+    Get {
+        name: String,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Enable a server.
+    Enable {
+        name: String,
+        #[arg(long, short)]
+        scope: Option<String>,
+    },
+    /// Disable a server (kept in settings, not started).
+    Disable {
+        name: String,
+        #[arg(long, short)]
+        scope: Option<String>,
+    },
+    /// Call a tool: `mcp call <server|URL> <tool> [--args JSON | key=value…]`.
+    Call {
+        /// `<server|URL> <tool> [key=value…]`, or `<tool> [key=value…]` with --stdio.
+        /// Values are typed by the tool's input schema.
+        #[arg(required = true, num_args = 1.., value_name = "SERVER TOOL KEY=VALUE")]
+        positional: Vec<String>,
+        /// Arguments as a JSON object.
+        #[arg(long, value_name = "JSON")]
+        args: Option<String>,
+        /// Print the raw result as JSON.
+        #[arg(long)]
+        json: bool,
+        /// Request timeout in milliseconds (default: the server's `timeout`).
+        #[arg(long, value_name = "MS")]
+        timeout: Option<u64>,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Read a resource: `mcp read <server|URL> <uri>`.
+    Read {
+        #[arg(required = true, num_args = 1..=2)]
+        positional: Vec<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+    /// Get a prompt: `mcp prompt <server|URL> <name> [--arg=value…]`.
+    Prompt {
+        /// `<server|URL> <name> [arg=value…]`; `--arg=value` forms go after `--`.
+        #[arg(required = true, num_args = 1.., value_name = "SERVER NAME ARG=VALUE")]
+        positional: Vec<String>,
+        #[arg(last = true)]
+        kv: Vec<String>,
+        #[arg(long)]
+        json: bool,
+        #[command(flatten)]
+        target: TargetArgs,
+    },
+}
+
+fn init_logging(verbose: u8) {
+    let default = match verbose {
+        0 => "warn,rmcp=error",
+        1 => "info,rmcp=warn",
+        _ => "debug",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::DemoServer { startup_delay_ms } = &cli.command {
+        return run_demo(*startup_delay_ms);
+    }
+    init_logging(cli.verbose);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let globals = ctx::Globals { config: cli.config };
+    let result = runtime.block_on(run(cli.command, globals));
+    // Do not wait for stray tasks (servers are already stopped by then).
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn run_demo(startup_delay_ms: u64) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    let opts = switchboard_demo_server::DemoOptions::default()
+        .with_startup_delay(std::time::Duration::from_millis(startup_delay_ms));
+    match runtime.block_on(switchboard_demo_server::serve_stdio(opts)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("demo server error: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
+async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Mcp(cmd) => match cmd {
+            McpCommand::List { json } => list::run(&g, json).await,
+            McpCommand::Add(args) => edit::add(&g, args),
+            McpCommand::Remove { name, scope } => edit::remove(&g, &name, scope.as_deref()),
+            McpCommand::Get { name, json } => edit::get(&g, &name, json),
+            McpCommand::Enable { name, scope } => {
+                edit::set_enabled(&g, &name, scope.as_deref(), true)
+            }
+            McpCommand::Disable { name, scope } => {
+                edit::set_enabled(&g, &name, scope.as_deref(), false)
+            }
+            McpCommand::Call {
+                positional,
+                args,
+                json,
+                timeout,
+                target,
+            } => {
+                call::call(
+                    &g,
+                    call::CallArgs {
+                        positional,
+                        args,
+                        json,
+                        timeout_ms: timeout,
+                        adhoc: adhoc(&target),
+                    },
+                )
+                .await
+            }
+            McpCommand::Read {
+                positional,
+                json,
+                target,
+            } => call::read(&g, positional, json, adhoc(&target)).await,
+            McpCommand::Prompt {
+                positional,
+                kv,
+                json,
+                target,
+            } => call::prompt(&g, positional, kv, json, adhoc(&target)).await,
+        },
+        Command::Trust { path } => edit::trust(path),
+        Command::DemoServer { .. } => Ok(ExitCode::SUCCESS),
+    }
+}
+
+fn adhoc(t: &TargetArgs) -> ctx::AdHoc {
+    ctx::AdHoc {
+        stdio: t.stdio.clone(),
+        transport: t.transport.clone(),
+    }
+}

@@ -1,0 +1,26 @@
+//! Switchboard settings: Gemini-CLI-style `settings.json` layers, validation,
+//! variable expansion, folder trust, the stdio environment rule and safe writes.
+//!
+//! Start with [`load`]; edit files with [`SettingsDoc`].
+
+mod doc;
+mod env_policy;
+mod error;
+mod expand;
+mod jsonc;
+mod load;
+mod mask;
+mod raw;
+mod server;
+mod suggest;
+mod trust;
+
+pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
+pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
+pub use error::ConfigError;
+pub use expand::{ExpandError, expand_vars};
+pub use load::{EntryState, LoadOptions, Origin, ServerEntry, Settings, load};
+pub use mask::{is_secret_name, mask_secret};
+pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
+pub use server::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport};
+pub use trust::{is_trusted, trust_folder, trusted_folders, trusted_folders_path};

@@ -1,0 +1,160 @@
+//! Folder trust: stdio servers from a project settings file only start once the
+//! user trusts that project folder.
+//!
+//! Trusted folders live in `$SWITCHBOARD_HOME/trustedFolders.json` as
+//! `{"trustedFolders": ["/abs/path", ...]}` (other keys are kept). A folder is
+//! trusted when it or one of its ancestors is listed.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::doc::atomic_write;
+use crate::error::ConfigError;
+use crate::jsonc;
+
+/// `<home>/trustedFolders.json`.
+pub fn trusted_folders_path(home: &Path) -> PathBuf {
+    home.join("trustedFolders.json")
+}
+
+fn read_doc(home: &Path) -> Result<Map<String, Value>, ConfigError> {
+    let path = trusted_folders_path(home);
+    match jsonc::read(&path)? {
+        None => Ok(Map::new()),
+        Some(Value::Object(m)) => Ok(m),
+        Some(_) => Err(ConfigError::Invalid {
+            path,
+            field: "(root)".into(),
+            message: "expected an object like {\"trustedFolders\": [\"/path\"]}".into(),
+        }),
+    }
+}
+
+/// The trusted folders as listed.
+pub fn trusted_folders(home: &Path) -> Result<Vec<PathBuf>, ConfigError> {
+    let doc = read_doc(home)?;
+    match doc.get("trustedFolders") {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Array(a)) => Ok(a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(PathBuf::from)
+            .collect()),
+        Some(_) => Err(ConfigError::Invalid {
+            path: trusted_folders_path(home),
+            field: "trustedFolders".into(),
+            message: "expected a list of absolute paths".into(),
+        }),
+    }
+}
+
+fn canonical_or_absolute(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path)
+        .unwrap_or_else(|_| std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf()))
+}
+
+/// Whether `path` (or an ancestor) is trusted. An unreadable trust file trusts nothing.
+pub fn is_trusted(home: &Path, path: &Path) -> bool {
+    let Ok(list) = trusted_folders(home) else {
+        return false;
+    };
+    let target = canonical_or_absolute(path);
+    list.iter().any(|t| {
+        t.is_absolute() && (target.starts_with(t) || target.starts_with(canonical_or_absolute(t)))
+    })
+}
+
+/// Trusts `path` (canonicalized; it must exist) by adding it to
+/// `<home>/trustedFolders.json` (`{"trustedFolders": ["/abs/path", ...]}`, other
+/// keys kept); the folder and everything below it become trusted. Returns the path
+/// recorded.
+/// Already-trusted paths are not added twice. The file is written atomically.
+pub fn trust_folder(home: &Path, path: &Path) -> Result<PathBuf, ConfigError> {
+    let canonical = std::fs::canonicalize(path).map_err(|source| ConfigError::Read {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let file = trusted_folders_path(home);
+    let mut doc = read_doc(home)?;
+    let list = doc
+        .entry("trustedFolders")
+        .or_insert_with(|| Value::Array(Vec::new()));
+    if list.is_null() {
+        *list = Value::Array(Vec::new());
+    }
+    let Some(arr) = list.as_array_mut() else {
+        return Err(ConfigError::Invalid {
+            path: file,
+            field: "trustedFolders".into(),
+            message: "expected a list of absolute paths; fix it by hand".into(),
+        });
+    };
+    let s = canonical.to_string_lossy().into_owned();
+    if !arr.iter().any(|v| v.as_str() == Some(s.as_str())) {
+        arr.push(Value::String(s));
+    }
+    let mut text =
+        serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| ConfigError::Write {
+            path: file.clone(),
+            source: std::io::Error::other(e),
+        })?;
+    text.push('\n');
+    atomic_write(&file, text.as_bytes())?;
+    Ok(canonical)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::expect_used)]
+    use super::*;
+
+    #[test]
+    fn trust_ancestor_and_not_siblings() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let proj = root.path().join("work");
+        let child = proj.join("sub/deeper");
+        let sibling = root.path().join("workshop");
+        std::fs::create_dir_all(&child).unwrap();
+        std::fs::create_dir_all(&sibling).unwrap();
+        assert!(!is_trusted(home.path(), &proj));
+        let recorded = trust_folder(home.path(), &proj.join("sub/..")).unwrap();
+        assert_eq!(recorded, std::fs::canonicalize(&proj).unwrap());
+        assert!(is_trusted(home.path(), &proj));
+        assert!(is_trusted(home.path(), &child));
+        assert!(
+            !is_trusted(home.path(), &sibling),
+            "prefix match must be per component"
+        );
+        assert!(!is_trusted(home.path(), root.path()));
+        // Idempotent.
+        trust_folder(home.path(), &proj).unwrap();
+        assert_eq!(trusted_folders(home.path()).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn keeps_other_keys_and_rejects_bad_file() {
+        let home = tempfile::tempdir().unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            trusted_folders_path(home.path()),
+            r#"{"other": 1, "trustedFolders": []}"#,
+        )
+        .unwrap();
+        trust_folder(home.path(), dir.path()).unwrap();
+        let v: Value = serde_json::from_str(
+            &std::fs::read_to_string(trusted_folders_path(home.path())).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(v["other"], 1);
+        std::fs::write(
+            trusted_folders_path(home.path()),
+            r#"{"trustedFolders": "x"}"#,
+        )
+        .unwrap();
+        assert!(trust_folder(home.path(), dir.path()).is_err());
+        assert!(!is_trusted(home.path(), dir.path()));
+        assert!(trust_folder(home.path(), &dir.path().join("missing")).is_err());
+    }
+}

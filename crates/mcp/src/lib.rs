@@ -1,0 +1,27 @@
+//! `switchboard-mcp`: one connection to one MCP server.
+//!
+//! Transports: stdio (a child process in its own process group), Streamable HTTP
+//! (rmcp's client, with the stateless 2026-07-28 revision tried first and the
+//! `initialize` handshake as fallback), and the legacy HTTP+SSE transport (ours).
+//! Every request has a timeout; a timed-out or cancelled request sends
+//! `notifications/cancelled`. This crate knows nothing about other servers, settings
+//! files or models.
+
+mod connection;
+mod error;
+mod handler;
+mod sse;
+mod stdio;
+mod target;
+
+pub use connection::{CallOptions, ConnectOptions, Connection, MAX_LIST_PAGES};
+pub use error::{ConnectError, RequestError};
+pub use handler::{
+    ClientHooks, DefaultHooks, Progress, ServerEvent, UI_EXTENSION_ID, decline_elicitation,
+};
+pub use sse::{SseError, SseOptions, SseTransport};
+pub use stdio::ChildGuard;
+pub use target::{StdioTarget, Target, TransportKind};
+
+/// The MCP protocol types (re-exported from `rmcp`).
+pub use rmcp::model;

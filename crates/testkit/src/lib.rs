@@ -1,0 +1,27 @@
+//! Test-only helpers for Switchboard: install, spawn and clean up the real MCP peers the
+//! tests run against.
+//!
+//! Peers live under `tests/peers/` and are installed by `scripts/install-peers.sh`:
+//! - `@modelcontextprotocol/server-everything` (Node) over stdio, SSE and Streamable HTTP
+//!   ([`spawn_everything`], [`everything_stdio_command`]);
+//! - a Python-SDK server (`tests/peers/python/server.py`) over stdio, SSE, Streamable HTTP,
+//!   JSON replies and stateless ([`spawn_python`], [`python_stdio_command`]);
+//! - misbehaving stdio peers (`tests/peers/python/bad/*.py`, [`bad_peer`]).
+//!
+//! Every spawned peer is a [`PeerProcess`]: its own process group, output captured, the
+//! whole group SIGKILLed and reaped on drop. HTTP peers bind 127.0.0.1 only.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod everything;
+mod install;
+mod probe;
+mod process;
+mod python;
+
+pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
+pub use install::{ensure_peers, peers_dir, repo_root};
+pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};
+pub use process::{PeerProcess, free_port, process_group_alive, wait_group_gone};
+pub use python::{
+    PyMode, bad_peer, python_bin, python_server_script, python_stdio_command, spawn_python,
+};

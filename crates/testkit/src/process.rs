@@ -1,0 +1,182 @@
+//! [`PeerProcess`]: a spawned peer in its own process group, killed (whole group) on drop.
+
+use std::fmt;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A free TCP port on 127.0.0.1 (bound once with port 0, then released).
+pub fn free_port() -> u16 {
+    let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind 127.0.0.1:0");
+    listener.local_addr().expect("local_addr").port()
+}
+
+/// A running peer. Its process is the leader of its own process group; stdout and stderr
+/// go to a temporary file ([`PeerProcess::stderr`]). On drop the whole group gets SIGKILL
+/// and the child is reaped, so no test leaves a process behind — even when it panics.
+pub struct PeerProcess {
+    child: Child,
+    pgid: i32,
+    log: tempfile::NamedTempFile,
+    name: String,
+    killed: bool,
+    /// The peer's MCP endpoint (`http://127.0.0.1:P/mcp` or `/sse`); empty for stdio.
+    pub url: String,
+    /// The TCP port the peer listens on (0 for none).
+    pub port: u16,
+}
+
+impl fmt::Debug for PeerProcess {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("PeerProcess")
+            .field("name", &self.name)
+            .field("pid", &self.child.id())
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PeerProcess {
+    /// Spawn `command` in a new process group with stdin closed and stdout + stderr going
+    /// to a temporary file. `name` is used in panic messages.
+    ///
+    /// # Panics
+    /// When the program cannot be started.
+    pub fn spawn(name: &str, mut command: Command) -> Self {
+        let log = tempfile::Builder::new()
+            .prefix(&format!("switchboard-peer-{}-", sanitize(name)))
+            .suffix(".log")
+            .tempfile()
+            .expect("create a temp file for the peer's output");
+        let out = log.reopen().expect("reopen peer log");
+        let err = log.reopen().expect("reopen peer log");
+        command
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(out))
+            .stderr(Stdio::from(err))
+            .process_group(0);
+        let child = command
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start peer {name} ({command:?}): {e}"));
+        let pgid = i32::try_from(child.id()).expect("pid fits in i32");
+        Self {
+            child,
+            pgid,
+            log,
+            name: name.to_owned(),
+            killed: false,
+            url: String::new(),
+            port: 0,
+        }
+    }
+
+    /// The child's process id (also its process-group id).
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything the peer wrote to stderr (and stdout) so far.
+    pub fn stderr(&self) -> String {
+        std::fs::read_to_string(self.log.path()).unwrap_or_default()
+    }
+
+    /// `Some(status)` once the child has exited.
+    pub fn try_wait(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
+    }
+
+    /// SIGKILL the whole process group and reap the child. Idempotent; also done on drop.
+    /// Use it to simulate a server dying (connection refused, stream cut).
+    pub fn kill(&mut self) {
+        if self.killed {
+            return;
+        }
+        self.killed = true;
+        kill_group(self.pgid, libc::SIGKILL);
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// Wait until `port` on 127.0.0.1 accepts TCP connections, at most `limit`.
+    ///
+    /// # Panics
+    /// If the peer exits first or the limit passes; the message includes its output.
+    pub async fn wait_for_port(&mut self, port: u16, limit: Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.try_wait() {
+                panic!(
+                    "peer {} exited ({status}) before listening on 127.0.0.1:{port}\n--- output ---\n{}",
+                    self.name,
+                    self.stderr()
+                );
+            }
+            if tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_ok()
+            {
+                return;
+            }
+            if start.elapsed() > limit {
+                panic!(
+                    "peer {} did not listen on 127.0.0.1:{port} within {limit:?}\n--- output ---\n{}",
+                    self.name,
+                    self.stderr()
+                );
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+fn sanitize(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '-' })
+        .collect()
+}
+
+#[allow(unsafe_code)]
+fn kill_group(pgid: i32, signal: i32) {
+    if pgid > 1 {
+        // SAFETY: kill(2) has no memory-safety preconditions; a negative pid names a group.
+        unsafe {
+            libc::kill(-pgid, signal);
+        }
+    }
+}
+
+/// Whether any process is still in process group `pgid` (`kill(-pgid, 0)` succeeds).
+/// Zombies still count until they are reaped.
+#[allow(unsafe_code)]
+pub fn process_group_alive(pgid: i32) -> bool {
+    if pgid <= 1 {
+        return false;
+    }
+    // SAFETY: signal 0 only checks for existence and permission; no memory is touched.
+    let rc = unsafe { libc::kill(-pgid, 0) };
+    if rc == 0 {
+        return true;
+    }
+    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
+/// Poll until process group `pgid` is gone, at most `limit`; returns whether it went.
+pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        if !process_group_alive(pgid) {
+            return true;
+        }
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Install the real MCP peers Switchboard's tests run against:
+#   tests/peers/node    npm packages pinned in package-lock.json (npm ci)
+#   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
+# Idempotent and fast when nothing changed: a marker file records a hash of the lock
+# files, and the install is skipped while it matches and the installs are present.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PEERS="$ROOT/tests/peers"
+NODE_DIR="$PEERS/node"
+VENV="$PEERS/.venv"
+REQS="$PEERS/python/requirements.txt"
+MARKER="$PEERS/.installed"
+
+die() {
+  echo "install-peers: ERROR: $*" >&2
+  exit 1
+}
+say() { echo "install-peers: $*"; }
+
+need() {
+  command -v "$1" >/dev/null 2>&1 || die "'$1' is not installed or not on PATH. $2"
+}
+
+need node "Install Node.js >= 18 (e.g. apt-get install nodejs npm)."
+need npm "Install npm (e.g. apt-get install npm)."
+need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 python3-venv)."
+
+[ -f "$NODE_DIR/package-lock.json" ] || die "missing $NODE_DIR/package-lock.json"
+[ -f "$REQS" ] || die "missing $REQS"
+
+hash_inputs() {
+  cat "$NODE_DIR/package-lock.json" "$REQS" | sha256sum | cut -d' ' -f1
+}
+WANT="$(hash_inputs)"
+
+if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
+  && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything" ] \
+  && [ -x "$VENV/bin/python" ]; then
+  say "peers already installed (marker $MARKER matches); nothing to do"
+  exit 0
+fi
+
+rm -f "$MARKER"
+
+say "npm ci in $NODE_DIR"
+(cd "$NODE_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $NODE_DIR"
+
+if [ ! -x "$VENV/bin/python" ]; then
+  say "creating venv $VENV"
+  python3 -m venv "$VENV" \
+    || die "python3 -m venv failed (on Debian/Ubuntu: apt-get install python3-venv)"
+fi
+say "pip install -r $REQS"
+"$VENV/bin/python" -m pip install --disable-pip-version-check -q -r "$REQS" \
+  || die "pip install failed for $REQS"
+
+"$VENV/bin/python" -c 'from mcp.server.mcpserver import MCPServer' \
+  || die "the venv at $VENV cannot import mcp.server.mcpserver"
+
+echo "$WANT" >"$MARKER"
+say "done (node: $(node --version), python: $("$VENV/bin/python" --version 2>&1))"

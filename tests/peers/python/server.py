@@ -1,0 +1,159 @@
+"""Switchboard test peer: one server on the official Python SDK (mcp 2.x, MCPServer).
+
+Usage:
+    python server.py --transport stdio|sse|streamable-http [--json-response] [--stateless] [--port P]
+
+HTTP transports always bind 127.0.0.1. Environment:
+    SWITCHBOARD_CANCEL_LOG  file to which `cancelled <requestId>` lines are appended when a
+                            `notifications/cancelled` arrives for a running `hang` call.
+"""
+
+import argparse
+import asyncio
+import os
+import struct
+import sys
+import zlib
+from typing import Any
+
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CancelledNotificationParams, ResourceLink
+from pydantic import BaseModel
+
+INSTRUCTIONS = "Switchboard Python test peer. Tools: echo, add, image, resource_link, hang, crash, fail, slow_progress."
+
+mcp = MCPServer(name="switchboard-py-peer", version="1.0.0", instructions=INSTRUCTIONS, log_level="WARNING")
+
+# Request ids of `hang` calls currently running (as strings; ids may be ints or strings).
+_hanging: set[str] = set()
+
+
+def _tiny_png() -> bytes:
+    """A valid 1x1 red RGBA PNG, built with the standard library."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body) & 0xFFFFFFFF)
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    pixels = zlib.compress(b"\x00\xff\x00\x00\xff")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixels) + chunk(b"IEND", b"")
+
+
+def _log_cancel(request_id: Any) -> None:
+    path = os.environ.get("SWITCHBOARD_CANCEL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(f"cancelled {request_id}\n")
+            f.flush()
+
+
+class Sum(BaseModel):
+    """Structured result of `add`."""
+
+    sum: float
+
+
+@mcp.tool(description="Echo the message back.")
+def echo(message: str) -> str:
+    return message
+
+
+@mcp.tool(description="Add two numbers; the result is structured ({\"sum\": a + b}).")
+def add(a: float, b: float) -> Sum:
+    return Sum(sum=a + b)
+
+
+@mcp.tool(description="Return a tiny PNG image.")
+def image() -> Image:
+    return Image(data=_tiny_png(), format="png")
+
+
+@mcp.tool(description="Return a resource_link block pointing at py://info.")
+def resource_link() -> ResourceLink:
+    return ResourceLink(uri="py://info", name="info", mime_type="text/plain", description="Peer information")
+
+
+@mcp.tool(description="Sleep for `seconds` (default an hour). Records notifications/cancelled it receives.")
+async def hang(ctx: Context, seconds: float = 3600) -> str:
+    request_id = ctx.request_id
+    _hanging.add(request_id)
+    # On cancellation the id stays in `_hanging`: the cancel notification handler
+    # runs after this scope is cancelled and records it.
+    await asyncio.sleep(seconds)
+    _hanging.discard(request_id)
+    return f"slept {seconds}s"
+
+
+@mcp.tool(description="Exit the server process (status 3) in the middle of the call.")
+def crash() -> str:
+    sys.stderr.write("crash: exiting with status 3\n")
+    sys.stderr.flush()
+    os._exit(3)
+
+
+@mcp.tool(description="Always fails (the result has isError: true).")
+def fail() -> str:
+    raise ToolError("this tool always fails")
+
+
+@mcp.tool(description="Report `steps` progress notifications, then finish.")
+async def slow_progress(ctx: Context, steps: int = 3) -> str:
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i} of {steps}")
+        await asyncio.sleep(0.05)
+    return f"done {steps} steps"
+
+
+@mcp.resource("py://info", name="info", description="About this peer", mime_type="text/plain")
+def info() -> str:
+    return "switchboard python peer"
+
+
+@mcp.resource("py://item/{id}", name="item", description="An item by id", mime_type="text/plain")
+def item(id: str) -> str:
+    return f"item {id}"
+
+
+@mcp.prompt(description="Ask for a code review.")
+def review(code: str, language: str = "python") -> str:
+    return f"Please review this {language} code:\n\n{code}"
+
+
+async def _on_cancelled(ctx: Any, params: CancelledNotificationParams) -> None:
+    request_id = params.request_id
+    if request_id is not None and str(request_id) in _hanging:
+        _hanging.discard(str(request_id))
+        _log_cancel(request_id)
+
+
+mcp._lowlevel_server.add_notification_handler(  # noqa: SLF001 - no public hook for this
+    "notifications/cancelled", CancelledNotificationParams, _on_cancelled
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--transport", choices=["stdio", "sse", "streamable-http"], default="stdio")
+    parser.add_argument("--json-response", action="store_true", help="streamable-http: JSON replies, not SSE")
+    parser.add_argument("--stateless", action="store_true", help="streamable-http: no session")
+    parser.add_argument("--port", type=int, default=8000)
+    args = parser.parse_args()
+
+    if args.transport == "stdio":
+        mcp.run("stdio")
+    elif args.transport == "sse":
+        mcp.run("sse", host="127.0.0.1", port=args.port)
+    else:
+        mcp.run(
+            "streamable-http",
+            host="127.0.0.1",
+            port=args.port,
+            json_response=args.json_response,
+            stateless_http=args.stateless,
+        )
+
+
+if __name__ == "__main__":
+    main()
