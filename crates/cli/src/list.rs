@@ -152,10 +152,10 @@ pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String
             via,
             s.origin
         );
-        let label = if s.transport == "stdio" {
-            "Command"
-        } else {
-            "URL"
+        let label = match s.transport.as_str() {
+            "stdio" => "Command",
+            "invalid" => "Target",
+            _ => "URL",
         };
         let _ = writeln!(out, "    {label}: {}", s.target);
         if let Some(cwd) = &s.cwd {

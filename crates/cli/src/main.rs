@@ -135,8 +135,8 @@ enum McpCommand {
 
 fn init_logging(verbose: u8) {
     let default = match verbose {
-        0 => "warn,rmcp=error",
-        1 => "info,rmcp=warn",
+        0 => "warn,rmcp=off",
+        1 => "info,rmcp=error",
         _ => "debug",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")

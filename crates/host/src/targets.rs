@@ -85,7 +85,7 @@ pub fn spec_from_entry(entry: &ServerEntry) -> ServerSpec {
         Err(reason) => ServerSpec {
             name: entry.name.clone(),
             origin,
-            transport_label: "?".into(),
+            transport_label: "invalid".into(),
             target_display: entry.raw_target.clone().unwrap_or_default(),
             target: None,
             cwd: None,

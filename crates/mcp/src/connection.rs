@@ -511,7 +511,7 @@ fn init_error_message(e: &ClientInitializeError) -> String {
             "the server closed the connection during initialize".into()
         }
         other => {
-            let mut msg = other.to_string();
+            let mut msg = strip_type_names(&other.to_string());
             let mut source = std::error::Error::source(other);
             while let Some(s) = source {
                 let s_msg = s.to_string();
@@ -627,9 +627,9 @@ async fn connect_http(
                 });
             }
             Ok(Err(e)) if is_connect_failure(&e) => {
-                return Err(ConnectError::Initialize {
-                    message: init_error_message(&e),
-                    stderr: vec![],
+                return Err(ConnectError::Unreachable {
+                    url: url.to_string(),
+                    detail: unreachable_detail(url, &e).await,
                 });
             }
             Ok(Err(e)) => {
@@ -667,6 +667,10 @@ async fn connect_http(
             server: opts.name.clone(),
             www_authenticate: e.auth_challenge().map(str::to_string),
         }),
+        Ok(Err(e)) if is_connect_failure(&e) => Err(ConnectError::Unreachable {
+            url: url.to_string(),
+            detail: unreachable_detail(url, &e).await,
+        }),
         Ok(Err(e)) => Err(ConnectError::Initialize {
             message: init_error_message(&e),
             stderr: vec![],
@@ -676,6 +680,74 @@ async fn connect_http(
             stderr: vec![],
         }),
     }
+}
+
+/// Removes rmcp's Rust type names (`Transport [rmcp::…<…>] error:`) from a message.
+fn strip_type_names(msg: &str) -> String {
+    let mut out = msg.to_string();
+    while let Some(start) = out.find(" [rmcp::") {
+        let rest = &out[start..];
+        let mut depth = 0usize;
+        let mut end = None;
+        for (i, c) in rest.char_indices() {
+            match c {
+                '[' => depth += 1,
+                ']' => {
+                    depth = depth.saturating_sub(1);
+                    if depth == 0 {
+                        end = Some(i);
+                        break;
+                    }
+                }
+                _ => {}
+            }
+        }
+        match end {
+            Some(e) => out.replace_range(start..start + e + 1, ""),
+            None => break,
+        }
+    }
+    out
+}
+
+/// The innermost I/O error text of a connection failure ("Connection refused").
+fn io_detail(e: &ClientInitializeError) -> Option<String> {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    let mut found = None;
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>() {
+            found = Some(io.to_string());
+        }
+        source = s.source();
+    }
+    found
+}
+
+/// Why a URL could not be reached: the I/O error in the chain, or what a plain TCP
+/// connect to the same host and port says (rmcp does not always keep the source).
+async fn unreachable_detail(url: &str, e: &ClientInitializeError) -> String {
+    if let Some(d) = io_detail(e) {
+        return d;
+    }
+    if let Ok(u) = url::Url::parse(url) {
+        if let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default()) {
+            let host = host
+                .trim_start_matches('[')
+                .trim_end_matches(']')
+                .to_string();
+            match tokio::time::timeout(
+                Duration::from_secs(2),
+                tokio::net::TcpStream::connect((host.as_str(), port)),
+            )
+            .await
+            {
+                Ok(Err(io)) => return io.to_string(),
+                Err(_) => return "connecting timed out".into(),
+                Ok(Ok(_)) => {}
+            }
+        }
+    }
+    init_error_message(e)
 }
 
 /// A connection-level failure (refused, DNS): another transport will not help.
@@ -690,7 +762,9 @@ fn is_connect_failure(e: &ClientInitializeError) -> bool {
         source = s.source();
     }
     let text = init_error_message(e).to_ascii_lowercase();
-    text.contains("connection refused") || text.contains("error trying to connect")
+    text.contains("connection refused")
+        || text.contains("error trying to connect")
+        || text.contains("error sending request")
 }
 
 fn should_try_sse(e: &ConnectError) -> bool {

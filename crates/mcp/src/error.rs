@@ -31,6 +31,8 @@ pub enum ConnectError {
         server: String,
         www_authenticate: Option<String>,
     },
+    #[error("cannot reach {url}: {detail} (is the server running, and is the URL right?)")]
+    Unreachable { url: String, detail: String },
     #[error("invalid header `{name}`: {reason}")]
     BadHeader { name: String, reason: String },
     #[error("invalid URL `{url}`: {reason}")]

@@ -300,7 +300,7 @@ impl Transport<RoleClient> for StdioTransport {
             match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(trimmed) {
                 Ok(msg) => return Some(msg),
                 Err(e) => {
-                    tracing::warn!(
+                    tracing::debug!(
                         server = %self.server,
                         "skipping a stdout line that is not JSON-RPC ({e}): {}",
                         truncate(trimmed)
