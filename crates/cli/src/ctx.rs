@@ -63,14 +63,16 @@ pub fn demo_spec() -> Result<ServerSpec> {
 
 /// All servers to show or start: the settings' servers, or the demo server when there
 /// is no settings file at all.
-pub fn all_specs(g: &Globals) -> Result<(Vec<ServerSpec>, Settings)> {
+pub fn all_specs(g: &Globals, announce_demo: bool) -> Result<(Vec<ServerSpec>, Settings)> {
     let settings = load_settings(g)?;
     let mut specs: Vec<ServerSpec> = settings.servers.iter().map(spec_from_entry).collect();
     if settings.no_settings_file {
-        eprintln!(
+        if announce_demo {
+            eprintln!(
             "note: no settings file found ({}), so Switchboard uses its bundled demo server `demo`; add your own with `switchboard mcp add`",
-            switchboard_config::user_settings_path(&home_dir()?).display()
-        );
+                switchboard_config::user_settings_path(&home_dir()?).display()
+            );
+        }
         specs.push(demo_spec()?);
     }
     Ok((specs, settings))
@@ -127,7 +129,7 @@ pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<S
         };
         return Ok(ServerSpec::adhoc(server, "ad-hoc", target));
     }
-    let (specs, _) = all_specs(g)?;
+    let (specs, _) = all_specs(g, false)?;
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     specs
         .into_iter()

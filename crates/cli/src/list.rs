@@ -15,7 +15,7 @@ use crate::ctx::{self, Globals};
 use crate::hooks::CliHooks;
 
 pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
-    let (specs, settings) = ctx::all_specs(g)?;
+    let (specs, settings) = ctx::all_specs(g, true)?;
     let host = Host::new(
         specs,
         HostOptions {
