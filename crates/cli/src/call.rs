@@ -60,6 +60,7 @@ async fn connect_one(
         vec![spec],
         HostOptions {
             hooks: Arc::new(CliHooks),
+            transport_cache: ctx::transport_cache(),
             ..Default::default()
         },
     );

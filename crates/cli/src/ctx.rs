@@ -142,3 +142,8 @@ pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<S
             }
         })
 }
+
+/// Where the CLI remembers which HTTP transport worked per URL.
+pub fn transport_cache() -> Option<PathBuf> {
+    home_dir().ok().map(|h| h.join("transport-cache.json"))
+}

@@ -20,6 +20,7 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
         specs,
         HostOptions {
             hooks: Arc::new(CliHooks),
+            transport_cache: ctx::transport_cache(),
             ..Default::default()
         },
     );

@@ -126,6 +126,9 @@ pub struct HostOptions {
     pub ui_extension: bool,
     /// How long a stdio server gets to exit after SIGTERM before SIGKILL.
     pub close_grace: Duration,
+    /// A file remembering, per URL, which HTTP transport worked (so the next run skips
+    /// the probe or the SSE fallback). `None` keeps it in memory only.
+    pub transport_cache: Option<std::path::PathBuf>,
 }
 
 impl Default for HostOptions {
@@ -137,6 +140,7 @@ impl Default for HostOptions {
             max_reconnect_attempts: 10,
             ui_extension: true,
             close_grace: Duration::from_millis(500),
+            transport_cache: None,
         }
     }
 }
@@ -180,7 +184,9 @@ struct Inner {
     opts: HostOptions,
     events: broadcast::Sender<HostEvent>,
     shutting_down: AtomicBool,
+    /// Per URL: the transport that worked last.
     hints: Mutex<HashMap<String, TransportKind>>,
+    hints_dirty: AtomicBool,
 }
 
 /// Many MCP servers, managed together. Cheap to clone.
@@ -290,6 +296,7 @@ impl Host {
     /// A host over these servers. Nothing starts until [`Host::start`].
     pub fn new(specs: Vec<ServerSpec>, opts: HostOptions) -> Self {
         let (events, _) = broadcast::channel(256);
+        let opts_cache = opts.transport_cache.clone();
         let slots = specs
             .into_iter()
             .map(|spec| {
@@ -327,7 +334,13 @@ impl Host {
                 opts,
                 events,
                 shutting_down: AtomicBool::new(false),
-                hints: Mutex::new(HashMap::new()),
+                hints: Mutex::new(
+                    opts_cache
+                        .as_deref()
+                        .map(crate::cache::load)
+                        .unwrap_or_default(),
+                ),
+                hints_dirty: AtomicBool::new(false),
             }),
         }
     }
@@ -362,6 +375,20 @@ impl Host {
             .filter(|s| s.spec.initial == Initial::Start)
             .map(|slot| run_slot(self.inner.clone(), slot.clone()));
         join_all(starts).await;
+        self.save_transport_cache();
+    }
+
+    fn save_transport_cache(&self) {
+        let Some(path) = &self.inner.opts.transport_cache else {
+            return;
+        };
+        if !self.inner.hints_dirty.swap(false, Ordering::SeqCst) {
+            return;
+        }
+        let hints = self.inner.hints.lock().map(|h| h.clone()).unwrap_or_default();
+        if let Err(e) = crate::cache::save(path, &hints) {
+            tracing::debug!("could not save the transport cache {}: {e}", path.display());
+        }
     }
 
     /// Starts one server (again): closes its connection if any, then connects.
@@ -518,6 +545,15 @@ async fn watch_slot(inner: Arc<Inner>, slot: Arc<Slot>, mut conn: Arc<Connection
     }
 }
 
+fn url_of(target: &Target) -> Option<String> {
+    match target {
+        Target::Http { url, .. } | Target::Sse { url, .. } | Target::Auto { url, .. } => {
+            Some(url.clone())
+        }
+        Target::Stdio(_) => None,
+    }
+}
+
 /// One connection attempt plus discovery. Returns the connection when it is kept.
 async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connection>> {
     let target = slot.spec.target.clone()?;
@@ -527,6 +563,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
         st.error = None;
         st.hint = None;
     });
+    let url_key = url_of(&target);
     let mut copts = ConnectOptions::new(name.clone(), target);
     copts.request_timeout = slot.spec.timeout;
     copts.startup_timeout = slot.spec.startup_timeout;
@@ -553,8 +590,12 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
             return None;
         }
     };
-    if let Ok(mut h) = inner.hints.lock() {
-        h.insert(name.clone(), conn.transport_kind());
+    if let Some(key) = url_key {
+        if let Ok(mut h) = inner.hints.lock() {
+            if h.insert(key, conn.transport_kind()) != Some(conn.transport_kind()) {
+                inner.hints_dirty.store(true, Ordering::SeqCst);
+            }
+        }
     }
     let lists = list_everything(&conn, slot.spec.startup_timeout.min(slot.spec.timeout)).await;
     let offers_nothing = lists.tools.as_ref().is_none_or(|t| t.is_empty())

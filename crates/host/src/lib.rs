@@ -6,6 +6,7 @@
 //! reason, re-lists on `list_changed`, and (for long-lived hosts) reconnects dropped
 //! connections with backoff.
 
+mod cache;
 mod host;
 mod status;
 mod targets;
