@@ -69,7 +69,7 @@ pub fn all_specs(g: &Globals, announce_demo: bool) -> Result<(Vec<ServerSpec>, S
     if settings.no_settings_file {
         if announce_demo {
             eprintln!(
-            "note: no settings file found ({}), so Switchboard uses its bundled demo server `demo`; add your own with `switchboard mcp add`",
+                "note: no settings file found ({}), so Switchboard uses its bundled demo server `demo`; add your own with `switchboard mcp add`",
                 switchboard_config::user_settings_path(&home_dir()?).display()
             );
         }

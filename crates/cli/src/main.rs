@@ -5,6 +5,7 @@
 //! command); `mcp add/remove/get/enable/disable` and `trust` edit settings.
 
 mod call;
+mod chat;
 mod ctx;
 mod edit;
 mod hooks;
@@ -34,6 +35,8 @@ enum Command {
     /// Manage and use MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Talk to Gemini with your MCP servers' tools (`-p` for one prompt).
+    Chat(chat::ChatArgs),
     /// Trust a folder so that stdio servers from its `.switchboard/settings.json` may run.
     Trust {
         /// The folder (default: the current directory).
@@ -245,6 +248,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
             } => call::prompt(&g, positional, kv, json, adhoc(&target)).await,
         },
         Command::Trust { path } => edit::trust(path),
+        Command::Chat(args) => chat::run(&g, args).await,
         Command::DemoServer { .. } => Ok(ExitCode::SUCCESS),
     }
 }

@@ -36,7 +36,10 @@ impl Env {
     }
 
     fn project_settings(&self) -> PathBuf {
-        self.project.path().join(".switchboard").join("settings.json")
+        self.project
+            .path()
+            .join(".switchboard")
+            .join("settings.json")
     }
 }
 
@@ -73,10 +76,31 @@ fn list_json_has_the_documented_shape() {
     assert_eq!(demo["transport"], "stdio");
     assert!(demo["auth"].is_null());
     assert!(demo["error"].is_null());
-    let tools: Vec<&str> = demo["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(tools, ["add", "clock", "echo", "fail", "get_resource_link", "slow", "tiny_image"]);
+    let tools: Vec<&str> = demo["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        [
+            "add",
+            "clock",
+            "echo",
+            "fail",
+            "get_resource_link",
+            "slow",
+            "tiny_image"
+        ]
+    );
     assert!(demo["tools"][0]["description"].is_string());
-    let greet = demo["prompts"].as_array().unwrap().iter().find(|p| p["name"] == "greet").unwrap();
+    let greet = demo["prompts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == "greet")
+        .unwrap();
     assert_eq!(greet["arguments"][0]["name"], "name");
     assert_eq!(greet["arguments"][0]["required"], true);
     assert_eq!(demo["resources"][0]["uri"], "demo://readme");
@@ -94,14 +118,28 @@ fn call_read_and_prompt_print_readably() {
     assert!(out.status.success(), "{}", stderr(&out));
     insta::assert_snapshot!("call_add", stdout(&out));
 
-    let out = env.run(&["mcp", "call", "demo", "add", "--args", r#"{"a": 1, "b": 2}"#, "--json"]);
+    let out = env.run(&[
+        "mcp",
+        "call",
+        "demo",
+        "add",
+        "--args",
+        r#"{"a": 1, "b": 2}"#,
+        "--json",
+    ]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["structuredContent"]["sum"], 3.0);
 
     let out = env.run(&["mcp", "call", "demo", "tiny_image"]);
     assert!(out.status.success());
     let text = stdout(&out);
-    let saved = text.split("saved to ").nth(1).unwrap().split(']').next().unwrap();
+    let saved = text
+        .split("saved to ")
+        .nth(1)
+        .unwrap()
+        .split(']')
+        .next()
+        .unwrap();
     let bytes = std::fs::read(saved).unwrap();
     assert_eq!(&bytes[1..4], b"PNG");
     std::fs::remove_file(saved).unwrap();
@@ -153,7 +191,11 @@ fn adhoc_stdio_target_works_without_settings() {
     assert_eq!(stdout(&out), "Echo: adhoc\n");
     let out = env.run(&["mcp", "call", "http://127.0.0.1:1/mcp", "echo"]);
     assert_eq!(out.status.code(), Some(1));
-    assert!(stderr(&out).contains("cannot reach http://127.0.0.1:1/mcp"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("cannot reach http://127.0.0.1:1/mcp"),
+        "{}",
+        stderr(&out)
+    );
 }
 
 #[test]
@@ -164,7 +206,10 @@ fn existing_file_with_no_servers_means_no_servers() {
     assert!(out.status.success());
     assert!(stdout(&out).starts_with("No MCP servers configured."));
     let out = env.run(&["mcp", "list", "--json"]);
-    assert_eq!(serde_json::from_str::<Value>(&stdout(&out)).unwrap(), serde_json::json!({"servers": []}));
+    assert_eq!(
+        serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
+        serde_json::json!({"servers": []})
+    );
 }
 
 #[test]
@@ -175,43 +220,105 @@ fn add_get_disable_enable_remove_keep_the_rest_of_the_file() {
         r#"{"theme": "dark", "mcpServers": {"other": {"httpUrl": "http://127.0.0.1:9/mcp", "x-extra": 1}}}"#,
     );
     let exe = env!("CARGO_BIN_EXE_switchboard");
-    let out = env.run(&["mcp", "add", "--scope", "user", "demo2", exe, "--env", "API_TOKEN=supersecretvalue", "--timeout", "5000", "--", "demo-server"]);
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "demo2",
+        exe,
+        "--env",
+        "API_TOKEN=supersecretvalue",
+        "--timeout",
+        "5000",
+        "--",
+        "demo-server",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let out = env.run(&["mcp", "add", "--scope", "user", "remote", "https://example.invalid/mcp", "--header", "Authorization: Bearer abcdefghijkl"]);
+    let out = env.run(&[
+        "mcp",
+        "add",
+        "--scope",
+        "user",
+        "remote",
+        "https://example.invalid/mcp",
+        "--header",
+        "Authorization: Bearer abcdefghijkl",
+    ]);
     assert!(out.status.success(), "{}", stderr(&out));
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(env.user_settings()).unwrap()).unwrap();
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.user_settings()).unwrap()).unwrap();
     assert_eq!(file["theme"], "dark");
     assert_eq!(file["mcpServers"]["other"]["x-extra"], 1);
     assert_eq!(file["mcpServers"]["demo2"]["command"], exe);
-    assert_eq!(file["mcpServers"]["demo2"]["args"], serde_json::json!(["demo-server"]));
+    assert_eq!(
+        file["mcpServers"]["demo2"]["args"],
+        serde_json::json!(["demo-server"])
+    );
     assert_eq!(file["mcpServers"]["demo2"]["timeout"], 5000);
-    assert_eq!(file["mcpServers"]["remote"]["httpUrl"], "https://example.invalid/mcp");
+    assert_eq!(
+        file["mcpServers"]["remote"]["httpUrl"],
+        "https://example.invalid/mcp"
+    );
 
     let out = env.run(&["mcp", "get", "remote"]);
     assert!(out.status.success());
-    assert!(!stdout(&out).contains("abcdefghijkl"), "secret leaked: {}", stdout(&out));
+    assert!(
+        !stdout(&out).contains("abcdefghijkl"),
+        "secret leaked: {}",
+        stdout(&out)
+    );
     let out = env.run(&["mcp", "get", "demo2", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_ne!(v["env"]["API_TOKEN"], "supersecretvalue");
-    assert!(v["environmentPassed"].as_array().unwrap().iter().any(|k| k == "API_TOKEN"));
+    assert!(
+        v["environmentPassed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|k| k == "API_TOKEN")
+    );
     assert_eq!(v["timeoutMs"], 5000);
 
     let out = env.run(&["mcp", "call", "demo2", "echo", "message=x"]);
     assert!(out.status.success(), "{}", stderr(&out));
 
-    assert!(env.run(&["mcp", "disable", "demo2", "--scope", "user"]).status.success());
+    assert!(
+        env.run(&["mcp", "disable", "demo2", "--scope", "user"])
+            .status
+            .success()
+    );
     let out = env.run(&["mcp", "list", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let d = v["servers"].as_array().unwrap().iter().find(|s| s["name"] == "demo2").unwrap().clone();
+    let d = v["servers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "demo2")
+        .unwrap()
+        .clone();
     assert_eq!(d["status"], "disabled");
     let out = env.run(&["mcp", "call", "demo2", "echo", "message=x"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(stderr(&out).contains("is disabled"));
-    assert!(env.run(&["mcp", "enable", "demo2", "--scope", "user"]).status.success());
-    assert!(env.run(&["mcp", "call", "demo2", "echo", "message=x"]).status.success());
+    assert!(
+        env.run(&["mcp", "enable", "demo2", "--scope", "user"])
+            .status
+            .success()
+    );
+    assert!(
+        env.run(&["mcp", "call", "demo2", "echo", "message=x"])
+            .status
+            .success()
+    );
 
-    assert!(env.run(&["mcp", "remove", "demo2", "--scope", "user"]).status.success());
-    let file: Value = serde_json::from_str(&std::fs::read_to_string(env.user_settings()).unwrap()).unwrap();
+    assert!(
+        env.run(&["mcp", "remove", "demo2", "--scope", "user"])
+            .status
+            .success()
+    );
+    let file: Value =
+        serde_json::from_str(&std::fs::read_to_string(env.user_settings()).unwrap()).unwrap();
     assert!(file["mcpServers"].get("demo2").is_none());
     assert_eq!(file["mcpServers"]["other"]["x-extra"], 1);
     let out = env.run(&["mcp", "remove", "demo2", "--scope", "user"]);
@@ -224,7 +331,8 @@ fn project_stdio_servers_need_a_trusted_folder() {
     let exe = env!("CARGO_BIN_EXE_switchboard");
     write(
         &env.project_settings(),
-        &serde_json::json!({"mcpServers": {"proj": {"command": exe, "args": ["demo-server"]}}}).to_string(),
+        &serde_json::json!({"mcpServers": {"proj": {"command": exe, "args": ["demo-server"]}}})
+            .to_string(),
     );
     let out = env.run(&["mcp", "list", "--json"]);
     assert!(out.status.success());
@@ -257,28 +365,63 @@ fn a_broken_entry_takes_down_only_itself() {
     );
     let out = env.run(&["mcp", "list", "--json"]);
     assert!(out.status.success());
-    assert!(stderr(&out).contains("did you mean `timeout`?"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("did you mean `timeout`?"),
+        "{}",
+        stderr(&out)
+    );
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    let by = |n: &str| v["servers"].as_array().unwrap().iter().find(|s| s["name"] == n).unwrap().clone();
+    let by = |n: &str| {
+        v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|s| s["name"] == n)
+            .unwrap()
+            .clone()
+    };
     assert_eq!(by("good")["status"], "connected");
     assert_eq!(by("typo")["status"], "connected");
     assert_eq!(by("both")["status"], "disconnected");
-    assert!(by("both")["error"].as_str().unwrap().contains("remove `url`"));
-    assert!(by("unset")["error"].as_str().unwrap().contains("SWITCHBOARD_TEST_SURELY_UNSET"));
-    assert!(by("missing")["error"].as_str().unwrap().contains("was not found"));
+    assert!(
+        by("both")["error"]
+            .as_str()
+            .unwrap()
+            .contains("remove `url`")
+    );
+    assert!(
+        by("unset")["error"]
+            .as_str()
+            .unwrap()
+            .contains("SWITCHBOARD_TEST_SURELY_UNSET")
+    );
+    assert!(
+        by("missing")["error"]
+            .as_str()
+            .unwrap()
+            .contains("was not found")
+    );
     insta::assert_snapshot!("broken_entries_human", {
         let human = stdout(&env.run(&["mcp", "list"]));
-        human.replace(exe, "<switchboard>").replace(&env.user_settings().display().to_string(), "<settings>")
+        human
+            .replace(exe, "<switchboard>")
+            .replace(&env.user_settings().display().to_string(), "<settings>")
     });
 }
 
 #[test]
 fn invalid_json_names_file_line_and_column() {
     let env = Env::new();
-    write(&env.user_settings(), "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",,}\n  }\n}\n");
+    write(
+        &env.user_settings(),
+        "{\n  \"mcpServers\": {\n    \"a\": {\"command\": \"x\",,}\n  }\n}\n",
+    );
     let out = env.run(&["mcp", "list"]);
     assert_eq!(out.status.code(), Some(1));
     let err = stderr(&out);
-    assert!(err.contains(&env.user_settings().display().to_string()), "{err}");
+    assert!(
+        err.contains(&env.user_settings().display().to_string()),
+        "{err}"
+    );
     assert!(err.contains("line 3"), "{err}");
 }

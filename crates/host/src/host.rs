@@ -385,7 +385,12 @@ impl Host {
         if !self.inner.hints_dirty.swap(false, Ordering::SeqCst) {
             return;
         }
-        let hints = self.inner.hints.lock().map(|h| h.clone()).unwrap_or_default();
+        let hints = self
+            .inner
+            .hints
+            .lock()
+            .map(|h| h.clone())
+            .unwrap_or_default();
         if let Err(e) = crate::cache::save(path, &hints) {
             tracing::debug!("could not save the transport cache {}: {e}", path.display());
         }
@@ -590,12 +595,11 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
             return None;
         }
     };
-    if let Some(key) = url_key {
-        if let Ok(mut h) = inner.hints.lock() {
-            if h.insert(key, conn.transport_kind()) != Some(conn.transport_kind()) {
-                inner.hints_dirty.store(true, Ordering::SeqCst);
-            }
-        }
+    if let Some(key) = url_key
+        && let Ok(mut h) = inner.hints.lock()
+        && h.insert(key, conn.transport_kind()) != Some(conn.transport_kind())
+    {
+        inner.hints_dirty.store(true, Ordering::SeqCst);
     }
     let lists = list_everything(&conn, slot.spec.startup_timeout.min(slot.spec.timeout)).await;
     let offers_nothing = lists.tools.as_ref().is_none_or(|t| t.is_empty())

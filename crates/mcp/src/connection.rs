@@ -29,7 +29,7 @@ use crate::error::{ConnectError, RequestError};
 use crate::handler::{
     ClientHooks, DefaultHooks, HostHandler, Progress, ProgressRouter, client_info,
 };
-use crate::sse::{SseOptions, SseTransport};
+use crate::sse::{SseError, SseOptions, SseTransport};
 use crate::stdio::{self, ChildGuard, SharedDiagnostics};
 use crate::target::{StdioTarget, Target, TransportKind};
 
@@ -444,7 +444,9 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
             after: timeout,
         },
         ServiceError::TransportClosed => RequestError::Closed(None),
-        ServiceError::TransportSend(err) => RequestError::Closed(Some(err.to_string())),
+        ServiceError::TransportSend(err) => {
+            RequestError::Closed(Some(strip_type_names(&err.to_string())))
+        }
         ServiceError::Cancelled { .. } => RequestError::Cancelled {
             method: method.into(),
         },
@@ -453,7 +455,7 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
         },
         other => RequestError::Transport {
             method: method.into(),
-            message: other.to_string(),
+            message: strip_type_names(&other.to_string()),
         },
     }
 }
@@ -510,20 +512,23 @@ fn init_error_message(e: &ClientInitializeError) -> String {
         ClientInitializeError::ConnectionClosed(_) => {
             "the server closed the connection during initialize".into()
         }
-        other => {
-            let mut msg = strip_type_names(&other.to_string());
-            let mut source = std::error::Error::source(other);
-            while let Some(s) = source {
-                let s_msg = s.to_string();
-                if !msg.contains(&s_msg) {
-                    msg.push_str(": ");
-                    msg.push_str(&s_msg);
-                }
-                source = s.source();
-            }
-            msg
-        }
+        other => error_chain(other),
     }
+}
+
+/// An error and its sources on one line, without rmcp's type names.
+fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = strip_type_names(&e.to_string());
+    let mut source = e.source();
+    while let Some(s) = source {
+        let s_msg = s.to_string();
+        if !msg.contains(&s_msg) {
+            msg.push_str(": ");
+            msg.push_str(&s_msg);
+        }
+        source = s.source();
+    }
+    msg
 }
 
 fn header_map(
@@ -711,7 +716,7 @@ fn strip_type_names(msg: &str) -> String {
 }
 
 /// The innermost I/O error text of a connection failure ("Connection refused").
-fn io_detail(e: &ClientInitializeError) -> Option<String> {
+fn io_detail(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     let mut found = None;
     while let Some(s) = source {
@@ -725,39 +730,42 @@ fn io_detail(e: &ClientInitializeError) -> Option<String> {
 
 /// Why a URL could not be reached: the I/O error in the chain, or what a plain TCP
 /// connect to the same host and port says (rmcp does not always keep the source).
-async fn unreachable_detail(url: &str, e: &ClientInitializeError) -> String {
+async fn unreachable_detail(
+    url: &str,
+    e: &(dyn std::error::Error + Send + Sync + 'static),
+) -> String {
     if let Some(d) = io_detail(e) {
         return d;
     }
-    if let Ok(u) = url::Url::parse(url) {
-        if let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default()) {
-            let host = host
-                .trim_start_matches('[')
-                .trim_end_matches(']')
-                .to_string();
-            match tokio::time::timeout(
-                Duration::from_secs(2),
-                tokio::net::TcpStream::connect((host.as_str(), port)),
-            )
-            .await
-            {
-                Ok(Err(io)) => return io.to_string(),
-                Err(_) => return "connecting timed out".into(),
-                Ok(Ok(_)) => {}
-            }
+    if let Ok(u) = url::Url::parse(url)
+        && let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default())
+    {
+        let host = host
+            .trim_start_matches('[')
+            .trim_end_matches(']')
+            .to_string();
+        match tokio::time::timeout(
+            Duration::from_secs(2),
+            tokio::net::TcpStream::connect((host.as_str(), port)),
+        )
+        .await
+        {
+            Ok(Err(io)) => return io.to_string(),
+            Err(_) => return "connecting timed out".into(),
+            Ok(Ok(_)) => {}
         }
     }
-    init_error_message(e)
+    error_chain(e)
 }
 
 /// A connection-level failure (refused, DNS): another transport will not help.
 fn is_connect_failure(e: &ClientInitializeError) -> bool {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
     while let Some(s) = source {
-        if let Some(re) = s.downcast_ref::<reqwest::Error>() {
-            if re.is_connect() {
-                return true;
-            }
+        if let Some(re) = s.downcast_ref::<reqwest::Error>()
+            && re.is_connect()
+        {
+            return true;
         }
         source = s.source();
     }
@@ -771,7 +779,8 @@ fn should_try_sse(e: &ConnectError) -> bool {
     match e {
         ConnectError::AuthRequired { .. }
         | ConnectError::BadHeader { .. }
-        | ConnectError::BadUrl { .. } => false,
+        | ConnectError::BadUrl { .. }
+        | ConnectError::Unreachable { .. } => false,
         ConnectError::Initialize { message, .. } => {
             let m = message.to_ascii_lowercase();
             !(m.contains("connection refused") || m.contains("error trying to connect"))
@@ -812,6 +821,14 @@ async fn connect_sse(
                 return Err(ConnectError::AuthRequired {
                     server: opts.name.clone(),
                     www_authenticate: None,
+                });
+            }
+            if let SseError::Http(re) = &e
+                && re.is_connect()
+            {
+                return Err(ConnectError::Unreachable {
+                    url: url.to_string(),
+                    detail: unreachable_detail(url, re).await,
                 });
             }
             return Err(ConnectError::Initialize {

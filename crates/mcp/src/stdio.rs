@@ -100,11 +100,11 @@ impl ChildGuard {
         }
         signal_group(self.pgid, libc::SIGTERM);
         let mut guard = self.child.lock().await;
-        if let Some(child) = guard.as_mut() {
-            if tokio::time::timeout(grace, child.wait()).await.is_err() {
-                signal_group(self.pgid, libc::SIGKILL);
-                let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
-            }
+        if let Some(child) = guard.as_mut()
+            && tokio::time::timeout(grace, child.wait()).await.is_err()
+        {
+            signal_group(self.pgid, libc::SIGKILL);
+            let _ = tokio::time::timeout(Duration::from_secs(2), child.wait()).await;
         }
         // Whatever the leader did, leftovers of the group get the final word.
         if group_alive(self.pgid) {
@@ -121,11 +121,11 @@ impl Drop for ChildGuard {
         }
         let pgid = self.pgid;
         signal_group(pgid, libc::SIGTERM);
-        if let Ok(mut slot) = self.child.try_lock() {
-            if let Some(mut child) = slot.take() {
-                // Reap if it already went; otherwise tokio's orphan reaper takes it.
-                let _ = child.try_wait();
-            }
+        if let Ok(mut slot) = self.child.try_lock()
+            && let Some(mut child) = slot.take()
+        {
+            // Reap if it already went; otherwise tokio's orphan reaper takes it.
+            let _ = child.try_wait();
         }
         if group_alive(pgid) {
             // Escalate without blocking the dropping thread.

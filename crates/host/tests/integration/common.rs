@@ -99,10 +99,11 @@ pub async fn assert_no_process_left(marker: &str) {
 
 /// Asserts that the stdio server's process group is gone within 3 s.
 pub async fn assert_group_gone(pid: i32) {
-    let gone =
-        tokio::task::spawn_blocking(move || switchboard_testkit::wait_group_gone(pid, Duration::from_secs(3)))
-            .await
-            .unwrap();
+    let gone = tokio::task::spawn_blocking(move || {
+        switchboard_testkit::wait_group_gone(pid, Duration::from_secs(3))
+    })
+    .await
+    .unwrap();
     assert!(gone, "process group {pid} is still alive");
 }
 

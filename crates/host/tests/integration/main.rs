@@ -3,4 +3,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
+mod failures;
+mod host_behaviour;
 mod matrix;

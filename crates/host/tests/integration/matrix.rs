@@ -15,7 +15,7 @@ use switchboard_testkit::{
 };
 
 use crate::common::{
-    all_text, assert_group_gone, blocks, connected, json_of, obj, spec, started_host,
+    all_text, assert_group_gone, blocks, connect_opts, connected, json_of, obj, spec, started_host,
     stdio_target,
 };
 
@@ -72,7 +72,14 @@ fn everything() -> Profile {
 fn python() -> Profile {
     Profile {
         server_name: "switchboard-py-peer",
-        tools: &["echo", "add", "image", "resource_link", "hang", "slow_progress"],
+        tools: &[
+            "echo",
+            "add",
+            "image",
+            "resource_link",
+            "hang",
+            "slow_progress",
+        ],
         prompts: &["review"],
         resource: ("py://info", "switchboard python peer"),
         template: Some("py://item/{id}"),
@@ -88,40 +95,102 @@ fn python() -> Profile {
     }
 }
 
-/// Discovery as the host saw it: the known names are there.
-fn check_lists(snap: &ServerSnapshot, p: &Profile) {
-    let tools: Vec<&str> = snap.tools.iter().map(|t| t.name.as_ref()).collect();
-    for want in p.tools {
-        assert!(tools.contains(want), "tool {want} missing from {tools:?}");
+/// What discovery found, from a host snapshot or straight from a connection.
+struct Found {
+    tools: Vec<String>,
+    prompts: Vec<String>,
+    resources: Vec<String>,
+    templates: Vec<String>,
+    server_name: Option<String>,
+    protocol_version: Option<String>,
+}
+
+impl Found {
+    fn from_snapshot(snap: &ServerSnapshot) -> Self {
+        assert!(snap.warnings.is_empty(), "warnings: {:?}", snap.warnings);
+        Found {
+            tools: snap.tools.iter().map(|t| t.name.to_string()).collect(),
+            prompts: snap.prompts.iter().map(|x| x.name.clone()).collect(),
+            resources: snap.resources.iter().map(|r| r.uri.clone()).collect(),
+            templates: snap
+                .resource_templates
+                .iter()
+                .map(|t| t.uri_template.clone())
+                .collect(),
+            server_name: snap.server_info.as_ref().map(|i| i.0.clone()),
+            protocol_version: snap.protocol_version.clone(),
+        }
     }
-    let prompts: Vec<&str> = snap.prompts.iter().map(|x| x.name.as_str()).collect();
+
+    async fn from_connection(conn: &Connection) -> Self {
+        let opts = CallOptions::default();
+        Found {
+            tools: conn
+                .list_tools(&opts)
+                .await
+                .expect("tools/list")
+                .iter()
+                .map(|t| t.name.to_string())
+                .collect(),
+            prompts: conn
+                .list_prompts(&opts)
+                .await
+                .expect("prompts/list")
+                .iter()
+                .map(|x| x.name.clone())
+                .collect(),
+            resources: conn
+                .list_resources(&opts)
+                .await
+                .expect("resources/list")
+                .iter()
+                .map(|r| r.uri.clone())
+                .collect(),
+            templates: conn
+                .list_resource_templates(&opts)
+                .await
+                .expect("resources/templates/list")
+                .iter()
+                .map(|t| t.uri_template.clone())
+                .collect(),
+            server_name: conn.server_info().map(|i| i.0),
+            protocol_version: conn.protocol_version().map(|v| v.to_string()),
+        }
+    }
+}
+
+/// Discovery found the known names.
+fn check_lists(found: &Found, p: &Profile) {
+    let has = |list: &[String], want: &str| list.iter().any(|x| x == want);
+    for want in p.tools {
+        assert!(
+            has(&found.tools, want),
+            "tool {want} missing from {:?}",
+            found.tools
+        );
+    }
     for want in p.prompts {
         assert!(
-            prompts.contains(want),
-            "prompt {want} missing from {prompts:?}"
+            has(&found.prompts, want),
+            "prompt {want} missing from {:?}",
+            found.prompts
         );
     }
-    let uris: Vec<&str> = snap.resources.iter().map(|r| r.uri.as_str()).collect();
     assert!(
-        uris.contains(&p.resource.0),
-        "resource {} missing from {uris:?}",
-        p.resource.0
+        has(&found.resources, p.resource.0),
+        "resource {} missing from {:?}",
+        p.resource.0,
+        found.resources
     );
     if let Some(template) = p.template {
-        let templates: Vec<&str> = snap
-            .resource_templates
-            .iter()
-            .map(|t| t.uri_template.as_str())
-            .collect();
         assert!(
-            templates.contains(&template),
-            "template {template} missing from {templates:?}"
+            has(&found.templates, template),
+            "template {template} missing from {:?}",
+            found.templates
         );
     }
-    let info = snap.server_info.as_ref().expect("serverInfo kept");
-    assert_eq!(info.0, p.server_name);
-    assert!(snap.protocol_version.is_some());
-    assert!(snap.warnings.is_empty(), "warnings: {:?}", snap.warnings);
+    assert_eq!(found.server_name.as_deref(), Some(p.server_name));
+    assert!(found.protocol_version.is_some());
 }
 
 async fn call(conn: &Connection, tool: &str, args: &Value) -> Value {
@@ -166,12 +235,20 @@ async fn check_calls(conn: &Connection, p: &Profile) {
         .collect::<Vec<_>>();
     assert!(!links.is_empty(), "no resource_link blocks");
     for link in &links {
-        assert!(link["uri"].as_str().is_some_and(|u| !u.is_empty()), "{link}");
+        assert!(
+            link["uri"].as_str().is_some_and(|u| !u.is_empty()),
+            "{link}"
+        );
         assert!(link["name"].as_str().is_some(), "{link}");
     }
 
     let (uri, text) = p.resource;
-    let read = json_of(&conn.read_resource(uri, &opts).await.expect("resources/read"));
+    let read = json_of(
+        &conn
+            .read_resource(uri, &opts)
+            .await
+            .expect("resources/read"),
+    );
     assert_eq!(read["contents"][0]["uri"], json!(uri), "{read}");
     assert!(all_text(&read).contains(text), "{uri} read as {read}");
 
@@ -207,7 +284,7 @@ async fn exercise(target: Target, p: &Profile, expect: TransportKind) {
     )
     .await;
     let snap = connected(&host, "peer");
-    check_lists(&snap, p);
+    check_lists(&Found::from_snapshot(&snap), p);
     let conn = host.connection("peer").expect("a live connection");
     assert_eq!(conn.transport_kind(), expect, "transport actually used");
     assert_eq!(snap.connected_via.as_deref(), Some(expect.as_str()));
@@ -274,6 +351,8 @@ async fn python_over_legacy_sse_auto_fallback() {
     exercise(target, &python(), TransportKind::Sse).await;
 }
 
+/// The Python SDK offers the stateless 2026-07-28 revision on every Streamable HTTP
+/// endpoint, so without a hint that is what we speak.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_over_streamable_http() {
     let peer = spawn_python(PyMode::StreamableHttp, &[]).await;
@@ -281,7 +360,7 @@ async fn python_over_streamable_http() {
         url: peer.url.clone(),
         headers: vec![],
     };
-    exercise(target, &python(), TransportKind::StreamableHttp).await;
+    exercise(target, &python(), TransportKind::StatelessHttp).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -291,7 +370,7 @@ async fn python_over_streamable_http_json_replies_auto() {
         url: peer.url.clone(),
         headers: vec![],
     };
-    exercise(target, &python(), TransportKind::StreamableHttp).await;
+    exercise(target, &python(), TransportKind::StatelessHttp).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -301,5 +380,35 @@ async fn python_over_stateless_http() {
         url: peer.url.clone(),
         headers: vec![],
     };
-    exercise(target, &python(), TransportKind::StreamableHttp).await;
+    exercise(target, &python(), TransportKind::StatelessHttp).await;
+}
+
+/// The `initialize` handshake with a session (`Mcp-Session-Id`), as with a server that
+/// predates the stateless revision: forced with the transport hint. `mode` picks SSE or
+/// JSON replies.
+async fn exercise_python_session(mode: PyMode) {
+    let peer = spawn_python(mode, &[]).await;
+    let target = Target::Http {
+        url: peer.url.clone(),
+        headers: vec![],
+    };
+    let mut opts = connect_opts("py-session", target, Duration::from_secs(30));
+    opts.transport_hint = Some(TransportKind::StreamableHttp);
+    let conn = Connection::connect(opts).await.expect("connect");
+    assert_eq!(conn.transport_kind(), TransportKind::StreamableHttp);
+    let p = python();
+    check_lists(&Found::from_connection(&conn).await, &p);
+    check_calls(&conn, &p).await;
+    conn.close(Duration::from_millis(500)).await;
+    assert!(conn.is_closed(), "closed after close()");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_over_streamable_http_session_sse_replies() {
+    exercise_python_session(PyMode::StreamableHttp).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_over_streamable_http_session_json_replies() {
+    exercise_python_session(PyMode::Json).await;
 }

@@ -1,0 +1,276 @@
+#!/usr/bin/env bash
+# Switchboard benchmarks (measurements, not timed tests). Writes BENCHMARKS.md.
+#
+#   bench/run.sh                 build release binaries, run everything, write BENCHMARKS.md
+#
+# Environment knobs:
+#   BENCH_SKIP_BUILD=1   reuse target/release binaries (release builds take minutes)
+#   BENCH_N=1000         timed calls per client run      BENCH_WARMUP=50  untimed calls first
+#   BENCH_REPEATS=3      runs per client and scenario (interleaved; the median run is kept)
+#   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
+#   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
+#   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario
+#   BENCH_COMMIT=text    what to print as the commit (default: git rev-parse of this tree)
+#
+# What it does, all on 127.0.0.1: starts server-everything (Streamable HTTP) and the
+# demo server (Streamable HTTP); runs Switchboard's client (switchboard-bench calls), the
+# official TS SDK client (bench/peers/ts_client.mjs) and the official Python SDK client
+# (bench/peers/py_client.py) against the same servers, and over stdio against the same
+# server programs (Switchboard twice: on the multi-thread tokio runtime the CLI uses, and
+# on a current-thread runtime); then discovery wall time for 1/5/20 stdio demo servers (0 ms and
+# 1000 ms start-up delay), `switchboard mcp list` with 20 Python-SDK stdio servers, and
+# host peak RSS with 20 servers. Every server it starts is killed on exit.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+
+N="${BENCH_N:-1000}"
+WARMUP="${BENCH_WARMUP:-50}"
+REPEATS="${BENCH_REPEATS:-3}"
+RUNS="${BENCH_RUNS:-3}"
+OUT="${BENCH_OUT:-$ROOT/BENCHMARKS.md}"
+
+PEERS="$ROOT/tests/peers"
+PY="$PEERS/.venv/bin/python"
+EVERYTHING="$PEERS/node/node_modules/@modelcontextprotocol/server-everything/dist/index.js"
+PY_SERVER="$PEERS/python/server.py"
+TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+REL="$TARGET_DIR/release"
+SB="$REL/switchboard"
+BENCH="$REL/switchboard-bench"
+DEMO="$REL/switchboard-demo-server"
+
+say() { echo "bench: $*" >&2; }
+die() {
+  echo "bench: ERROR: $*" >&2
+  exit 1
+}
+
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/switchboard-bench.XXXXXX")"
+RESULTS="$WORK/results.jsonl"
+: >"$RESULTS"
+SERVER_PIDS=()
+
+cleanup() {
+  local pid
+  for pid in "${SERVER_PIDS[@]}"; do
+    # Each server runs in its own session/process group (setsid): stop the group.
+    kill -TERM -- "-$pid" 2>/dev/null || kill -TERM "$pid" 2>/dev/null || true
+  done
+  for pid in "${SERVER_PIDS[@]}"; do
+    for _ in 1 2 3 4 5 6 7 8 9 10; do
+      kill -0 "$pid" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$pid" 2>/dev/null || true
+    wait "$pid" 2>/dev/null || true
+  done
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# ---------------------------------------------------------------- build and peers
+if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
+  say "building release binaries (slow on small machines)"
+  cargo build --release -p switchboard-cli -p switchboard-bench -p switchboard-demo-server
+fi
+for b in "$SB" "$BENCH" "$DEMO"; do
+  [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
+done
+"$ROOT/scripts/install-peers.sh" >&2
+[ -f "$EVERYTHING" ] || die "server-everything is not installed ($EVERYTHING)"
+[ -x "$PY" ] || die "the Python venv is not installed ($PY)"
+command -v node >/dev/null || die "node is not on PATH"
+
+free_port() {
+  python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+wait_port() {
+  local port="$1" what="$2" log="$3"
+  for _ in $(seq 1 150); do
+    if (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+      return 0
+    fi
+    sleep 0.1
+  done
+  cat "$log" >&2 || true
+  die "$what did not listen on 127.0.0.1:$port"
+}
+
+# Starts "$@" in its own session (so the whole group can be killed), logging to $WORK.
+start_server() {
+  local name="$1"
+  shift
+  setsid "$@" >"$WORK/$name.log" 2>&1 &
+  SERVER_PIDS+=("$!")
+}
+
+# ---------------------------------------------------------------- servers
+EV_PORT="$(free_port)"
+start_server everything-http env PORT="$EV_PORT" \
+  NODE_OPTIONS="--require $PEERS/node/bind-loopback.cjs" node "$EVERYTHING" streamableHttp
+wait_port "$EV_PORT" "server-everything" "$WORK/everything-http.log"
+if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$EV_PORT\b" >/dev/null; then
+  die "server-everything is listening on all interfaces; the loopback preload did not apply"
+fi
+
+DEMO_PORT="$(free_port)"
+start_server demo-http "$DEMO" http --host 127.0.0.1 --port "$DEMO_PORT"
+wait_port "$DEMO_PORT" "the demo server" "$WORK/demo-http.log"
+
+EV_URL="http://127.0.0.1:$EV_PORT/mcp"
+DEMO_URL="http://127.0.0.1:$DEMO_PORT/mcp"
+say "server-everything at $EV_URL, demo server at $DEMO_URL"
+
+record() {
+  # record KIND JSON: one line of results for bench/report.py
+  printf '{"kind":"%s","data":%s}\n' "$1" "$2" >>"$RESULTS"
+}
+
+# ---------------------------------------------------------------- calls
+run_client() {
+  local client="$1" transport="$2" target="$3"
+  local where=() run=() out
+  if [ "$transport" = http ]; then
+    if [ "$target" = everything ]; then where=(--url "$EV_URL"); else where=(--url "$DEMO_URL"); fi
+  elif [ "$target" = everything ]; then
+    where=(--command node --arg "$EVERYTHING" --arg stdio)
+  else
+    where=(--command "$SB" --arg demo-server)
+  fi
+  case "$client" in
+    switchboard | switchboard-ct)
+      local rt=multi
+      [ "$client" = switchboard-ct ] && rt=current
+      run=("$BENCH" calls --runtime "$rt" --switchboard "$SB")
+      # The Rust bench spawns the stdio server itself (from --target); it only needs --url.
+      [ "$transport" = http ] && run+=("${where[@]}")
+      ;;
+    ts) run=(node "$ROOT/bench/peers/ts_client.mjs" "${where[@]}") ;;
+    python) run=("$PY" "$ROOT/bench/peers/py_client.py" "${where[@]}") ;;
+  esac
+  if ! out="$("${run[@]}" --transport "$transport" --target "$target" --n "$N" --warmup "$WARMUP" 2>>"$WORK/clients.log")" ||
+    [ -z "$out" ]; then
+    tail -20 "$WORK/clients.log" >&2
+    die "$client $transport $target failed"
+  fi
+  say "  $client $transport $target: $out"
+  record calls "$(printf '{"client":"%s","transport":"%s","target":"%s","result":%s}' "$client" "$transport" "$target" "$out")"
+}
+
+for scenario in "stdio demo" "stdio everything" "http demo" "http everything"; do
+  read -r transport target <<<"$scenario"
+  say "calls: $transport / $target ($REPEATS x $N calls per client, interleaved)"
+  for _ in $(seq 1 "$REPEATS"); do
+    for client in switchboard ts python switchboard-ct; do
+      run_client "$client" "$transport" "$target"
+    done
+  done
+done
+
+# ---------------------------------------------------------------- discovery
+for delay in 0 1000; do
+  for servers in 1 5 20; do
+    say "discover: $servers servers, ${delay} ms start-up delay"
+    out="$("$BENCH" discover --servers "$servers" --delay-ms "$delay" --runs "$RUNS" --switchboard "$SB")" ||
+      die "discover ($servers servers, $delay ms) failed"
+    say "  $out"
+    record discover "$out"
+  done
+done
+
+# ---------------------------------------------------------------- host RSS
+say "rss: host with 20 demo servers"
+out="$("$BENCH" rss --servers 20 --switchboard "$SB")" || die "rss failed"
+say "  $out"
+record rss "$out"
+
+# ---------------------------------------------------------------- mcp list
+# Settings with COUNT stdio servers, in a fresh SWITCHBOARD_HOME; run from an empty
+# project folder so no project settings apply.
+make_home() {
+  local home="$1" count="$2" kind="$3" i sep=""
+  mkdir -p "$home"
+  {
+    printf '{"mcpServers": {\n'
+    for i in $(seq 1 "$count"); do
+      if [ "$kind" = python ]; then
+        printf '%s  "py%02d": {"command": "%s", "args": ["%s", "--transport", "stdio"]}' "$sep" "$i" "$PY" "$PY_SERVER"
+      else
+        printf '%s  "demo%02d": {"command": "%s", "args": ["demo-server"]}' "$sep" "$i" "$SB"
+      fi
+      sep=$',\n'
+    done
+    printf '\n}}\n'
+  } >"$home/settings.json"
+}
+mkdir -p "$WORK/project"
+
+measure_list() {
+  # measure_list LABEL COUNT KIND
+  local label="$1" count="$2" kind="$3" home="$WORK/home-$1" connected rss_kb
+  make_home "$home" "$count" "$kind"
+  connected="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list --json 2>/dev/null |
+    python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin)["servers"] if s.get("status") == "connected"))')"
+  [ "$connected" = "$count" ] || die "mcp list ($label): only $connected of $count servers connected"
+  rss_kb="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" /usr/bin/time -f '%M' "$SB" mcp list 2>&1 >/dev/null | tail -1)"
+  if command -v hyperfine >/dev/null; then
+    (cd "$WORK/project" && SWITCHBOARD_HOME="$home" hyperfine --style none --warmup 1 --runs "${BENCH_LIST_RUNS:-5}" \
+      --export-json "$WORK/list-$label.json" "$SB mcp list" >&2)
+    record list "$(python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))["results"][0]
+print(json.dumps({"label": sys.argv[2], "servers": int(sys.argv[3]), "kind": sys.argv[4], "tool": "hyperfine",
+  "mean_s": r["mean"], "stddev_s": r["stddev"], "median_s": r["median"], "min_s": r["min"], "max_s": r["max"],
+  "runs": len(r["times"]), "max_rss_kb": int(sys.argv[5])}))' "$WORK/list-$label.json" "$label" "$count" "$kind" "$rss_kb")"
+  else
+    local times=() t0 t1
+    for _ in $(seq 1 "${BENCH_LIST_RUNS:-5}"); do
+      t0="$(date +%s%N)"
+      (cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list >/dev/null 2>&1)
+      t1="$(date +%s%N)"
+      times+=("$(((t1 - t0) / 1000000))")
+    done
+    record list "$(python3 -c '
+import json, statistics, sys
+t = [int(x) / 1000 for x in sys.argv[5:]]
+print(json.dumps({"label": sys.argv[1], "servers": int(sys.argv[2]), "kind": sys.argv[3], "tool": "date loop",
+  "mean_s": statistics.mean(t), "stddev_s": statistics.pstdev(t), "median_s": statistics.median(t),
+  "min_s": min(t), "max_s": max(t), "runs": len(t), "max_rss_kb": int(sys.argv[4])}))' "$label" "$count" "$kind" "$rss_kb" "${times[@]}")"
+  fi
+  say "  mcp list ($label): $(tail -1 "$RESULTS")"
+}
+
+say "mcp list: 1 and 20 Python-SDK stdio servers, 20 demo servers"
+measure_list py1 1 python
+measure_list py20 20 python
+measure_list demo20 20 demo
+
+# ---------------------------------------------------------------- report
+sb_version="$("$SB" --version 2>/dev/null || echo unknown)"
+node_sdk="$(node -p "require('$PEERS/node/node_modules/@modelcontextprotocol/sdk/package.json').version")"
+everything_version="$(node -p "require('$PEERS/node/node_modules/@modelcontextprotocol/server-everything/package.json').version")"
+py_mcp="$("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
+record machine "$(python3 -c '
+import json, sys
+keys = ["nproc", "cpu", "kernel", "mem", "date", "rustc", "node", "python", "node_sdk", "everything", "py_mcp",
+        "switchboard", "hyperfine", "git", "load"]
+print(json.dumps(dict(zip(keys, sys.argv[1:]))))' \
+  "$(nproc)" \
+  "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
+  "$(uname -sr)" \
+  "$(free -g | awk '/^Mem:/ {print $2 " GB"}')" \
+  "$(date -u '+%Y-%m-%d %H:%M UTC')" \
+  "$(rustc --version 2>/dev/null || echo unknown)" \
+  "$(node --version)" \
+  "$("$PY" --version 2>&1)" \
+  "$node_sdk" "$everything_version" "$py_mcp" "$sb_version" \
+  "$(hyperfine --version 2>/dev/null || echo 'not installed (date loop)')" \
+  "${BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')}" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)")"
+
+python3 "$ROOT/bench/report.py" "$RESULTS" "$OUT" "$N" "$WARMUP" "$REPEATS" "$RUNS"
+say "wrote $OUT"

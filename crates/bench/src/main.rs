@@ -1,0 +1,118 @@
+//! `switchboard-bench`: benchmarks for Switchboard's MCP client and host. These are
+//! measurements, not timed tests: they print JSON and never fail on a slow number.
+//!
+//! ```text
+//! switchboard-bench calls --transport stdio|http --target everything|demo [--n 1000]
+//!                         [--warmup 50] [--url URL] [--switchboard PATH] [--peers DIR]
+//! switchboard-bench discover --servers N --delay-ms D [--runs 3] [--switchboard PATH]
+//! switchboard-bench rss [--servers 20] [--switchboard PATH]
+//! (every subcommand also takes --runtime multi|current)
+//! ```
+//!
+//! `bench/run.sh` runs all of them (and the TS / Python peer clients) and writes
+//! `BENCHMARKS.md`.
+
+mod args;
+mod calls;
+mod host_bench;
+mod stats;
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+use crate::args::{Args, Flavor};
+
+const USAGE: &str = "\
+usage:
+  switchboard-bench calls --transport stdio|http --target everything|demo [--n 1000]
+                          [--warmup 50] [--url URL] [--switchboard PATH] [--peers DIR]
+      sequential tools/call `echo`; prints {calls_per_s, p50_ms, p99_ms, ...}
+      (stdio spawns the server: server-everything via node, or `switchboard demo-server`;
+      http needs --url of a running server)
+  switchboard-bench discover --servers N --delay-ms D [--runs 3] [--switchboard PATH]
+      N stdio demo servers (`switchboard demo-server --startup-delay-ms D`) started
+      concurrently by Host::start(); prints the wall time of each run and the median
+  switchboard-bench rss [--servers 20] [--switchboard PATH]
+      peak RSS (VmHWM) of this host process with N demo servers connected
+
+  --switchboard defaults to the `switchboard` binary next to this one; --peers to
+  the repository's tests/peers; --runtime multi|current picks the tokio runtime
+  (default multi, as the `switchboard` CLI uses).";
+
+fn main() -> ExitCode {
+    let mut argv = std::env::args().skip(1);
+    let Some(command) = argv.next() else {
+        eprintln!("{USAGE}");
+        return ExitCode::from(2);
+    };
+    if command == "-h" || command == "--help" {
+        println!("{USAGE}");
+        return ExitCode::SUCCESS;
+    }
+    let mut args = match Args::parse(argv) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("switchboard-bench: {e:#}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match args.runtime() {
+        Ok(Flavor::Multi) => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build(),
+        Ok(Flavor::Current) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build(),
+        Err(e) => {
+            eprintln!("switchboard-bench: {e:#}\n\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match runtime {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchboard-bench: cannot start the runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // Run the benchmark as a task, as a host's work runs (on a worker thread of the
+    // multi-thread runtime), not on the thread blocked in `block_on`.
+    let task = runtime.spawn(async move { run(&command, args).await });
+    let result = match runtime.block_on(task) {
+        Ok(r) => r,
+        Err(e) => Err(anyhow::anyhow!("the benchmark task failed: {e}")),
+    };
+    match result {
+        Ok(value) => {
+            println!("{value}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("switchboard-bench: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(command: &str, mut args: Args) -> Result<serde_json::Value> {
+    let value = match command {
+        "calls" => {
+            let opts = calls::CallsOpts::from_args(&mut args)?;
+            args.finish()?;
+            calls::run(opts).await?
+        }
+        "discover" => {
+            let opts = host_bench::DiscoverOpts::from_args(&mut args)?;
+            args.finish()?;
+            host_bench::discover(opts).await?
+        }
+        "rss" => {
+            let opts = host_bench::RssOpts::from_args(&mut args)?;
+            args.finish()?;
+            host_bench::rss(opts).await?
+        }
+        other => bail!("unknown subcommand `{other}`"),
+    };
+    Ok(value)
+}

@@ -1,0 +1,595 @@
+//! `switchboard chat`: talk to Gemini with every MCP server's tools.
+//!
+//! Interactive mode reads lines with history and editing (rustyline); servers still
+//! starting do not block the first prompt, and their tools join when ready. `-p` runs
+//! one turn for scripts: it waits for discovery (bounded by each server's start-up
+//! timeout), prints the answer on stdout and exits non-zero on failure.
+//! Ctrl-C cancels the running turn (tool calls get `notifications/cancelled`); a
+//! second Ctrl-C at the prompt quits.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, anyhow, bail};
+use base64::Engine as _;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use switchboard_gemini::commands::{
+    PromptArg, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
+};
+use switchboard_gemini::types::Part;
+use switchboard_gemini::{
+    AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, GeminiClient,
+    GeminiOptions,
+};
+use switchboard_host::{Host, HostOptions, ServerStatus};
+use switchboard_mcp::CallOptions;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::ctx::{self, Globals};
+use crate::hooks::CliHooks;
+
+#[derive(Debug, clap::Args)]
+pub struct ChatArgs {
+    /// Run one prompt and exit (for scripts).
+    #[arg(short = 'p', long = "prompt", value_name = "TEXT")]
+    pub prompt: Option<String>,
+    /// The Gemini model (default: `model` in settings, else the built-in default).
+    #[arg(short, long)]
+    pub model: Option<String>,
+    /// Run every tool call without asking.
+    #[arg(long)]
+    pub yolo: bool,
+    /// Google Search grounding instead of MCP tools.
+    #[arg(long)]
+    pub web_search: bool,
+    /// At most this many tool declarations per request.
+    #[arg(long, default_value_t = switchboard_gemini::DEFAULT_MAX_DECLARATIONS)]
+    pub max_tools: usize,
+    /// Do not stream the answer.
+    #[arg(long)]
+    pub no_stream: bool,
+    /// A system prompt.
+    #[arg(long)]
+    pub system: Option<String>,
+}
+
+/// Asks on the terminal; without one, declines (scripts use `--yolo` or `trust`).
+struct TerminalConfirmer;
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm(&self, r: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        Box::pin(async move {
+            tokio::task::spawn_blocking(move || ask_confirmation(&r))
+                .await
+                .unwrap_or(Decision::Cancel)
+        })
+    }
+}
+
+fn ask_confirmation(r: &ConfirmRequest) -> Decision {
+    let mut err = std::io::stderr();
+    let hints = match (r.read_only, r.destructive) {
+        (true, _) => " (read-only)",
+        (false, true) => " (DESTRUCTIVE)",
+        _ => "",
+    };
+    let args = serde_json::to_string(&r.args).unwrap_or_default();
+    if !std::io::stdin().is_terminal() {
+        let _ = writeln!(
+            err,
+            "declined tool call {}.{}{hints} {args}: no terminal to ask (use --yolo or set `trust: true` for the server)",
+            r.server, r.tool
+        );
+        return Decision::Cancel;
+    }
+    let _ = writeln!(err, "\n⚙ {}.{}{hints}\n  {args}", r.server, r.tool);
+    loop {
+        let _ = write!(
+            err,
+            "  Run it? [y] once  [t] always this tool  [s] always this server  [n] cancel: "
+        );
+        let _ = err.flush();
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return Decision::Cancel;
+        }
+        match line.trim().to_ascii_lowercase().as_str() {
+            "y" | "yes" => return Decision::ProceedOnce,
+            "t" => return Decision::AlwaysTool,
+            "s" => return Decision::AlwaysServer,
+            "n" | "no" | "" => return Decision::Cancel,
+            _ => {}
+        }
+    }
+}
+
+fn client() -> Result<GeminiClient> {
+    let opts = GeminiOptions::from_env();
+    GeminiClient::new(opts).map_err(|e| {
+        anyhow!(
+            "{e}\nhint: set GEMINI_API_KEY (create a key at https://aistudio.google.com/apikey); GEMINI_BASE_URL points at a proxy or a local fake"
+        )
+    })
+}
+
+pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
+    let client = Arc::new(client()?);
+    let (specs, settings) = ctx::all_specs(g, a.prompt.is_none())?;
+    let host = Host::new(
+        specs,
+        HostOptions {
+            hooks: Arc::new(CliHooks),
+            reconnect: a.prompt.is_none(),
+            transport_cache: ctx::transport_cache(),
+            ..Default::default()
+        },
+    );
+    let opts = ChatOptions {
+        model: a
+            .model
+            .clone()
+            .or(settings.model.clone())
+            .unwrap_or_else(|| switchboard_gemini::DEFAULT_MODEL.to_string()),
+        system_prompt: a.system.clone(),
+        yolo: a.yolo,
+        max_declarations: a.max_tools.max(1),
+        web_search: a.web_search,
+        stream: !a.no_stream,
+        ..Default::default()
+    };
+    let confirmer: Arc<dyn Confirmer> = if a.yolo {
+        Arc::new(AlwaysApprove)
+    } else {
+        Arc::new(TerminalConfirmer)
+    };
+    let result = match &a.prompt {
+        Some(prompt) => {
+            host.start().await;
+            let mut chat = Chat::new(host.clone(), client, opts, confirmer);
+            one_shot(&mut chat, prompt).await
+        }
+        None => {
+            let starter = {
+                let host = host.clone();
+                tokio::spawn(async move { host.start().await })
+            };
+            let mut chat = Chat::new(host.clone(), client, opts, confirmer);
+            let r = interactive(&mut chat).await;
+            starter.abort();
+            r
+        }
+    };
+    host.shutdown().await;
+    result
+}
+
+async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
+    for s in chat.host().snapshot() {
+        if s.status == ServerStatus::Disconnected {
+            if let Some(e) = &s.error {
+                eprintln!("note: MCP server `{}` is not available: {e}", s.name);
+            }
+        }
+    }
+    let parts = match expand_input(chat, prompt).await? {
+        Some(parts) => parts,
+        None => return Ok(ExitCode::SUCCESS),
+    };
+    let cancel = CancellationToken::new();
+    let ctrl_c = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    let outcome = run_turn(chat, parts, &cancel).await;
+    ctrl_c.abort();
+    println!();
+    match outcome {
+        Ok(()) => Ok(ExitCode::SUCCESS),
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+/// Runs one turn, printing streamed text on stdout and tool activity on stderr.
+async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken) -> Result<()> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(async move {
+        let mut out = std::io::stdout();
+        while let Some(ev) = rx.recv().await {
+            match ev {
+                ChatEvent::Text(t) => {
+                    let _ = write!(out, "{t}");
+                    let _ = out.flush();
+                }
+                ChatEvent::Notice(n) => eprintln!("\n[{n}]"),
+                ChatEvent::ToolStart {
+                    server, tool, args, ..
+                } => {
+                    eprintln!(
+                        "\n→ {server}.{tool} {}",
+                        serde_json::to_string(&args).unwrap_or_default()
+                    );
+                }
+                ChatEvent::ToolProgress {
+                    progress,
+                    total,
+                    message,
+                    ..
+                } => {
+                    let total = total.map(|t| format!("/{t}")).unwrap_or_default();
+                    eprintln!("  … {progress}{total} {}", message.unwrap_or_default());
+                }
+                ChatEvent::ToolEnd {
+                    server,
+                    tool,
+                    display,
+                    is_error,
+                    ..
+                } => {
+                    let mark = if is_error { "✗" } else { "✓" };
+                    let shown: String = display.chars().take(500).collect();
+                    eprintln!("{mark} {server}.{tool}: {shown}");
+                }
+            }
+        }
+    });
+    let r = chat.send(parts, &tx, cancel).await;
+    drop(tx);
+    let _ = printer.await;
+    r.map(|_| ()).map_err(anyhow::Error::from)
+}
+
+/// Turns a line into message parts: `/prompt …` commands become the prompt's messages,
+/// `@server:uri` references are read and attached. `None` when the line was handled
+/// locally (help).
+async fn expand_input(chat: &mut Chat, line: &str) -> Result<Option<Vec<Part>>> {
+    let host = chat.host().clone();
+    if let Some(rest) = line.strip_prefix('/') {
+        let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+        for s in host.snapshot() {
+            if s.status != ServerStatus::Connected {
+                continue;
+            }
+            for p in &s.prompts {
+                if prompt_command_name(&p.name) != cmd {
+                    continue;
+                }
+                let pargs: Vec<PromptArg> = p
+                    .arguments
+                    .iter()
+                    .flatten()
+                    .map(|a| PromptArg {
+                        name: a.name.clone(),
+                        required: a.required.unwrap_or(false),
+                        description: a.description.clone(),
+                    })
+                    .collect();
+                if args.trim() == "help" {
+                    println!("{}", prompt_help(cmd, p.description.as_deref(), &pargs));
+                    return Ok(None);
+                }
+                let values = parse_prompt_args(args, &pargs).map_err(|e| anyhow!("/{cmd}: {e}"))?;
+                let conn = host
+                    .connection(&s.name)
+                    .with_context(|| format!("server `{}` is not connected", s.name))?;
+                let result = conn
+                    .get_prompt(&p.name, values, &CallOptions::default())
+                    .await?;
+                let value = serde_json::to_value(&result)?;
+                let mut parts = Vec::new();
+                for m in value
+                    .get("messages")
+                    .and_then(Value::as_array)
+                    .cloned()
+                    .unwrap_or_default()
+                {
+                    let content = m.get("content").cloned().unwrap_or(Value::Null);
+                    parts.extend(content_to_parts(&content));
+                }
+                return Ok(Some(parts));
+            }
+        }
+        bail!("unknown command `/{cmd}`; /help lists commands");
+    }
+    let snapshot = host.snapshot();
+    let servers: Vec<String> = snapshot.iter().map(|s| s.name.clone()).collect();
+    let owner = |uri: &str| -> Option<String> {
+        snapshot
+            .iter()
+            .find(|s| s.resources.iter().any(|r| r.uri == uri))
+            .map(|s| s.name.clone())
+    };
+    let refs = find_resource_refs(line, &servers, &owner);
+    let mut parts = vec![Part::text(line.to_string())];
+    for r in refs {
+        let conn = host
+            .connection(&r.server)
+            .with_context(|| format!("{}: server `{}` is not connected", r.token, r.server))?;
+        let result = conn
+            .read_resource(&r.uri, &CallOptions::default())
+            .await
+            .with_context(|| format!("reading {}", r.token))?;
+        let value = serde_json::to_value(&result)?;
+        for c in value
+            .get("contents")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default()
+        {
+            if let Some(text) = c.get("text").and_then(Value::as_str) {
+                parts.push(Part::text(format!(
+                    "Content of {} ({}):\n{text}",
+                    r.token, r.uri
+                )));
+            } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
+                let mime = c
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .unwrap_or("application/octet-stream");
+                parts.push(Part::text(format!(
+                    "Content of {} ({}) follows as {mime}.",
+                    r.token, r.uri
+                )));
+                parts.push(Part::inline_data(mime, blob));
+            }
+        }
+    }
+    Ok(Some(parts))
+}
+
+fn content_to_parts(content: &Value) -> Vec<Part> {
+    let blocks = match content {
+        Value::Array(a) => a.clone(),
+        other => vec![other.clone()],
+    };
+    let mut parts = Vec::new();
+    for b in blocks {
+        match b.get("type").and_then(Value::as_str) {
+            Some("text") => parts.push(Part::text(
+                b.get("text")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string(),
+            )),
+            Some("image") | Some("audio") => {
+                let mime = b
+                    .get("mimeType")
+                    .and_then(Value::as_str)
+                    .unwrap_or("application/octet-stream");
+                let data = b.get("data").and_then(Value::as_str).unwrap_or("");
+                if base64::engine::general_purpose::STANDARD
+                    .decode(data)
+                    .is_ok()
+                {
+                    parts.push(Part::inline_data(mime, data));
+                }
+            }
+            Some("resource") => {
+                let res = b.get("resource").cloned().unwrap_or(Value::Null);
+                if let Some(t) = res.get("text").and_then(Value::as_str) {
+                    let uri = res.get("uri").and_then(Value::as_str).unwrap_or("");
+                    parts.push(Part::text(format!("Resource {uri}:\n{t}")));
+                }
+            }
+            Some("resource_link") => {
+                let uri = b.get("uri").and_then(Value::as_str).unwrap_or("");
+                parts.push(Part::text(format!("Resource Link: {uri}")));
+            }
+            _ => {}
+        }
+    }
+    parts
+}
+
+fn print_status(host: &Host) {
+    print!("{}", crate::list::human(&host.snapshot(), &[]));
+}
+
+fn help_text(host: &Host) -> String {
+    let mut out = String::from(
+        "Commands:\n  /mcp                      server status (as `mcp list`)\n  /mcp refresh [server]     reconnect and re-list\n  /mcp enable|disable <s>   turn a server's tools on/off for this session\n  /tools                    the tools the model gets\n  /help                     this list\n  /quit                     leave (or Ctrl-D; Ctrl-C twice)\n  @server:uri               attach a resource to your message\n",
+    );
+    let mut prompts = Vec::new();
+    for s in host.snapshot() {
+        for p in &s.prompts {
+            prompts.push(format!(
+                "  /{} ({})  — add `help` for its arguments",
+                prompt_command_name(&p.name),
+                s.name
+            ));
+        }
+    }
+    if !prompts.is_empty() {
+        out.push_str("Prompts from MCP servers:\n");
+        out.push_str(&prompts.join("\n"));
+        out.push('\n');
+    }
+    out
+}
+
+async fn read_line(
+    editor: Arc<std::sync::Mutex<rustyline::DefaultEditor>>,
+) -> Result<Option<String>, rustyline::error::ReadlineError> {
+    tokio::task::spawn_blocking(move || {
+        let mut ed = editor
+            .lock()
+            .map_err(|_| rustyline::error::ReadlineError::Interrupted)?;
+        match ed.readline("› ") {
+            Ok(line) => {
+                let _ = ed.add_history_entry(line.as_str());
+                Ok(Some(line))
+            }
+            Err(rustyline::error::ReadlineError::Eof) => Ok(None),
+            Err(e) => Err(e),
+        }
+    })
+    .await
+    .unwrap_or(Err(rustyline::error::ReadlineError::Interrupted))
+}
+
+async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
+    let editor = Arc::new(std::sync::Mutex::new(
+        rustyline::DefaultEditor::new().context("cannot open the terminal line editor")?,
+    ));
+    let history = ctx::home_dir().ok().map(|h| h.join("chat_history"));
+    if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
+        let _ = ed.load_history(path);
+    }
+    println!(
+        "Switchboard chat — model {}. /help for commands, Ctrl-D to quit.",
+        chat.options().model
+    );
+    // Tell the person when servers finish connecting.
+    let mut events = chat.host().subscribe();
+    let notifier = tokio::spawn(async move {
+        while let Ok(ev) = events.recv().await {
+            match ev {
+                switchboard_host::HostEvent::Status {
+                    server,
+                    status: ServerStatus::Connected,
+                    ..
+                } => {
+                    eprintln!("\r[MCP server `{server}` connected]");
+                }
+                switchboard_host::HostEvent::Status {
+                    server,
+                    status: ServerStatus::Disconnected,
+                    error: Some(e),
+                } => {
+                    eprintln!("\r[MCP server `{server}`: {e}]");
+                }
+                switchboard_host::HostEvent::Reconnecting {
+                    server,
+                    attempt,
+                    delay,
+                } => {
+                    eprintln!(
+                        "\r[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
+                        delay.as_secs()
+                    );
+                }
+                _ => {}
+            }
+        }
+    });
+    let mut last_interrupt = false;
+    loop {
+        let line = match read_line(editor.clone()).await {
+            Ok(Some(line)) => {
+                last_interrupt = false;
+                line
+            }
+            Ok(None) => break,
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                if last_interrupt {
+                    break;
+                }
+                last_interrupt = true;
+                eprintln!("(Ctrl-C again to quit)");
+                continue;
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                break;
+            }
+        };
+        let trimmed = line.trim();
+        if trimmed.is_empty() {
+            continue;
+        }
+        match trimmed {
+            "/quit" | "/exit" => break,
+            "/help" => {
+                print!("{}", help_text(chat.host()));
+                continue;
+            }
+            "/mcp" => {
+                print_status(chat.host());
+                continue;
+            }
+            "/tools" => {
+                chat.refresh_tools();
+                for t in chat.registry().tools() {
+                    println!("  {}  ({}.{})", t.name, t.server, t.tool.name);
+                }
+                if chat.registry().is_empty() {
+                    println!("  (no tools)");
+                }
+                continue;
+            }
+            _ => {}
+        }
+        if let Some(rest) = trimmed.strip_prefix("/mcp ") {
+            let mut words = rest.split_whitespace();
+            match (words.next(), words.next()) {
+                (Some("refresh"), name) => {
+                    let names: Vec<String> = match name {
+                        Some(n) => vec![n.to_string()],
+                        None => chat.host().server_names(),
+                    };
+                    for n in names {
+                        if !chat.host().restart(&n).await {
+                            eprintln!("no server `{n}`");
+                        }
+                    }
+                    print_status(chat.host());
+                }
+                (Some(op @ ("enable" | "disable")), Some(n)) => {
+                    if chat.host().spec(n).is_none() {
+                        eprintln!("no server `{n}`");
+                    } else {
+                        chat.set_server_enabled(n, op == "enable");
+                        println!(
+                            "{} `{n}` for this session",
+                            if op == "enable" {
+                                "Enabled"
+                            } else {
+                                "Disabled"
+                            }
+                        );
+                    }
+                }
+                _ => {
+                    eprintln!("usage: /mcp | /mcp refresh [server] | /mcp enable|disable <server>")
+                }
+            }
+            continue;
+        }
+        let parts = match expand_input(chat, trimmed).await {
+            Ok(Some(p)) => p,
+            Ok(None) => continue,
+            Err(e) => {
+                eprintln!("error: {e:#}");
+                continue;
+            }
+        };
+        let cancel = CancellationToken::new();
+        let ctrl_c = {
+            let cancel = cancel.clone();
+            tokio::spawn(async move {
+                if tokio::signal::ctrl_c().await.is_ok() {
+                    cancel.cancel();
+                }
+            })
+        };
+        if let Err(e) = run_turn(chat, parts, &cancel).await {
+            eprintln!("\nerror: {e:#}");
+        }
+        ctrl_c.abort();
+        println!();
+    }
+    notifier.abort();
+    if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
+        let _ = ed.save_history(path);
+    }
+    Ok(ExitCode::SUCCESS)
+}

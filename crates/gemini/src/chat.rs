@@ -1,0 +1,690 @@
+//! The chat loop: one person, one model, every connected MCP server's tools.
+//!
+//! A turn: send the history (with the tool declarations of connected, enabled servers)
+//! → stream the model's answer → run the function calls it made (in parallel, after
+//! argument checks and confirmations) → append the model's turn *verbatim* (thought
+//! signatures included) and one `user` turn with every function response → repeat
+//! until the model answers without calls (bounded by `max_tool_rounds`).
+//!
+//! Invariants:
+//! - the registry is rebuilt from the host's current snapshot before every request,
+//!   so servers that connect late join (and the person is told);
+//! - tool names map back through the registry's table, never by parsing;
+//! - an argument-check failure, a refused confirmation, an unknown tool or a failing
+//!   call all go back to the model as a function *error* it can act on;
+//! - Gemma models and web-search mode get no MCP tools, with a notice.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use futures::future::{BoxFuture, join_all};
+use serde_json::{Map, Value, json};
+use switchboard_host::{Host, ServerStatus};
+use switchboard_mcp::{CallOptions, Progress};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::args::check_args;
+use crate::client::{GeminiClient, GeminiError};
+use crate::commands::model_supports_tools;
+use crate::naming::{SEARCH_TOOLS_NAME, ToolRegistry};
+use crate::results::map_call_result;
+use crate::types::{
+    Content, FunctionCall, FunctionResponse, GenerateRequest, Part, StreamAccumulator, Tool,
+};
+
+/// What the person decided about one tool call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    ProceedOnce,
+    AlwaysTool,
+    AlwaysServer,
+    Cancel,
+}
+
+/// A tool call waiting for the person's approval.
+#[derive(Debug, Clone)]
+pub struct ConfirmRequest {
+    pub server: String,
+    pub tool: String,
+    pub args: Value,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub title: Option<String>,
+}
+
+/// Asks the person whether a tool call may run.
+pub trait Confirmer: Send + Sync {
+    fn confirm(&self, request: ConfirmRequest) -> BoxFuture<'static, Decision>;
+}
+
+/// Approves everything (`--yolo`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct AlwaysApprove;
+impl Confirmer for AlwaysApprove {
+    fn confirm(&self, _request: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        Box::pin(async { Decision::ProceedOnce })
+    }
+}
+
+/// What happens during a turn, for the front end to show.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChatEvent {
+    /// Streamed model text.
+    Text(String),
+    /// Something the person should know (tools left out, a server joined…).
+    Notice(String),
+    ToolStart {
+        id: String,
+        server: String,
+        tool: String,
+        args: Value,
+    },
+    ToolProgress {
+        id: String,
+        progress: f64,
+        total: Option<f64>,
+        message: Option<String>,
+    },
+    ToolEnd {
+        id: String,
+        server: String,
+        tool: String,
+        display: String,
+        is_error: bool,
+    },
+}
+
+/// How a chat behaves.
+#[derive(Debug, Clone)]
+pub struct ChatOptions {
+    pub model: String,
+    pub system_prompt: Option<String>,
+    /// Skip every confirmation.
+    pub yolo: bool,
+    /// At most this many model↔tool rounds per turn.
+    pub max_tool_rounds: usize,
+    /// At most this many function declarations per request.
+    pub max_declarations: usize,
+    /// Google Search grounding instead of MCP tools.
+    pub web_search: bool,
+    /// Cap on the text of one tool result sent to the model.
+    pub result_limit_chars: usize,
+    /// Stream the answer (`streamGenerateContent`) or not.
+    pub stream: bool,
+}
+
+impl Default for ChatOptions {
+    fn default() -> Self {
+        Self {
+            model: crate::client::DEFAULT_MODEL.into(),
+            system_prompt: None,
+            yolo: false,
+            max_tool_rounds: 20,
+            max_declarations: crate::naming::DEFAULT_MAX_DECLARATIONS,
+            web_search: false,
+            result_limit_chars: crate::results::DEFAULT_LIMIT_CHARS,
+            stream: true,
+        }
+    }
+}
+
+/// Why a turn failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ChatError {
+    #[error("{0}")]
+    Model(#[from] GeminiError),
+    #[error("the turn was cancelled")]
+    Cancelled,
+    #[error("the model kept calling tools for {0} rounds; stopping this turn")]
+    TooManyRounds(usize),
+    #[error("the model's answer was blocked: {0}")]
+    Blocked(String),
+}
+
+/// One conversation.
+pub struct Chat {
+    host: Host,
+    client: Arc<GeminiClient>,
+    opts: ChatOptions,
+    confirmer: Arc<dyn Confirmer>,
+    history: Vec<Content>,
+    registry: ToolRegistry,
+    allowed_tools: HashSet<(String, String)>,
+    allowed_servers: HashSet<String>,
+    disabled_servers: HashSet<String>,
+    known_servers: HashSet<String>,
+    /// Extra context for the next request (e.g. from an MCP App).
+    model_context: Vec<String>,
+}
+
+impl std::fmt::Debug for Chat {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Chat")
+            .field("model", &self.opts.model)
+            .field("history", &self.history.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Chat {
+    pub fn new(
+        host: Host,
+        client: Arc<GeminiClient>,
+        opts: ChatOptions,
+        confirmer: Arc<dyn Confirmer>,
+    ) -> Self {
+        Self {
+            host,
+            client,
+            opts,
+            confirmer,
+            history: Vec::new(),
+            registry: ToolRegistry::default(),
+            allowed_tools: HashSet::new(),
+            allowed_servers: HashSet::new(),
+            disabled_servers: HashSet::new(),
+            known_servers: HashSet::new(),
+            model_context: Vec::new(),
+        }
+    }
+
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    pub fn options(&self) -> &ChatOptions {
+        &self.opts
+    }
+
+    pub fn options_mut(&mut self) -> &mut ChatOptions {
+        &mut self.opts
+    }
+
+    /// The conversation so far.
+    pub fn history(&self) -> &[Content] {
+        &self.history
+    }
+
+    /// Turns a server's tools off (or on again) for this session.
+    pub fn set_server_enabled(&mut self, server: &str, enabled: bool) {
+        if enabled {
+            self.disabled_servers.remove(server);
+        } else {
+            self.disabled_servers.insert(server.to_string());
+        }
+    }
+
+    pub fn is_server_enabled(&self, server: &str) -> bool {
+        !self.disabled_servers.contains(server)
+    }
+
+    /// Adds context for the next model request (e.g. `ui/update-model-context`).
+    pub fn add_model_context(&mut self, text: String) {
+        self.model_context.push(text);
+    }
+
+    /// Rebuilds the registry from the host's connected, enabled servers. Returns the
+    /// names of servers that joined since last time.
+    pub fn refresh_tools(&mut self) -> Vec<String> {
+        let snapshot = self.host.snapshot();
+        let connected: Vec<_> = snapshot
+            .iter()
+            .filter(|s| {
+                s.status == ServerStatus::Connected && !self.disabled_servers.contains(&s.name)
+            })
+            .collect();
+        let pairs: Vec<(&str, &[switchboard_mcp::model::Tool])> = connected
+            .iter()
+            .map(|s| (s.name.as_str(), s.tools.as_slice()))
+            .collect();
+        let mut registry = ToolRegistry::new(&pairs);
+        registry.carry_enabled_from(&self.registry);
+        self.registry = registry;
+        let mut joined = Vec::new();
+        for s in &connected {
+            if self.known_servers.insert(s.name.clone()) && !s.tools.is_empty() {
+                joined.push(s.name.clone());
+            }
+        }
+        joined
+    }
+
+    /// The registry as of the last request.
+    pub fn registry(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    fn system_instruction(&self) -> Option<Content> {
+        let mut text = self.opts.system_prompt.clone().unwrap_or_default();
+        for s in self.host.snapshot() {
+            if s.status != ServerStatus::Connected || self.disabled_servers.contains(&s.name) {
+                continue;
+            }
+            if let Some(instr) = s.instructions.as_deref().filter(|i| !i.trim().is_empty()) {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(&format!(
+                    "Instructions from MCP server `{}`:\n{}",
+                    s.name,
+                    instr.trim()
+                ));
+            }
+        }
+        if text.is_empty() {
+            None
+        } else {
+            Some(Content::system(text))
+        }
+    }
+
+    fn tools_for_request(
+        &mut self,
+        events: &mpsc::UnboundedSender<ChatEvent>,
+    ) -> Option<Vec<Tool>> {
+        if self.opts.web_search {
+            if !self.registry.is_empty() {
+                let _ = events.send(ChatEvent::Notice(
+                    "MCP tools are off in web-search mode".into(),
+                ));
+            }
+            return Some(vec![Tool::google_search()]);
+        }
+        if !model_supports_tools(&self.opts.model) {
+            let _ = events.send(ChatEvent::Notice(format!(
+                "MCP tools are off: model `{}` has no function calling",
+                self.opts.model
+            )));
+            return None;
+        }
+        if self.registry.is_empty() {
+            return None;
+        }
+        let (decls, omitted) = self.registry.declarations(self.opts.max_declarations);
+        if let Some(n) = omitted.notice(self.opts.max_declarations) {
+            let _ = events.send(ChatEvent::Notice(n));
+        }
+        let decls = decls
+            .iter()
+            .filter_map(|d| serde_json::from_value(d.to_json()).ok())
+            .collect();
+        Some(vec![Tool::functions(decls)])
+    }
+
+    /// Sends one user message (parts) and runs the turn to its end.
+    pub async fn send(
+        &mut self,
+        parts: Vec<Part>,
+        events: &mpsc::UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<String, ChatError> {
+        let mut user_parts = parts;
+        if !self.model_context.is_empty() {
+            let ctx = std::mem::take(&mut self.model_context).join("\n");
+            user_parts.insert(0, Part::text(format!("[Context from an app]\n{ctx}")));
+        }
+        let history_len = self.history.len();
+        self.history.push(Content::user(user_parts));
+        let result = self.run_turn(events, cancel).await;
+        if result.is_err() {
+            // Keep the history consistent: drop the unfinished turn.
+            self.history.truncate(history_len);
+        }
+        result
+    }
+
+    async fn run_turn(
+        &mut self,
+        events: &mpsc::UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<String, ChatError> {
+        let mut final_text = String::new();
+        for _round in 0..self.opts.max_tool_rounds {
+            for joined in self.refresh_tools() {
+                if self.known_servers.len() > 1 || !self.history.is_empty() {
+                    let _ = events.send(ChatEvent::Notice(format!(
+                        "tools from `{joined}` are available"
+                    )));
+                }
+            }
+            let request = GenerateRequest {
+                contents: self.history.clone(),
+                system_instruction: self.system_instruction(),
+                tools: self.tools_for_request(events),
+                ..Default::default()
+            };
+            let model_turn = tokio::select! {
+                r = self.call_model(&request, events) => r?,
+                _ = cancel.cancelled() => return Err(ChatError::Cancelled),
+            };
+            let calls: Vec<FunctionCall> = model_turn
+                .parts
+                .iter()
+                .filter_map(|p| p.function_call.clone())
+                .collect();
+            final_text = model_turn.text();
+            self.history.push(model_turn);
+            if calls.is_empty() {
+                return Ok(final_text);
+            }
+            let responses = self.run_calls(calls, events, cancel).await?;
+            self.history.push(Content::user(responses));
+        }
+        let _ = final_text;
+        Err(ChatError::TooManyRounds(self.opts.max_tool_rounds))
+    }
+
+    async fn call_model(
+        &self,
+        request: &GenerateRequest,
+        events: &mpsc::UnboundedSender<ChatEvent>,
+    ) -> Result<Content, ChatError> {
+        let response = if self.opts.stream {
+            let mut stream = self.client.stream(&self.opts.model, request).await?;
+            let mut acc = StreamAccumulator::new();
+            while let Some(chunk) = stream.next().await {
+                let chunk = chunk?;
+                let text = chunk.text();
+                if !text.is_empty() {
+                    let _ = events.send(ChatEvent::Text(text));
+                }
+                acc.push(&chunk);
+            }
+            acc.response()
+        } else {
+            let r = self.client.generate(&self.opts.model, request).await?;
+            let text = r.text();
+            if !text.is_empty() {
+                let _ = events.send(ChatEvent::Text(text));
+            }
+            r
+        };
+        if let Some(reason) = response.block_reason() {
+            return Err(ChatError::Blocked(reason.to_string()));
+        }
+        let mut content = response
+            .content()
+            .cloned()
+            .unwrap_or_else(|| Content::model(Vec::new()));
+        if content.role.is_none() {
+            content.role = Some("model".into());
+        }
+        Ok(content)
+    }
+
+    async fn run_calls(
+        &mut self,
+        calls: Vec<FunctionCall>,
+        events: &mpsc::UnboundedSender<ChatEvent>,
+        cancel: &CancellationToken,
+    ) -> Result<Vec<Part>, ChatError> {
+        // Decide (confirmations are asked one at a time, in order), then run in parallel.
+        let mut planned = Vec::with_capacity(calls.len());
+        for (i, call) in calls.into_iter().enumerate() {
+            let plan = self.plan_call(&call).await;
+            planned.push((i, call, plan));
+        }
+        let host = self.host.clone();
+        let model = self.opts.model.clone();
+        let limit = self.opts.result_limit_chars;
+        let mut search_responses = Vec::new();
+        let mut futures = Vec::new();
+        for (i, call, plan) in planned {
+            match plan {
+                Plan::Respond(response) => {
+                    search_responses.push((i, vec![Part::function_response(response)]));
+                }
+                Plan::Search => {
+                    let response = self.registry.handle_search_tools(&call.args_value(), 20);
+                    let fr = FunctionResponse {
+                        id: call.id.clone(),
+                        name: call.name.clone(),
+                        response: response.as_object().cloned().unwrap_or_default(),
+                        parts: None,
+                        extra: Default::default(),
+                    };
+                    search_responses.push((i, vec![Part::function_response(fr)]));
+                }
+                Plan::Run {
+                    server,
+                    tool,
+                    args,
+                    output_schema,
+                } => {
+                    let host = host.clone();
+                    let model = model.clone();
+                    let events = events.clone();
+                    let cancel = cancel.child_token();
+                    let id = call.id.clone().unwrap_or_else(|| format!("call-{i}"));
+                    futures.push(async move {
+                        let parts = run_one(
+                            &host,
+                            &server,
+                            &tool,
+                            args,
+                            output_schema,
+                            &call,
+                            &model,
+                            limit,
+                            &id,
+                            &events,
+                            &cancel,
+                        )
+                        .await;
+                        (i, parts)
+                    });
+                }
+            }
+        }
+        let mut results = join_all(futures).await;
+        if cancel.is_cancelled() {
+            return Err(ChatError::Cancelled);
+        }
+        results.extend(search_responses);
+        results.sort_by_key(|(i, _)| *i);
+        // Function responses first (one per call, in call order), then sibling parts.
+        let mut fr_parts = Vec::new();
+        let mut siblings = Vec::new();
+        for (_, parts) in results {
+            for p in parts {
+                if p.function_response.is_some() {
+                    fr_parts.push(p);
+                } else {
+                    siblings.push(p);
+                }
+            }
+        }
+        fr_parts.extend(siblings);
+        Ok(fr_parts)
+    }
+
+    async fn plan_call(&mut self, call: &FunctionCall) -> Plan {
+        if call.name == SEARCH_TOOLS_NAME {
+            return Plan::Search;
+        }
+        let Some(reg) = self.registry.resolve(&call.name).cloned() else {
+            return Plan::Respond(error_response(
+                call,
+                format!(
+                    "There is no tool named `{}`. Use one of the declared functions or {SEARCH_TOOLS_NAME}.",
+                    call.name
+                ),
+            ));
+        };
+        let model_args = call.args_value();
+        let args = reg.normalized.restore_args(&model_args);
+        if let Err(problem) = check_args(&reg.input_schema(), &args) {
+            return Plan::Respond(error_response(
+                call,
+                format!(
+                    "The arguments do not match the tool's input schema: {problem}. Fix them and call again."
+                ),
+            ));
+        }
+        let server = reg.server.clone();
+        let tool = reg.tool.name.to_string();
+        let trusted = self.opts.yolo
+            || self.host.spec(&server).is_some_and(|s| s.trust)
+            || self.allowed_servers.contains(&server)
+            || self.allowed_tools.contains(&(server.clone(), tool.clone()));
+        if !trusted {
+            let ann = reg.tool.annotations.as_ref();
+            let request = ConfirmRequest {
+                server: server.clone(),
+                tool: tool.clone(),
+                args: args.clone(),
+                read_only: ann.and_then(|a| a.read_only_hint).unwrap_or(false),
+                destructive: ann.and_then(|a| a.destructive_hint).unwrap_or(false),
+                title: reg.tool.title.clone(),
+            };
+            match self.confirmer.confirm(request).await {
+                Decision::ProceedOnce => {}
+                Decision::AlwaysTool => {
+                    self.allowed_tools.insert((server.clone(), tool.clone()));
+                }
+                Decision::AlwaysServer => {
+                    self.allowed_servers.insert(server.clone());
+                }
+                Decision::Cancel => {
+                    return Plan::Respond(error_response(
+                        call,
+                        "The user declined this tool call. Do not retry it; ask the user how to proceed.".into(),
+                    ));
+                }
+            }
+        }
+        Plan::Run {
+            server,
+            tool,
+            args,
+            output_schema: reg.output_schema(),
+        }
+    }
+}
+
+enum Plan {
+    Respond(FunctionResponse),
+    Search,
+    Run {
+        server: String,
+        tool: String,
+        args: Value,
+        output_schema: Option<Value>,
+    },
+}
+
+fn error_response(call: &FunctionCall, message: String) -> FunctionResponse {
+    FunctionResponse::error(call.id.clone(), call.name.clone(), Value::String(message))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_one(
+    host: &Host,
+    server: &str,
+    tool: &str,
+    args: Value,
+    output_schema: Option<Value>,
+    call: &FunctionCall,
+    model: &str,
+    limit: usize,
+    id: &str,
+    events: &mpsc::UnboundedSender<ChatEvent>,
+    cancel: &CancellationToken,
+) -> Vec<Part> {
+    let _ = events.send(ChatEvent::ToolStart {
+        id: id.to_string(),
+        server: server.to_string(),
+        tool: tool.to_string(),
+        args: args.clone(),
+    });
+    let Some(conn) = host.connection(server) else {
+        let msg = format!("The MCP server `{server}` is not connected right now.");
+        let _ = events.send(ChatEvent::ToolEnd {
+            id: id.to_string(),
+            server: server.to_string(),
+            tool: tool.to_string(),
+            display: msg.clone(),
+            is_error: true,
+        });
+        return vec![Part::function_response(error_response(call, msg))];
+    };
+    let (ptx, mut prx) = mpsc::unbounded_channel::<Progress>();
+    let forward = {
+        let events = events.clone();
+        let id = id.to_string();
+        tokio::spawn(async move {
+            while let Some(p) = prx.recv().await {
+                let _ = events.send(ChatEvent::ToolProgress {
+                    id: id.clone(),
+                    progress: p.progress,
+                    total: p.total,
+                    message: p.message,
+                });
+            }
+        })
+    };
+    let opts = CallOptions {
+        timeout: None,
+        progress: Some(ptx),
+        cancel: Some(cancel.clone()),
+    };
+    let arguments: Option<Map<String, Value>> = match args {
+        Value::Object(m) => Some(m),
+        Value::Null => None,
+        other => Some(Map::from_iter([("value".to_string(), other)])),
+    };
+    let outcome = conn.call_tool(tool, arguments, &opts).await;
+    forward.abort();
+    match outcome {
+        Ok(result) => {
+            let mapped = map_call_result(&result, model, output_schema.as_ref(), limit);
+            let _ = events.send(ChatEvent::ToolEnd {
+                id: id.to_string(),
+                server: server.to_string(),
+                tool: tool.to_string(),
+                display: mapped.display.clone(),
+                is_error: mapped.is_error,
+            });
+            let fr_parts = if mapped.fr_parts.is_empty() {
+                None
+            } else {
+                serde_json::from_value(Value::Array(mapped.fr_parts.clone())).ok()
+            };
+            let fr = FunctionResponse {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                response: mapped.response.as_object().cloned().unwrap_or_default(),
+                parts: fr_parts,
+                extra: Default::default(),
+            };
+            let mut parts = vec![Part::function_response(fr)];
+            for sib in mapped.sibling_parts {
+                if let Ok(p) = serde_json::from_value::<Part>(sib) {
+                    parts.push(p);
+                }
+            }
+            parts
+        }
+        Err(e) => {
+            let msg = format!("The tool call failed: {e}");
+            let _ = events.send(ChatEvent::ToolEnd {
+                id: id.to_string(),
+                server: server.to_string(),
+                tool: tool.to_string(),
+                display: msg.clone(),
+                is_error: true,
+            });
+            vec![Part::function_response(FunctionResponse::error(
+                call.id.clone(),
+                call.name.clone(),
+                json!(msg),
+            ))]
+        }
+    }
+}
+
+/// How long `-p` waits at most for servers before the first request.
+pub const ONE_SHOT_DISCOVERY_LIMIT: Duration = Duration::from_secs(30);

@@ -1,0 +1,44 @@
+//! `switchboard-gemini`: the Gemini side of `switchboard chat`.
+//!
+//! - [`client`]: the REST client (`generateContent`, `streamGenerateContent?alt=sse`),
+//!   retries and errors; [`types`]: the wire types.
+//! - [`commands`]: chat input rules (prompts as slash commands, `@server:uri`).
+//! - [`naming`]: the model-facing tool registry (`mcp_{server}_{tool}` names, the
+//!   lookup table back to MCP, the per-request cap and `search_tools`).
+//! - [`schema`]: MCP input schemas → what Gemini accepts (`parametersJsonSchema`, or
+//!   the OpenAPI `parameters` form), and validators for what the API rejects.
+//! - [`args`]: the argument check against a tool's own `inputSchema` before a call.
+//! - [`results`]: an MCP `CallToolResult` → Gemini `functionResponse` and parts, plus a
+//!   display form for the person.
+//! - `fake` (cargo feature `fake`): a fake Gemini API server for tests.
+
+pub mod args;
+pub mod chat;
+pub mod client;
+pub mod commands;
+#[cfg(feature = "fake")]
+pub mod fake;
+pub mod naming;
+pub mod results;
+pub mod schema;
+pub mod types;
+
+pub use args::{ArgsChecker, check_args};
+pub use chat::{
+    AlwaysApprove, Chat, ChatError, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
+};
+pub use client::{DEFAULT_MODEL, GeminiClient, GeminiError, GeminiOptions};
+pub use client::{GenerateStream, RetryNotice};
+pub use naming::{
+    DEFAULT_MAX_DECLARATIONS, Decl, Omitted, RegisteredTool, SEARCH_TOOLS_NAME, SearchHit,
+    ToolRegistry,
+};
+pub use results::{Mapped, map_call_result, map_result};
+pub use schema::{
+    Normalized, normalize, to_openapi, validate_for_gemini, validate_function_declaration,
+    validate_openapi_for_gemini,
+};
+pub use types::{
+    Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest,
+    GenerateResponse, Part, StreamAccumulator, Tool, ToolConfig,
+};

@@ -1,0 +1,36 @@
+//! Switchboard's outbound HTTP: the URL guard every request goes through (against
+//! SSRF) and the one HTTP client builder.
+//!
+//! - [`UrlPolicy`]: `strict` (https, public addresses only), `local` (also http,
+//!   loopback, private, CGNAT), `off`.
+//! - [`classify_ip`]: every IPv4/IPv6 special-purpose range, with IPv4 embedded in
+//!   IPv6 judged as the IPv4 address.
+//! - [`check_url`]: the syntax stage (scheme, real host after WHATWG parsing, the
+//!   `localhost` and metadata names, credentials before `@`).
+//! - [`resolve_and_check`]: the DNS stage (every address a name resolves to).
+//! - [`GuardedClient`] / [`http_client`]: a reqwest client whose resolver checks
+//!   and returns exactly the checked addresses, with redirects re-checked per hop.
+//! - [`explain`]: the verdict behind `switchboard url-check`.
+
+mod blocked;
+mod check;
+mod client;
+mod error;
+mod explain;
+mod ip;
+mod policy;
+mod resolve;
+
+pub use blocked::Blocked;
+pub use check::{GuardedHost, GuardedUrl, check_ip, check_parsed_url, check_url};
+pub use client::{
+    ClientOptions, DEFAULT_CONNECT_TIMEOUT, GuardedClient, MAX_REDIRECTS, ProxySetting, http_client,
+};
+pub use error::{NetError, find_blocked};
+pub use explain::{AddressVerdict, Verdict, explain, explain_with};
+pub use ip::{EmbeddedIpv4, IpClass, Ipv4Embedding, classify_ip, embedded_ipv4};
+pub use policy::{ALL_POLICIES, ParsePolicyError, UrlPolicy};
+pub use resolve::{
+    BoxFuture, NameResolver, StaticResolver, SystemResolver, lookup_checked, resolve_and_check,
+    resolve_and_check_with,
+};
