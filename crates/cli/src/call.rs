@@ -54,13 +54,15 @@ async fn connect_one(
     server: Option<&str>,
     adhoc: &AdHoc,
 ) -> Result<(Host, Arc<Connection>)> {
-    let spec = ctx::resolve_one(g, server, adhoc)?;
+    let (spec, settings) = ctx::resolve_one(g, server, adhoc)?;
+    let guard = ctx::guard(g, settings.as_ref())?;
     let name = spec.name.clone();
     let host = Host::new(
         vec![spec],
         HostOptions {
             hooks: Arc::new(CliHooks),
             transport_cache: ctx::transport_cache(),
+            guard: Some(guard),
             ..Default::default()
         },
     );

@@ -106,8 +106,9 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
     }
 }
 
-fn client() -> Result<GeminiClient> {
-    let opts = GeminiOptions::from_env();
+fn client(http: reqwest::Client) -> Result<GeminiClient> {
+    let mut opts = GeminiOptions::from_env();
+    opts.http = Some(http);
     GeminiClient::new(opts).map_err(|e| {
         anyhow!(
             "{e}\nhint: set GEMINI_API_KEY (create a key at https://aistudio.google.com/apikey); GEMINI_BASE_URL points at a proxy or a local fake"
@@ -116,13 +117,15 @@ fn client() -> Result<GeminiClient> {
 }
 
 pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
-    let client = Arc::new(client()?);
     let (specs, settings) = ctx::all_specs(g, a.prompt.is_none())?;
+    let guard = ctx::guard(g, Some(&settings))?;
+    let client = Arc::new(client(guard.inner().clone())?);
     let host = Host::new(
         specs,
         HostOptions {
             hooks: Arc::new(CliHooks),
             reconnect: a.prompt.is_none(),
+            guard: Some(guard),
             transport_cache: ctx::transport_cache(),
             ..Default::default()
         },

@@ -7,11 +7,43 @@ use anyhow::{Context, Result, bail};
 use switchboard_config::{EnvPolicy, LoadOptions, Settings, child_env, load};
 use switchboard_host::{ServerSpec, spec_from_entry};
 use switchboard_mcp::{StdioTarget, Target};
+use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
 
 /// Global options every command shares.
 #[derive(Debug, Clone, Default)]
 pub struct Globals {
     pub config: Option<PathBuf>,
+    /// `--url-policy`, when given.
+    pub url_policy: Option<String>,
+}
+
+/// The URL policy in force: `--url-policy`, else `urlPolicy` in settings, else `local`
+/// (the CLI's default). Warns when an explicit choice weakens the default.
+pub fn url_policy(g: &Globals, settings: Option<&Settings>) -> Result<UrlPolicy> {
+    let parse = |s: &str, from: &str| -> Result<UrlPolicy> {
+        s.parse::<UrlPolicy>()
+            .map_err(|e| anyhow::anyhow!("{from}: {e} (use strict, local or off)"))
+    };
+    let default = UrlPolicy::Local;
+    let policy = match (&g.url_policy, settings.and_then(|s| s.url_policy.as_deref())) {
+        (Some(flag), _) => parse(flag, "--url-policy")?,
+        (None, Some(setting)) => parse(setting, "urlPolicy in settings")?,
+        (None, None) => default,
+    };
+    if policy.is_weaker_than(default) {
+        eprintln!(
+            "warning: URL policy `{policy}` is weaker than the default `{default}`: requests to link-local and cloud metadata addresses are allowed"
+        );
+    }
+    Ok(policy)
+}
+
+/// The guarded HTTP client every outbound request uses.
+pub fn guard(g: &Globals, settings: Option<&Settings>) -> Result<GuardedClient> {
+    let policy = url_policy(g, settings)?;
+    let mut opts = ClientOptions::new(policy);
+    opts.timeout = None;
+    GuardedClient::new(opts).context("cannot build the HTTP client")
 }
 
 /// `$SWITCHBOARD_HOME`, else `~/.switchboard`.
@@ -86,7 +118,7 @@ pub struct AdHoc {
 }
 
 /// Resolves a server argument: a configured name, an `http(s)://` URL, or `--stdio`.
-pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<ServerSpec> {
+pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<(ServerSpec, Option<Settings>)> {
     if let Some(cmdline) = &adhoc.stdio {
         let parts = shlex::split(cmdline)
             .filter(|p| !p.is_empty())
@@ -103,7 +135,7 @@ pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<S
             env: child_env(EnvPolicy::Filtered, std::env::vars(), &Default::default()),
             cwd: None,
         });
-        return Ok(ServerSpec::adhoc("stdio", "ad-hoc", target));
+        return Ok((ServerSpec::adhoc("stdio", "ad-hoc", target), None));
     }
     let Some(server) = server else {
         bail!(
@@ -127,11 +159,11 @@ pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<S
             },
             Some(other) => bail!("--transport `{other}` is not valid for a URL: use http or sse"),
         };
-        return Ok(ServerSpec::adhoc(server, "ad-hoc", target));
+        return Ok((ServerSpec::adhoc(server, "ad-hoc", target), None));
     }
-    let (specs, _) = all_specs(g, false)?;
+    let (specs, settings) = all_specs(g, false)?;
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-    specs
+    let spec = specs
         .into_iter()
         .find(|s| s.name == server)
         .with_context(|| {
@@ -140,7 +172,8 @@ pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<S
             } else {
                 format!("no server named `{server}`; configured: {}", names.join(", "))
             }
-        })
+        })?;
+    Ok((spec, Some(settings)))
 }
 
 /// Where the CLI remembers which HTTP transport worked per URL.

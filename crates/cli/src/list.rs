@@ -16,10 +16,12 @@ use crate::hooks::CliHooks;
 
 pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
     let (specs, settings) = ctx::all_specs(g, true)?;
+    let guard = ctx::guard(g, Some(&settings))?;
     let host = Host::new(
         specs,
         HostOptions {
             hooks: Arc::new(CliHooks),
+            guard: Some(guard),
             transport_cache: ctx::transport_cache(),
             ..Default::default()
         },

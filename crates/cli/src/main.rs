@@ -23,6 +23,10 @@ struct Cli {
     /// Use this settings file only (instead of the user and project layers).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Which URLs may be contacted: strict (public https only), local (default for the
+    /// CLI: also loopback and private networks), or off.
+    #[arg(long, global = true, value_name = "strict|local|off")]
+    url_policy: Option<String>,
     /// More logging on stderr (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -41,6 +45,12 @@ enum Command {
     Trust {
         /// The folder (default: the current directory).
         path: Option<PathBuf>,
+    },
+    /// Explain whether a URL may be contacted under the URL policy, and why.
+    UrlCheck {
+        url: String,
+        #[arg(long)]
+        json: bool,
     },
     /// Run the bundled demo MCP server on stdio (used as the default server).
     #[command(hide = true, name = "demo-server")]
@@ -168,7 +178,10 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let globals = ctx::Globals { config: cli.config };
+    let globals = ctx::Globals {
+        config: cli.config,
+        url_policy: cli.url_policy,
+    };
     let result = runtime.block_on(run(cli.command, globals));
     // Do not wait for stray tasks (servers are already stopped by then).
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
@@ -249,6 +262,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
         },
         Command::Trust { path } => edit::trust(path),
         Command::Chat(args) => chat::run(&g, args).await,
+        Command::UrlCheck { url, json } => url_check(&g, &url, json).await,
         Command::DemoServer { .. } => Ok(ExitCode::SUCCESS),
     }
 }
@@ -258,4 +272,20 @@ fn adhoc(t: &TargetArgs) -> ctx::AdHoc {
         stdio: t.stdio.clone(),
         transport: t.transport.clone(),
     }
+}
+
+async fn url_check(g: &ctx::Globals, url: &str, json: bool) -> anyhow::Result<ExitCode> {
+    let settings = ctx::load_settings(g).ok();
+    let policy = ctx::url_policy(g, settings.as_ref())?;
+    let verdict = switchboard_net::explain(url, policy).await;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&verdict)?);
+    } else {
+        println!("{verdict}");
+    }
+    Ok(if verdict.allowed {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
 }

@@ -129,6 +129,8 @@ pub struct HostOptions {
     /// A file remembering, per URL, which HTTP transport worked (so the next run skips
     /// the probe or the SSE fallback). `None` keeps it in memory only.
     pub transport_cache: Option<std::path::PathBuf>,
+    /// The URL guard every HTTP connection goes through.
+    pub guard: Option<switchboard_net::GuardedClient>,
 }
 
 impl Default for HostOptions {
@@ -141,6 +143,7 @@ impl Default for HostOptions {
             ui_extension: true,
             close_grace: Duration::from_millis(500),
             transport_cache: None,
+            guard: None,
         }
     }
 }
@@ -479,6 +482,9 @@ fn hint_for(e: &ConnectError, name: &str) -> Option<String> {
         ConnectError::ExitedDuringInit { .. } => {
             "run the command by hand to see why it exits".into()
         }
+        ConnectError::Blocked { .. } => {
+            "choose another URL policy with --url-policy or `urlPolicy` in settings if this address is intended".into()
+        }
         ConnectError::AutoFailed { .. } => {
             "check the URL; set `type` to `http` or `sse` if you know the transport".into()
         }
@@ -574,6 +580,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     copts.startup_timeout = slot.spec.startup_timeout;
     copts.http_client = inner.opts.http_client.clone();
     copts.ui_extension = inner.opts.ui_extension;
+    copts.guard = inner.opts.guard.clone();
     copts.hooks = Arc::new(HostHooks {
         host: Arc::downgrade(inner),
         user: inner.opts.hooks.clone(),
@@ -582,8 +589,13 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     let conn = match Connection::connect(copts).await {
         Ok(c) => Arc::new(c),
         Err(e) => {
+            let blocked = matches!(e, ConnectError::Blocked { .. });
             inner.set_status(slot, |st| {
-                st.status = Some(ServerStatus::Disconnected);
+                st.status = Some(if blocked {
+                    ServerStatus::Blocked
+                } else {
+                    ServerStatus::Disconnected
+                });
                 st.auth = if e.is_auth() {
                     Some(AuthStatus::NeedsLogin)
                 } else {
@@ -722,7 +734,17 @@ fn schedule_relist(inner: Arc<Inner>, slot: Arc<Slot>) {
     tokio::spawn(async move {
         tokio::time::sleep(Duration::from_millis(100)).await;
         slot.relist_pending.store(false, Ordering::SeqCst);
-        let Some(conn) = slot.conn.lock().ok().and_then(|c| c.clone()) else {
+        // A notification can arrive during the first discovery, before the
+        // connection is stored: wait for it (bounded) rather than drop the re-list.
+        let mut conn = None;
+        for _ in 0..100 {
+            conn = slot.conn.lock().ok().and_then(|c| c.clone());
+            if conn.is_some() || inner.shutting_down.load(Ordering::SeqCst) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        let Some(conn) = conn else {
             return;
         };
         let lists = list_everything(&conn, slot.spec.timeout.min(Duration::from_secs(60))).await;

@@ -58,6 +58,9 @@ pub struct ConnectOptions {
     pub client_version: String,
     /// Advertise the MCP Apps UI extension in `initialize`.
     pub ui_extension: bool,
+    /// The URL guard: when set, every HTTP request goes through its client and the
+    /// server URL is checked against its policy before anything is sent.
+    pub guard: Option<switchboard_net::GuardedClient>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -85,6 +88,7 @@ impl ConnectOptions {
             client_name: "switchboard".into(),
             client_version: env!("CARGO_PKG_VERSION").into(),
             ui_extension: true,
+            guard: None,
         }
     }
 }
@@ -565,7 +569,21 @@ fn header_map(
 }
 
 fn http_client(opts: &ConnectOptions) -> reqwest::Client {
+    if let Some(g) = &opts.guard {
+        return g.inner().clone();
+    }
     opts.http_client.clone().unwrap_or_default()
+}
+
+/// Checks the server URL against the URL guard's policy (when there is a guard).
+async fn preflight(opts: &ConnectOptions, url: &str) -> Result<(), ConnectError> {
+    if let Some(g) = &opts.guard {
+        g.preflight(url).await.map_err(|b| ConnectError::Blocked {
+            url: url.to_string(),
+            reason: b.to_string(),
+        })?;
+    }
+    Ok(())
 }
 
 fn check_url(url: &str) -> Result<(), ConnectError> {
@@ -588,6 +606,7 @@ async fn connect_http(
     headers: &[(String, String)],
 ) -> Result<Connection, ConnectError> {
     check_url(url)?;
+    preflight(opts, url).await?;
     let map = header_map(headers)?;
     let client = http_client(opts);
     let make = || {
@@ -778,6 +797,7 @@ fn is_connect_failure(e: &ClientInitializeError) -> bool {
 fn should_try_sse(e: &ConnectError) -> bool {
     match e {
         ConnectError::AuthRequired { .. }
+        | ConnectError::Blocked { .. }
         | ConnectError::BadHeader { .. }
         | ConnectError::BadUrl { .. }
         | ConnectError::Unreachable { .. } => false,
@@ -795,6 +815,7 @@ async fn connect_sse(
     headers: &[(String, String)],
 ) -> Result<Connection, ConnectError> {
     check_url(url)?;
+    preflight(opts, url).await?;
     let parsed = url::Url::parse(url).map_err(|e| ConnectError::BadUrl {
         url: url.into(),
         reason: e.to_string(),

@@ -31,6 +31,8 @@ pub enum ConnectError {
         server: String,
         www_authenticate: Option<String>,
     },
+    #[error("{reason}")]
+    Blocked { url: String, reason: String },
     #[error("cannot reach {url}: {detail} (is the server running, and is the URL right?)")]
     Unreachable { url: String, detail: String },
     #[error("invalid header `{name}`: {reason}")]
@@ -66,7 +68,7 @@ impl ConnectError {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RequestError {
     #[error(
-        "`{method}` timed out after {} ms (the server's `timeout` setting); the server was sent notifications/cancelled",
+        "`{method}` timed out after {} ms (the server's `timeout` setting) and was cancelled on the server",
         .after.as_millis()
     )]
     Timeout { method: String, after: Duration },
