@@ -117,7 +117,7 @@ fn client(http: reqwest::Client) -> Result<GeminiClient> {
 }
 
 pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
-    let (specs, settings) = ctx::all_specs(g, a.prompt.is_none())?;
+    let (specs, settings) = ctx::all_specs(g, false)?;
     let guard = ctx::guard(g, Some(&settings))?;
     let client = Arc::new(client(guard.inner().clone())?);
     let host = Host::new(
@@ -393,6 +393,18 @@ fn content_to_parts(content: &Value) -> Vec<Part> {
     parts
 }
 
+fn is_settled(s: &switchboard_host::ServerSnapshot) -> bool {
+    match s.status {
+        ServerStatus::Connected | ServerStatus::Blocked | ServerStatus::Disabled => true,
+        ServerStatus::Connecting => false,
+        ServerStatus::Disconnected => s.error.is_some(),
+    }
+}
+
+fn settled(host: &Host) -> bool {
+    host.snapshot().iter().all(is_settled)
+}
+
 fn print_status(host: &Host) {
     print!("{}", crate::list::human(&host.snapshot(), &[]));
 }
@@ -447,13 +459,46 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
     if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
         let _ = ed.load_history(path);
     }
-    println!(
-        "Switchboard chat — model {}. /help for commands, Ctrl-D to quit.",
-        chat.options().model
-    );
-    // Tell the person when servers finish connecting.
+    // Fast servers are listed in the banner; late ones are announced when they arrive.
     let mut events = chat.host().subscribe();
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(800);
+    while tokio::time::Instant::now() < deadline && !settled(chat.host()) {
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let snapshot = chat.host().snapshot();
+    let ready: Vec<String> = snapshot
+        .iter()
+        .filter(|s| s.status == ServerStatus::Connected)
+        .map(|s| {
+            if s.origin == "default" {
+                format!("{} ({} tools; the bundled demo server, as no settings file exists)", s.name, s.tools.len())
+            } else {
+                format!("{} ({} tools)", s.name, s.tools.len())
+            }
+        })
+        .collect();
+    let waiting: Vec<String> = snapshot
+        .iter()
+        .filter(|s| !is_settled(s))
+        .map(|s| s.name.clone())
+        .collect();
+    let announced: std::collections::HashSet<String> = snapshot
+        .iter()
+        .filter(|s| is_settled(s))
+        .map(|s| s.name.clone())
+        .collect();
+    println!("Switchboard chat — model {}", chat.options().model);
+    println!(
+        "MCP: {}{}",
+        if ready.is_empty() { "no servers connected".to_string() } else { ready.join(", ") },
+        if waiting.is_empty() { String::new() } else { format!("; still connecting: {}", waiting.join(", ")) }
+    );
+    for s in snapshot.iter().filter(|s| s.status != ServerStatus::Connected && s.error.is_some()) {
+        println!("  {} is {}: {}", s.name, s.status, s.error.as_deref().unwrap_or(""));
+    }
+    println!("/help for commands, Ctrl-D to quit.");
     let notifier = tokio::spawn(async move {
+        let mut announced = announced;
         while let Ok(ev) = events.recv().await {
             match ev {
                 switchboard_host::HostEvent::Status {
@@ -461,7 +506,9 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     status: ServerStatus::Connected,
                     ..
                 } => {
-                    eprintln!("\r[MCP server `{server}` connected]");
+                    if announced.insert(server.clone()) {
+                        eprintln!("\r[MCP server `{server}` connected; its tools join the next message]");
+                    }
                 }
                 switchboard_host::HostEvent::Status {
                     server,

@@ -25,7 +25,10 @@ pub fn url_policy(g: &Globals, settings: Option<&Settings>) -> Result<UrlPolicy>
             .map_err(|e| anyhow::anyhow!("{from}: {e} (use strict, local or off)"))
     };
     let default = UrlPolicy::Local;
-    let policy = match (&g.url_policy, settings.and_then(|s| s.url_policy.as_deref())) {
+    let policy = match (
+        &g.url_policy,
+        settings.and_then(|s| s.url_policy.as_deref()),
+    ) {
         (Some(flag), _) => parse(flag, "--url-policy")?,
         (None, Some(setting)) => parse(setting, "urlPolicy in settings")?,
         (None, None) => default,
@@ -118,7 +121,11 @@ pub struct AdHoc {
 }
 
 /// Resolves a server argument: a configured name, an `http(s)://` URL, or `--stdio`.
-pub fn resolve_one(g: &Globals, server: Option<&str>, adhoc: &AdHoc) -> Result<(ServerSpec, Option<Settings>)> {
+pub fn resolve_one(
+    g: &Globals,
+    server: Option<&str>,
+    adhoc: &AdHoc,
+) -> Result<(ServerSpec, Option<Settings>)> {
     if let Some(cmdline) = &adhoc.stdio {
         let parts = shlex::split(cmdline)
             .filter(|p| !p.is_empty())

@@ -16,7 +16,10 @@ struct Run {
 
 impl Run {
     fn new() -> Self {
-        Self { home: tempfile::tempdir().unwrap(), project: tempfile::tempdir().unwrap() }
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        }
     }
 
     fn settings(&self, v: Value) {
@@ -71,7 +74,12 @@ async fn one_shot_text_answer() {
         .collect();
     assert!(names.contains(&"mcp_demo_echo".to_string()), "{names:?}");
     // The server's instructions reach the system prompt.
-    assert!(req["systemInstruction"].to_string().contains("switchboard-demo") || req["systemInstruction"].to_string().contains("demo"));
+    assert!(
+        req["systemInstruction"]
+            .to_string()
+            .contains("switchboard-demo")
+            || req["systemInstruction"].to_string().contains("demo")
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -83,7 +91,11 @@ async fn parallel_calls_in_one_turn_reach_the_real_server() {
         ]),
         FakeTurn::dynamic(|req| {
             let frs = last_function_responses(req);
-            FakeTurn::text(format!("saw {} responses: {}", frs.len(), Value::Array(frs.clone())))
+            FakeTurn::text(format!(
+                "saw {} responses: {}",
+                frs.len(),
+                Value::Array(frs.clone())
+            ))
         }),
     ])
     .await;
@@ -140,7 +152,12 @@ async fn images_go_inside_the_function_response_on_gemini_3() {
     ])
     .await;
     let run = Run::new();
-    let o = run.chat(&fake, &["-p", "show an image", "--model", "gemini-3-flash-preview"]).await;
+    let o = run
+        .chat(
+            &fake,
+            &["-p", "show an image", "--model", "gemini-3-flash-preview"],
+        )
+        .await;
     assert!(o.status.success(), "{}", err(&o));
     let reqs = fake.requests();
     let frs = last_function_responses(&reqs[1]);
@@ -152,11 +169,28 @@ async fn images_go_inside_the_function_response_on_gemini_3() {
         FakeTurn::text("a tiny image"),
     ])
     .await;
-    let o = run.chat(&fake, &["-p", "show an image", "--model", "gemini-2.5-flash"]).await;
+    let o = run
+        .chat(
+            &fake,
+            &["-p", "show an image", "--model", "gemini-2.5-flash"],
+        )
+        .await;
     assert!(o.status.success(), "{}", err(&o));
     let reqs = fake.requests();
-    let last = reqs[1]["contents"].as_array().unwrap().last().unwrap().clone();
-    assert!(last["parts"].as_array().unwrap().iter().any(|p| p["inlineData"]["mimeType"] == "image/png"), "{last}");
+    let last = reqs[1]["contents"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .clone();
+    assert!(
+        last["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["inlineData"]["mimeType"] == "image/png"),
+        "{last}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -165,16 +199,26 @@ async fn prompts_are_slash_commands_and_at_references_attach_resources() {
     let run = Run::new();
     let o = run.chat(&fake, &["-p", "/greet Ada"]).await;
     assert!(o.status.success(), "{}", err(&o));
-    let o = run.chat(&fake, &["-p", "summarize @demo:demo://readme please"]).await;
+    let o = run
+        .chat(&fake, &["-p", "summarize @demo:demo://readme please"])
+        .await;
     assert!(o.status.success(), "{}", err(&o));
     let reqs = fake.requests();
-    assert!(reqs[0]["contents"][0].to_string().contains("Ada"), "{}", reqs[0]["contents"][0]);
+    assert!(
+        reqs[0]["contents"][0].to_string().contains("Ada"),
+        "{}",
+        reqs[0]["contents"][0]
+    );
     let user = reqs[1]["contents"][0].to_string();
     assert!(user.contains("Content of @demo:demo://readme"), "{user}");
 
     let o = run.chat(&fake, &["-p", "/greet"]).await;
     assert_eq!(o.status.code(), Some(1));
-    assert!(err(&o).contains("Missing required argument(s): --name"), "{}", err(&o));
+    assert!(
+        err(&o).contains("Missing required argument(s): --name"),
+        "{}",
+        err(&o)
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -191,13 +235,22 @@ async fn an_untrusted_server_without_a_terminal_is_refused_and_the_model_is_told
     run.settings(json!({"mcpServers": {"mine": {"command": exe(), "args": ["demo-server"]}}}));
     let o = run.chat(&fake, &["-p", "echo x"]).await;
     assert!(o.status.success(), "{}", err(&o));
-    assert!(err(&o).contains("declined tool call mine.echo"), "{}", err(&o));
+    assert!(
+        err(&o).contains("declined tool call mine.echo"),
+        "{}",
+        err(&o)
+    );
     assert!(out(&o).contains("declined"), "{}", out(&o));
 
     // --yolo runs it.
     let fake = FakeGemini::start(vec![
         FakeTurn::call("mcp_mine_echo", json!({"message": "x"})),
-        FakeTurn::dynamic(|req| FakeTurn::text(format!("result: {}", last_function_responses(req)[0]["response"]))),
+        FakeTurn::dynamic(|req| {
+            FakeTurn::text(format!(
+                "result: {}",
+                last_function_responses(req)[0]["response"]
+            ))
+        }),
     ])
     .await;
     let o = run.chat(&fake, &["-p", "echo x", "--yolo"]).await;
@@ -207,9 +260,15 @@ async fn an_untrusted_server_without_a_terminal_is_refused_and_the_model_is_told
 
 #[tokio::test(flavor = "multi_thread")]
 async fn gemma_gets_no_tools_and_errors_exit_non_zero() {
-    let fake = FakeGemini::start(vec![FakeTurn::text("plain"), FakeTurn::error(400, "API key not valid")]).await;
+    let fake = FakeGemini::start(vec![
+        FakeTurn::text("plain"),
+        FakeTurn::error(400, "API key not valid"),
+    ])
+    .await;
     let run = Run::new();
-    let o = run.chat(&fake, &["-p", "hi", "--model", "gemma-3-27b-it"]).await;
+    let o = run
+        .chat(&fake, &["-p", "hi", "--model", "gemma-3-27b-it"])
+        .await;
     assert!(o.status.success(), "{}", err(&o));
     assert!(err(&o).contains("no function calling"));
     assert!(fake.requests()[0].get("tools").is_none());

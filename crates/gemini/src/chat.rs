@@ -94,6 +94,9 @@ pub enum ChatEvent {
         tool: String,
         display: String,
         is_error: bool,
+        /// The raw MCP `CallToolResult` as JSON, when the server answered (front ends
+        /// use it for MCP Apps: `_meta.ui.resourceUri`, `structuredContent`).
+        result: Option<Value>,
     },
 }
 
@@ -158,6 +161,7 @@ pub struct Chat {
     known_servers: HashSet<String>,
     /// Extra context for the next request (e.g. from an MCP App).
     model_context: Vec<String>,
+    refreshed_once: bool,
 }
 
 impl std::fmt::Debug for Chat {
@@ -188,11 +192,19 @@ impl Chat {
             disabled_servers: HashSet::new(),
             known_servers: HashSet::new(),
             model_context: Vec::new(),
+            refreshed_once: false,
         }
     }
 
     pub fn host(&self) -> &Host {
         &self.host
+    }
+
+    /// Swaps the host (e.g. the web app rebuilt it after a settings change). The
+    /// conversation, trust decisions and per-server switches are kept; the registry is
+    /// rebuilt from the new host before the next request.
+    pub fn set_host(&mut self, host: Host) {
+        self.host = host;
     }
 
     pub fn options(&self) -> &ChatOptions {
@@ -343,10 +355,13 @@ impl Chat {
     ) -> Result<String, ChatError> {
         let mut final_text = String::new();
         for _round in 0..self.opts.max_tool_rounds {
+            let first = !self.refreshed_once;
+            self.refreshed_once = true;
             for joined in self.refresh_tools() {
-                if self.known_servers.len() > 1 || !self.history.is_empty() {
+                // Servers known before the first request were shown by the front end.
+                if !first {
                     let _ = events.send(ChatEvent::Notice(format!(
-                        "tools from `{joined}` are available"
+                        "tools from `{joined}` are available now"
                     )));
                 }
             }
@@ -608,6 +623,7 @@ async fn run_one(
             tool: tool.to_string(),
             display: msg.clone(),
             is_error: true,
+            result: None,
         });
         return vec![Part::function_response(error_response(call, msg))];
     };
@@ -647,6 +663,7 @@ async fn run_one(
                 tool: tool.to_string(),
                 display: mapped.display.clone(),
                 is_error: mapped.is_error,
+                result: serde_json::to_value(&result).ok(),
             });
             let fr_parts = if mapped.fr_parts.is_empty() {
                 None
@@ -676,6 +693,7 @@ async fn run_one(
                 tool: tool.to_string(),
                 display: msg.clone(),
                 is_error: true,
+                result: None,
             });
             vec![Part::function_response(FunctionResponse::error(
                 call.id.clone(),

@@ -41,7 +41,10 @@ fn hash8(server: &str, tool: &str) -> String {
 #[test]
 fn simple_names() {
     let r = reg(&[("github", vec![tool("create_issue"), tool("getMe")])]);
-    assert_eq!(r.name_of("github", "create_issue"), Some("mcp_github_create_issue"));
+    assert_eq!(
+        r.name_of("github", "create_issue"),
+        Some("mcp_github_create_issue")
+    );
     assert_eq!(r.name_of("github", "getMe"), Some("mcp_github_getMe"));
     let t = r.resolve("mcp_github_getMe").unwrap();
     assert_eq!((t.server.as_str(), t.tool_name()), ("github", "getMe"));
@@ -51,10 +54,22 @@ fn simple_names() {
 
 #[test]
 fn invalid_characters_become_underscores_and_dashes_stay() {
-    let r = reg(&[("my server.v2", vec![tool("get-time"), tool("a.b/c d"), tool("naïve:x")])]);
-    assert_eq!(r.name_of("my server.v2", "get-time"), Some("mcp_my_server_v2_get-time"));
-    assert_eq!(r.name_of("my server.v2", "a.b/c d"), Some("mcp_my_server_v2_a_b_c_d"));
-    assert_eq!(r.name_of("my server.v2", "naïve:x"), Some("mcp_my_server_v2_na_ve_x"));
+    let r = reg(&[(
+        "my server.v2",
+        vec![tool("get-time"), tool("a.b/c d"), tool("naïve:x")],
+    )]);
+    assert_eq!(
+        r.name_of("my server.v2", "get-time"),
+        Some("mcp_my_server_v2_get-time")
+    );
+    assert_eq!(
+        r.name_of("my server.v2", "a.b/c d"),
+        Some("mcp_my_server_v2_a_b_c_d")
+    );
+    assert_eq!(
+        r.name_of("my server.v2", "naïve:x"),
+        Some("mcp_my_server_v2_na_ve_x")
+    );
 }
 
 #[test]
@@ -72,7 +87,10 @@ fn long_names_are_cut_in_the_middle() {
     let name = r.name_of("server", &long_tool).unwrap().to_string();
     assert_eq!(name.len(), MAX_NAME_LEN);
     let full = format!("mcp_server_{long_tool}");
-    assert_eq!(name, format!("{}___{}", &full[..30], &full[full.len() - 30..]));
+    assert_eq!(
+        name,
+        format!("{}___{}", &full[..30], &full[full.len() - 30..])
+    );
     assert!(name.starts_with("mcp_server_begin_"));
     assert!(name.ends_with("_end"));
     assert_eq!(r.resolve(&name).unwrap().tool_name(), long_tool);
@@ -87,11 +105,20 @@ fn names_of_exactly_63_are_not_cut() {
 
 #[test]
 fn underscore_servers_collide_and_both_get_suffixes() {
-    let r = reg(&[("my_server", vec![tool("tool")]), ("my", vec![tool("server_tool")])]);
+    let r = reg(&[
+        ("my_server", vec![tool("tool")]),
+        ("my", vec![tool("server_tool")]),
+    ]);
     let a = r.name_of("my_server", "tool").unwrap();
     let b = r.name_of("my", "server_tool").unwrap();
-    assert_eq!(a, format!("mcp_my_server_tool_{}", hash8("my_server", "tool")));
-    assert_eq!(b, format!("mcp_my_server_tool_{}", hash8("my", "server_tool")));
+    assert_eq!(
+        a,
+        format!("mcp_my_server_tool_{}", hash8("my_server", "tool"))
+    );
+    assert_eq!(
+        b,
+        format!("mcp_my_server_tool_{}", hash8("my", "server_tool"))
+    );
     assert_ne!(a, b);
     let ta = r.resolve(a).unwrap();
     assert_eq!((ta.server.as_str(), ta.tool_name()), ("my_server", "tool"));
@@ -101,9 +128,15 @@ fn underscore_servers_collide_and_both_get_suffixes() {
 
 #[test]
 fn sanitizing_collisions_suffix_every_member_and_nobody_else() {
-    let r = reg(&[("s", vec![tool("a.b"), tool("a_b"), tool("a b"), tool("other")])]);
+    let r = reg(&[(
+        "s",
+        vec![tool("a.b"), tool("a_b"), tool("a b"), tool("other")],
+    )]);
     for raw in ["a.b", "a_b", "a b"] {
-        assert_eq!(r.name_of("s", raw).unwrap(), format!("mcp_s_a_b_{}", hash8("s", raw)));
+        assert_eq!(
+            r.name_of("s", raw).unwrap(),
+            format!("mcp_s_a_b_{}", hash8("s", raw))
+        );
     }
     assert_eq!(r.name_of("s", "other"), Some("mcp_s_other"));
 }
@@ -145,7 +178,10 @@ fn a_suffixed_name_that_meets_a_real_name_escalates() {
     }
     // The escalated members carry 16 hex characters.
     let xy = r.name_of("s", "x.y").unwrap();
-    assert_eq!(xy, format!("mcp_s_x_y_{}", &identity_hash("s", "x.y")[..16]));
+    assert_eq!(
+        xy,
+        format!("mcp_s_x_y_{}", &identity_hash("s", "x.y")[..16])
+    );
 }
 
 #[test]
@@ -169,7 +205,8 @@ fn names_do_not_depend_on_order() {
     }
     // A server connecting late that collides with nobody changes no earlier name.
     let early = names(&reg(&servers));
-    let mut with_late: Vec<(&str, Vec<Tool>)> = servers.iter().map(|(n, t)| (*n, t.clone())).collect();
+    let mut with_late: Vec<(&str, Vec<Tool>)> =
+        servers.iter().map(|(n, t)| (*n, t.clone())).collect();
     with_late.push(("late", vec![tool("z")]));
     let later = names(&reg(&with_late));
     for e in &early {
@@ -186,15 +223,21 @@ fn every_name_is_valid_for_gemini_and_openai() {
     ]);
     for t in r.tools() {
         assert!(is_valid_function_name(&t.name), "{}", t.name);
-        assert!(t.name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-'));
+        assert!(
+            t.name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+        );
         assert!(t.name.len() <= MAX_NAME_LEN);
     }
 }
 
 #[test]
 fn visibility_excludes_app_only_tools() {
-    let app_only = tool_with(json!({"name": "app_only", "inputSchema": {"type": "object"},
-        "_meta": {"ui": {"resourceUri": "ui://x", "visibility": ["app"]}}}));
+    let app_only = tool_with(
+        json!({"name": "app_only", "inputSchema": {"type": "object"},
+        "_meta": {"ui": {"resourceUri": "ui://x", "visibility": ["app"]}}}),
+    );
     let both = tool_with(json!({"name": "both", "inputSchema": {"type": "object"},
         "_meta": {"ui": {"visibility": ["model", "app"]}}}));
     let model = tool_with(json!({"name": "model", "inputSchema": {"type": "object"},
@@ -205,7 +248,10 @@ fn visibility_excludes_app_only_tools() {
         "_meta": {"ui/visibility": ["app"]}}));
     let absent = tool_with(json!({"name": "absent", "inputSchema": {"type": "object"},
         "_meta": {"ui": {"resourceUri": "ui://y"}}}));
-    let r = reg(&[("s", vec![app_only, both, model, none, flat, absent, tool("plain")])]);
+    let r = reg(&[(
+        "s",
+        vec![app_only, both, model, none, flat, absent, tool("plain")],
+    )]);
     let visible: Vec<&str> = r.tools().iter().map(|t| t.tool_name()).collect();
     assert_eq!(visible, ["absent", "both", "model", "plain"]);
     assert_eq!(
@@ -228,13 +274,20 @@ fn a_tool_listed_twice_is_kept_once() {
 
 #[test]
 fn descriptions_fall_back_to_title_then_a_generated_line() {
-    let titled = tool_with(json!({"name": "a", "title": "Nice A", "inputSchema": {"type": "object"}}));
-    let annotated = tool_with(json!({"name": "b", "inputSchema": {"type": "object"}, "annotations": {"title": "Nice B"}}));
-    let bare = tool_with(json!({"name": "c", "description": "  ", "inputSchema": {"type": "object"}}));
+    let titled =
+        tool_with(json!({"name": "a", "title": "Nice A", "inputSchema": {"type": "object"}}));
+    let annotated = tool_with(
+        json!({"name": "b", "inputSchema": {"type": "object"}, "annotations": {"title": "Nice B"}}),
+    );
+    let bare =
+        tool_with(json!({"name": "c", "description": "  ", "inputSchema": {"type": "object"}}));
     let r = reg(&[("s", vec![titled, annotated, bare])]);
     assert_eq!(r.get("s", "a").unwrap().description, "Nice A");
     assert_eq!(r.get("s", "b").unwrap().description, "Nice B");
-    assert_eq!(r.get("s", "c").unwrap().description, "Tool `c` of the MCP server `s`.");
+    assert_eq!(
+        r.get("s", "c").unwrap().description,
+        "Tool `c` of the MCP server `s`."
+    );
 }
 
 #[test]
@@ -256,13 +309,19 @@ fn declarations_carry_normalized_schemas() {
     assert!(validate_function_declaration(&decls[0].to_json()).is_ok());
     assert!(validate_function_declaration(&decls[0].to_openapi_json()).is_ok());
     let t = r.resolve("mcp_s_t").unwrap();
-    assert_eq!(t.input_schema()["properties"]["x"]["type"], json!(["string", "null"]));
+    assert_eq!(
+        t.input_schema()["properties"]["x"]["type"],
+        json!(["string", "null"])
+    );
     assert_eq!(t.output_schema(), None);
 }
 
 fn many(n: usize) -> ToolRegistry {
     // Two servers, tools interleaved so sorting matters.
-    let a: Vec<Tool> = (0..n / 2).rev().map(|i| tool(&format!("t{i:03}"))).collect();
+    let a: Vec<Tool> = (0..n / 2)
+        .rev()
+        .map(|i| tool(&format!("t{i:03}")))
+        .collect();
     let b: Vec<Tool> = (n / 2..n).map(|i| tool(&format!("t{i:03}"))).collect();
     reg(&[("zeta", a), ("alpha", b)])
 }
@@ -349,7 +408,10 @@ fn most_recently_enabled_win_when_they_do_not_all_fit() {
     let mut r = many(20);
     r.enable(["mcp_zeta_t009", "mcp_zeta_t008", "mcp_zeta_t007"]);
     r.enable(["mcp_zeta_t009"]); // re-enabling moves it to the end
-    assert_eq!(r.enabled(), ["mcp_zeta_t008", "mcp_zeta_t007", "mcp_zeta_t009"]);
+    assert_eq!(
+        r.enabled(),
+        ["mcp_zeta_t008", "mcp_zeta_t007", "mcp_zeta_t009"]
+    );
     let (decls, _) = r.declarations(3);
     let names: Vec<&str> = decls.iter().map(|d| d.name.as_str()).collect();
     assert_eq!(names, ["mcp_zeta_t007", "mcp_zeta_t009", SEARCH_TOOLS_NAME]);
@@ -358,14 +420,26 @@ fn most_recently_enabled_win_when_they_do_not_all_fit() {
 #[test]
 fn search_is_case_insensitive_and_ranked() {
     let r = reg(&[
-        ("github", vec![
-            tool_with(json!({"name": "create_issue", "description": "Open a new GitHub issue.", "inputSchema": {"type": "object"}})),
-            tool_with(json!({"name": "list_issues", "description": "List issues.", "inputSchema": {"type": "object"}})),
-            tool_with(json!({"name": "get_me", "description": "Who am I. Can also create nothing.", "inputSchema": {"type": "object"}})),
-        ]),
-        ("browser", vec![
-            tool_with(json!({"name": "take_screenshot", "title": "Screenshot", "description": "Capture the page as PNG.", "inputSchema": {"type": "object"}})),
-        ]),
+        (
+            "github",
+            vec![
+                tool_with(
+                    json!({"name": "create_issue", "description": "Open a new GitHub issue.", "inputSchema": {"type": "object"}}),
+                ),
+                tool_with(
+                    json!({"name": "list_issues", "description": "List issues.", "inputSchema": {"type": "object"}}),
+                ),
+                tool_with(
+                    json!({"name": "get_me", "description": "Who am I. Can also create nothing.", "inputSchema": {"type": "object"}}),
+                ),
+            ],
+        ),
+        (
+            "browser",
+            vec![tool_with(
+                json!({"name": "take_screenshot", "title": "Screenshot", "description": "Capture the page as PNG.", "inputSchema": {"type": "object"}}),
+            )],
+        ),
     ]);
     let hits = r.search("CREATE Issue");
     let names: Vec<&str> = hits.iter().map(|h| h.name.as_str()).collect();
@@ -383,7 +457,10 @@ fn search_is_case_insensitive_and_ranked() {
     assert_eq!(r.search("png")[0].name, "mcp_browser_take_screenshot");
     // Server name and title are searched too.
     assert_eq!(r.search("browser").len(), 1);
-    assert_eq!(r.search("screenshot")[0].name, "mcp_browser_take_screenshot");
+    assert_eq!(
+        r.search("screenshot")[0].name,
+        "mcp_browser_take_screenshot"
+    );
     assert!(r.search("kubernetes").is_empty());
     // Empty query: everything, by name.
     let all: Vec<String> = r.search("  ").into_iter().map(|h| h.name).collect();
@@ -403,12 +480,22 @@ fn handle_search_tools_enables_what_it_finds() {
 
     let resp = r.handle_search_tools(&json!({"query": "zeta"}), 5);
     assert_eq!(resp["output"]["tools"].as_array().unwrap().len(), 5);
-    assert!(resp["output"]["note"].as_str().unwrap().contains("5 of 100"));
+    assert!(
+        resp["output"]["note"]
+            .as_str()
+            .unwrap()
+            .contains("5 of 100")
+    );
     assert_eq!(r.enabled().len(), 6);
 
     let resp = r.handle_search_tools(&json!({"query": "nothing-like-this"}), 5);
     assert_eq!(resp["output"]["tools"], json!([]));
-    assert!(resp["output"]["note"].as_str().unwrap().starts_with("No tool matched"));
+    assert!(
+        resp["output"]["note"]
+            .as_str()
+            .unwrap()
+            .starts_with("No tool matched")
+    );
 
     let resp = r.handle_search_tools(&json!({}), 5);
     assert!(resp["error"].as_str().unwrap().contains("query"));
@@ -417,7 +504,12 @@ fn handle_search_tools_enables_what_it_finds() {
 #[test]
 fn search_results_cut_long_descriptions() {
     let long = "word ".repeat(200);
-    let mut r = reg(&[("s", vec![tool_with(json!({"name": "t", "description": long, "inputSchema": {"type": "object"}}))])]);
+    let mut r = reg(&[(
+        "s",
+        vec![tool_with(
+            json!({"name": "t", "description": long, "inputSchema": {"type": "object"}}),
+        )],
+    )]);
     let resp = r.handle_search_tools(&json!({"query": "word"}), 5);
     let d = resp["output"]["tools"][0]["description"].as_str().unwrap();
     assert!(d.chars().count() <= 301);
@@ -442,15 +534,24 @@ fn enabled_tools_carry_over_to_a_rebuilt_registry() {
 
 #[test]
 fn normalized_schema_and_renames_are_available_for_calls() {
-    let r = reg(&[("s", vec![tool_with(json!({
-        "name": "t",
-        "inputSchema": {"type": "object", "properties": {"max-results": {"type": "integer"}}},
-        "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}
-    }))])]);
+    let r = reg(&[(
+        "s",
+        vec![tool_with(json!({
+            "name": "t",
+            "inputSchema": {"type": "object", "properties": {"max-results": {"type": "integer"}}},
+            "outputSchema": {"type": "object", "properties": {"n": {"type": "integer"}}}
+        }))],
+    )]);
     let t = r.resolve("mcp_s_t").unwrap();
     assert!(t.normalized.schema["properties"]["max_results"].is_object());
-    assert_eq!(t.normalized.restore_args(&json!({"max_results": 3})), json!({"max-results": 3}));
-    assert_eq!(t.output_schema().unwrap()["properties"]["n"]["type"], "integer");
+    assert_eq!(
+        t.normalized.restore_args(&json!({"max_results": 3})),
+        json!({"max-results": 3})
+    );
+    assert_eq!(
+        t.output_schema().unwrap()["properties"]["n"]["type"],
+        "integer"
+    );
 }
 
 #[test]

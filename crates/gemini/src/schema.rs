@@ -514,12 +514,12 @@ impl Ctx<'_> {
         match ty.as_deref() {
             Some("string") => {
                 out.insert("type".into(), json!("string"));
-                if let Some(vals) = values {
-                    if !vals.is_empty() {
-                        let strs: Vec<Value> =
-                            vals.iter().map(|v| Value::String(short_json(v))).collect();
-                        out.insert("enum".into(), Value::Array(strs));
-                    }
+                if let Some(vals) = values
+                    && !vals.is_empty()
+                {
+                    let strs: Vec<Value> =
+                        vals.iter().map(|v| Value::String(short_json(v))).collect();
+                    out.insert("enum".into(), Value::Array(strs));
                 }
                 match m.get("format").and_then(Value::as_str) {
                     Some(f) if ACCEPTED_STRING_FORMATS.contains(&f) => {
@@ -580,16 +580,13 @@ impl Ctx<'_> {
                 if !required.is_empty() {
                     out.insert("required".into(), Value::Array(required));
                 }
-                if !has_props {
-                    if let Some(ap @ Value::Object(_)) = m.get("additionalProperties") {
-                        let (vs, _) =
-                            self.node(ap, depth + 1, &format!("{path}/additionalProperties"));
-                        let hint = format!(
-                            "(an object with free-form keys; each value: {})",
-                            summarize(&vs)
-                        );
-                        append_description(&mut out, &hint);
-                    }
+                if !has_props && let Some(ap @ Value::Object(_)) = m.get("additionalProperties") {
+                    let (vs, _) = self.node(ap, depth + 1, &format!("{path}/additionalProperties"));
+                    let hint = format!(
+                        "(an object with free-form keys; each value: {})",
+                        summarize(&vs)
+                    );
+                    append_description(&mut out, &hint);
                 }
                 self.values_to_description(values, &mut out, path);
             }
@@ -1580,8 +1577,8 @@ fn check_node(v: &Value, path: &str, form: Form, depth: usize, errs: &mut Vec<St
     if let Some(f) = m.get("format") {
         match (f.as_str(), ty.as_deref()) {
             (Some(f), Some("string")) if ACCEPTED_STRING_FORMATS.contains(&f) => {}
-            (Some(f), Some("number")) if matches!(f, "float" | "double") => {}
-            (Some(f), Some("integer")) if matches!(f, "int32" | "int64") => {}
+            (Some("float" | "double"), Some("number")) => {}
+            (Some("int32" | "int64"), Some("integer")) => {}
             (Some(f), _) => errs.push(format!("{here}: format \"{f}\" is not supported here")),
             (None, _) => errs.push(format!("{here}: format must be a string")),
         }

@@ -316,17 +316,3 @@ fn corpus_registry_declarations_are_accepted() {
         assert!(validate_function_declaration(&d.to_json()).is_ok());
     }
 }
-
-#[test]
-#[ignore]
-fn dump_one() {
-    let stem = std::env::var("STEM").unwrap();
-    let (_, _, t) = corpus().into_iter().find(|(s, _, _)| *s == stem).unwrap();
-    let n = normalize(&t["inputSchema"]);
-    println!("{}", serde_json::to_string_pretty(&n.schema).unwrap());
-    println!("NOTES {:#?}", n.notes);
-    println!(
-        "AGAIN {}",
-        serde_json::to_string_pretty(&normalize(&n.schema).schema).unwrap()
-    );
-}
