@@ -29,7 +29,6 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::ctx::{self, Globals};
-use crate::hooks::CliHooks;
 
 #[derive(Debug, clap::Args)]
 pub struct ChatArgs {
@@ -120,10 +119,21 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
     let (specs, settings) = ctx::all_specs(g, false)?;
     let guard = ctx::guard(g, Some(&settings))?;
     let client = Arc::new(client(guard.inner().clone())?);
+    let model = a
+        .model
+        .clone()
+        .or(settings.model.clone())
+        .unwrap_or_else(|| switchboard_gemini::DEFAULT_MODEL.to_string());
+    let hooks = crate::sampling::ChatHooks {
+        client: client.clone(),
+        model: model.clone(),
+        yolo: a.yolo,
+        trusted: specs.iter().filter(|s| s.trust).map(|s| s.name.clone()).collect(),
+    };
     let host = Host::new(
         specs,
         HostOptions {
-            hooks: Arc::new(CliHooks),
+            hooks: Arc::new(hooks),
             reconnect: a.prompt.is_none(),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
@@ -131,11 +141,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
         },
     );
     let opts = ChatOptions {
-        model: a
-            .model
-            .clone()
-            .or(settings.model.clone())
-            .unwrap_or_else(|| switchboard_gemini::DEFAULT_MODEL.to_string()),
+        model,
         system_prompt: a.system.clone(),
         yolo: a.yolo,
         max_declarations: a.max_tools.max(1),

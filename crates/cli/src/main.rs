@@ -11,6 +11,9 @@ mod edit;
 mod hooks;
 mod list;
 mod render;
+mod serve;
+mod run;
+mod sampling;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -41,6 +44,10 @@ enum Command {
     Mcp(McpCommand),
     /// Talk to Gemini with your MCP servers' tools (`-p` for one prompt).
     Chat(chat::ChatArgs),
+    /// Run a workflow (GemiHub's YAML format) against your MCP servers.
+    Run(run::RunArgs),
+    /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
+    Serve(serve::ServeArgs),
     /// Trust a folder so that stdio servers from its `.switchboard/settings.json` may run.
     Trust {
         /// The folder (default: the current directory).
@@ -261,7 +268,9 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
             } => call::prompt(&g, positional, kv, json, adhoc(&target)).await,
         },
         Command::Trust { path } => edit::trust(path),
+        Command::Serve(args) => serve::run(&g, args).await,
         Command::Chat(args) => chat::run(&g, args).await,
+        Command::Run(args) => run::run(&g, args).await,
         Command::UrlCheck { url, json } => url_check(&g, &url, json).await,
         Command::DemoServer { .. } => Ok(ExitCode::SUCCESS),
     }

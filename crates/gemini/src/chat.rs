@@ -27,7 +27,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
-use crate::client::{GeminiClient, GeminiError};
+use crate::client::GeminiError;
+use crate::provider::ModelClient;
 use crate::commands::model_supports_tools;
 use crate::naming::{SEARCH_TOOLS_NAME, ToolRegistry};
 use crate::results::map_call_result;
@@ -150,7 +151,7 @@ pub enum ChatError {
 /// One conversation.
 pub struct Chat {
     host: Host,
-    client: Arc<GeminiClient>,
+    client: Arc<dyn ModelClient>,
     opts: ChatOptions,
     confirmer: Arc<dyn Confirmer>,
     history: Vec<Content>,
@@ -176,7 +177,7 @@ impl std::fmt::Debug for Chat {
 impl Chat {
     pub fn new(
         host: Host,
-        client: Arc<GeminiClient>,
+        client: Arc<dyn ModelClient>,
         opts: ChatOptions,
         confirmer: Arc<dyn Confirmer>,
     ) -> Self {
