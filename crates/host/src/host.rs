@@ -23,7 +23,7 @@ use switchboard_mcp::model::{
 };
 use switchboard_mcp::{
     CallOptions, ClientHooks, ConnectError, ConnectOptions, Connection, DefaultHooks, RequestError,
-    ServerEvent, Target, TransportKind,
+    ServerEvent, Target, TokenSource, TokenStatus, TransportKind,
 };
 use tokio::sync::broadcast;
 
@@ -131,6 +131,9 @@ pub struct HostOptions {
     pub transport_cache: Option<std::path::PathBuf>,
     /// The URL guard every HTTP connection goes through.
     pub guard: Option<switchboard_net::GuardedClient>,
+    /// Bearer tokens (OAuth) for HTTP servers; also the source of each server's
+    /// `auth` status in snapshots.
+    pub token_source: Option<Arc<dyn TokenSource>>,
 }
 
 impl Default for HostOptions {
@@ -144,6 +147,7 @@ impl Default for HostOptions {
             close_grace: Duration::from_millis(500),
             transport_cache: None,
             guard: None,
+            token_source: None,
         }
     }
 }
@@ -444,7 +448,18 @@ impl Host {
 }
 
 fn snapshot_of(slot: &Slot) -> ServerSnapshot {
-    let st = slot.state.lock().map(|s| s.clone()).unwrap_or_default();
+    let mut st = slot.state.lock().map(|s| s.clone()).unwrap_or_default();
+    // A connection that closed under us (and is not being re-made) says so.
+    let closed = slot
+        .conn
+        .lock()
+        .ok()
+        .and_then(|c| c.as_ref().map(|c| c.is_closed()))
+        .unwrap_or(false);
+    if closed && st.status == Some(ServerStatus::Connected) {
+        st.status = Some(ServerStatus::Disconnected);
+        st.error = Some("the connection was lost".into());
+    }
     ServerSnapshot {
         name: slot.spec.name.clone(),
         status: st.status.unwrap_or(ServerStatus::Disconnected),
@@ -475,7 +490,9 @@ fn hint_for(e: &ConnectError, name: &str) -> Option<String> {
         ConnectError::CommandNotFound { .. } => {
             format!("install the command or fix `command` with `switchboard mcp add {name} …`")
         }
-        ConnectError::AuthRequired { .. } => format!("run `switchboard mcp login {name}`"),
+        ConnectError::AuthRequired { .. } | ConnectError::AuthFailed { .. } => {
+            format!("run `switchboard mcp login {name}`")
+        }
         ConnectError::StartupTimeout { .. } => {
             "raise `startupTimeout` (ms) in the server's settings if it is just slow".into()
         }
@@ -581,6 +598,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     copts.http_client = inner.opts.http_client.clone();
     copts.ui_extension = inner.opts.ui_extension;
     copts.guard = inner.opts.guard.clone();
+    copts.token_source = inner.opts.token_source.clone();
     copts.hooks = Arc::new(HostHooks {
         host: Arc::downgrade(inner),
         user: inner.opts.hooks.clone(),
@@ -596,10 +614,11 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
                 } else {
                     ServerStatus::Disconnected
                 });
-                st.auth = if e.is_auth() {
-                    Some(AuthStatus::NeedsLogin)
-                } else {
-                    None
+                st.auth = match auth_status(inner, &slot.spec) {
+                    Some(AuthStatus::Authenticated) if e.is_auth() => Some(AuthStatus::NeedsLogin),
+                    Some(known) => Some(known),
+                    None if e.is_auth() => Some(AuthStatus::NeedsLogin),
+                    None => None,
                 };
                 st.hint = hint_for(&e, &name);
                 st.error = Some(e.to_string());
@@ -645,10 +664,22 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
         st.server_info = conn.server_info();
         st.protocol_version = conn.protocol_version().map(|v| v.to_string());
         st.status = Some(ServerStatus::Connected);
+        st.auth = auth_status(inner, &slot.spec);
         st.error = None;
         st.hint = None;
     });
     Some(conn)
+}
+
+/// What the token source knows about a server's authorization.
+fn auth_status(inner: &Inner, spec: &ServerSpec) -> Option<AuthStatus> {
+    let source = inner.opts.token_source.as_ref()?;
+    let url = url_of(spec.target.as_ref()?)?;
+    Some(match source.status(&spec.name, &url)? {
+        TokenStatus::Authenticated => AuthStatus::Authenticated,
+        TokenStatus::Expired => AuthStatus::Expired,
+        TokenStatus::NeedsLogin => AuthStatus::NeedsLogin,
+    })
 }
 
 struct Lists {

@@ -6,3 +6,4 @@ mod common;
 mod failures;
 mod host_behaviour;
 mod matrix;
+mod reconnect;
