@@ -21,7 +21,7 @@ use switchboard_gemini::commands::{
 use switchboard_gemini::types::Part;
 use switchboard_gemini::{
     AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, GeminiClient,
-    GeminiOptions,
+    GeminiOptions, ModelClient, OpenAiClient, OpenAiOptions,
 };
 use switchboard_host::{Host, HostOptions, ServerStatus};
 use switchboard_mcp::CallOptions;
@@ -53,6 +53,24 @@ pub struct ChatArgs {
     /// A system prompt.
     #[arg(long)]
     pub system: Option<String>,
+    /// The model API: `gemini`, or `openai` for any OpenAI-compatible chat-completions
+    /// server (llama.cpp, Ollama, vLLM…; needs `--model` or `model` in settings).
+    #[arg(long, value_enum, default_value_t = Provider::Gemini)]
+    pub provider: Provider,
+    /// The API base URL. For `openai`, up to and including `/v1`, e.g.
+    /// `http://127.0.0.1:8080/v1` (default: OPENAI_BASE_URL, else OpenAI's); for
+    /// `gemini`, instead of GEMINI_BASE_URL.
+    #[arg(long, value_name = "URL")]
+    pub base_url: Option<String>,
+}
+
+/// Which model API `switchboard chat` talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Provider {
+    /// The Gemini API (GEMINI_API_KEY).
+    Gemini,
+    /// An OpenAI-compatible chat-completions endpoint (OPENAI_API_KEY, optional).
+    Openai,
 }
 
 /// Asks on the terminal; without one, declines (scripts use `--yolo` or `trust`).
@@ -88,42 +106,98 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
     loop {
         let _ = write!(
             err,
-            "  Run it? [y] once  [t] always this tool  [s] always this server  [n] cancel: "
+            "  Run it? [y] once  [t] always this tool  [s] always this server  [S] always, and save  [n] cancel: "
         );
         let _ = err.flush();
         let mut line = String::new();
         if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
             return Decision::Cancel;
         }
-        match line.trim().to_ascii_lowercase().as_str() {
+        let answer = line.trim();
+        let lowered = if answer == "S" { "S".to_string() } else { answer.to_ascii_lowercase() };
+        match lowered.as_str() {
             "y" | "yes" => return Decision::ProceedOnce,
             "t" => return Decision::AlwaysTool,
             "s" => return Decision::AlwaysServer,
+            "save" | "S" => {
+                match save_trust(&r.server) {
+                    Ok(path) => {
+                        let _ = writeln!(err, "  saved: `{}` is trusted in {}", r.server, path.display());
+                    }
+                    Err(e) => {
+                        let _ = writeln!(err, "  could not save ({e:#}); trusting it for this session only");
+                    }
+                }
+                return Decision::AlwaysServer;
+            }
             "n" | "no" | "" => return Decision::Cancel,
             _ => {}
         }
     }
 }
 
-fn client(http: reqwest::Client) -> Result<GeminiClient> {
-    let mut opts = GeminiOptions::from_env();
-    opts.http = Some(http);
-    GeminiClient::new(opts).map_err(|e| {
-        anyhow!(
-            "{e}\nhint: set GEMINI_API_KEY (create a key at https://aistudio.google.com/apikey); GEMINI_BASE_URL points at a proxy or a local fake"
-        )
-    })
+fn client(a: &ChatArgs, http: reqwest::Client) -> Result<Arc<dyn ModelClient>> {
+    match a.provider {
+        Provider::Gemini => {
+            let mut opts = GeminiOptions::from_env();
+            opts.http = Some(http);
+            if let Some(url) = &a.base_url {
+                opts.base_url = url.clone();
+            }
+            let client = GeminiClient::new(opts).map_err(|e| {
+                anyhow!(
+                    "{e}\nhint: set GEMINI_API_KEY (create a key at https://aistudio.google.com/apikey); GEMINI_BASE_URL points at a proxy or a local fake"
+                )
+            })?;
+            Ok(Arc::new(client))
+        }
+        Provider::Openai => {
+            // No key is fine: local servers (llama.cpp, Ollama, vLLM) need none.
+            let mut opts = OpenAiOptions::from_env();
+            opts.http = Some(http);
+            if let Some(url) = &a.base_url {
+                opts.base_url = url.clone();
+            }
+            let client = OpenAiClient::new(opts).map_err(|e| {
+                anyhow!(
+                    "{e}\nhint: --base-url (or OPENAI_BASE_URL) is the server's API base up to and including /v1, e.g. http://127.0.0.1:8080/v1"
+                )
+            })?;
+            Ok(Arc::new(client))
+        }
+    }
+}
+
+/// Saves `trust: true` for a server in the settings file that defines it (the
+/// project's first, then the user's), keeping the rest of the file.
+fn save_trust(server: &str) -> Result<std::path::PathBuf> {
+    let candidates = [
+        switchboard_config::project_settings_path(&ctx::project_dir()?),
+        switchboard_config::user_settings_path(&ctx::home_dir()?),
+    ];
+    for path in candidates {
+        let mut doc = switchboard_config::SettingsDoc::open(&path)?;
+        if let Some(Value::Object(mut entry)) = doc.server(server).cloned() {
+            entry.insert("trust".into(), Value::Bool(true));
+            doc.set_server(server, Value::Object(entry))?;
+            doc.save()?;
+            return Ok(path);
+        }
+    }
+    bail!("`{server}` is not defined in a settings file (it may be ad-hoc or the bundled demo)")
 }
 
 pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
     let (specs, settings) = ctx::all_specs(g, false)?;
     let guard = ctx::guard(g, Some(&settings))?;
-    let client = Arc::new(client(guard.inner().clone())?);
-    let model = a
-        .model
-        .clone()
-        .or(settings.model.clone())
-        .unwrap_or_else(|| switchboard_gemini::DEFAULT_MODEL.to_string());
+    let model = match a.model.clone().or(settings.model.clone()) {
+        Some(model) => model,
+        None if a.provider == Provider::Openai => bail!(
+            "--provider openai needs a model: pass --model with the name the server serves (e.g. `llama3.2` for Ollama) or set `model` in the settings"
+        ),
+        None => switchboard_gemini::DEFAULT_MODEL.to_string(),
+    };
+    let client = client(&a, guard.inner().clone())?;
     let hooks = crate::sampling::ChatHooks {
         client: client.clone(),
         model: model.clone(),
@@ -135,6 +209,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
         HostOptions {
             hooks: Arc::new(hooks),
             reconnect: a.prompt.is_none(),
+            token_source: crate::auth_cmd::token_source(Some(&settings), &guard, true),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
             ..Default::default()

@@ -124,3 +124,57 @@ async fn interactive_session_matches_the_doc() {
     let kept = std::fs::read_to_string(&doc_path).unwrap_or_default();
     assert_eq!(kept, doc, "docs/chat-session.md is stale: rerun with SWITCHBOARD_UPDATE_DOCS=1 and review");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn confirmation_prompt_runs_once_and_can_save_trust() {
+    let fake = FakeGemini::start(vec![
+        FakeTurn::call("mcp_mine_echo", json!({"message": "first"})),
+        FakeTurn::dynamic(|req| {
+            FakeTurn::text(format!("one: {}", last_function_responses(req)[0]["response"]["output"].as_str().unwrap_or("?")))
+        }),
+        FakeTurn::call("mcp_mine_echo", json!({"message": "second"})),
+        FakeTurn::dynamic(|req| {
+            FakeTurn::text(format!("two: {}", last_function_responses(req)[0]["response"]["output"].as_str().unwrap_or("?")))
+        }),
+    ])
+    .await;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    let settings = home.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"keep": 1, "mcpServers": {"mine": {"command": env!("CARGO_BIN_EXE_switchboard"), "args": ["demo-server"]}}}).to_string(),
+    )
+    .unwrap();
+    let tmux = Tmux { socket: format!("sb-confirm-{}", std::process::id()) };
+    let command = format!(
+        "cd {} && env SWITCHBOARD_HOME={} GEMINI_API_KEY={} GEMINI_BASE_URL={} {} chat",
+        project.path().display(),
+        home.path().display(),
+        fake.api_key(),
+        fake.base_url,
+        env!("CARGO_BIN_EXE_switchboard")
+    );
+    assert!(tmux.cmd().args(["new-session", "-d", "-s", "s", "-x", "160", "-y", "50", &command]).status().unwrap().success());
+    tmux.wait_for("Ctrl-D to quit.").await;
+    tmux.send(&["echo first", "Enter"]);
+    tmux.wait_for("Run it?").await;
+    tmux.send(&["y", "Enter"]);
+    tmux.wait_for("one: Echo: first").await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tmux.send(&["echo second", "Enter"]);
+    // Asked again (approved once only), now saved.
+    let start = Instant::now();
+    while tmux.capture().matches("Run it?").count() < 2 {
+        assert!(start.elapsed() < Duration::from_secs(20), "{}", tmux.capture());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tmux.send(&["S", "Enter"]);
+    tmux.wait_for("two: Echo: second").await;
+    let screen = tmux.capture();
+    assert!(screen.contains("saved: `mine` is trusted in"), "{screen}");
+    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    assert_eq!(file["mcpServers"]["mine"]["trust"], true);
+    assert_eq!(file["keep"], 1);
+    tmux.send(&["C-d"]);
+}
