@@ -125,7 +125,37 @@ impl GeminiOptions {
     }
 }
 
-/// What went wrong talking to Gemini.
+/// Which kind of model API an error came from: it picks the wording of the message and
+/// the hints (`GEMINI_API_KEY` or `OPENAI_API_KEY`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ApiKind {
+    /// The Gemini REST API ([`GeminiClient`]).
+    #[default]
+    Gemini,
+    /// An OpenAI-compatible chat-completions endpoint
+    /// ([`OpenAiClient`](crate::openai::OpenAiClient)).
+    OpenAi,
+}
+
+impl ApiKind {
+    /// How the API is named in messages: `Gemini`, `the OpenAI-compatible API`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Gemini => "Gemini",
+            Self::OpenAi => "the OpenAI-compatible API",
+        }
+    }
+
+    /// The prefix of an API error: `Gemini API error`, `OpenAI-compatible API error`.
+    fn error_label(self) -> &'static str {
+        match self {
+            Self::Gemini => "Gemini API error",
+            Self::OpenAi => "OpenAI-compatible API error",
+        }
+    }
+}
+
+/// What went wrong talking to the model API (Gemini, or an OpenAI-compatible one).
 #[derive(Debug, thiserror::Error)]
 pub enum GeminiError {
     /// No API key was configured.
@@ -140,8 +170,10 @@ pub enum GeminiError {
     )]
     InvalidModel(String),
     /// The API answered with an error status.
-    #[error("{}", api_error_text(*status, status_text, message, reason.as_deref()))]
+    #[error("{}", api_error_text(*api, *status, status_text, message, reason.as_deref()))]
     Api {
+        /// Which API answered.
+        api: ApiKind,
         /// HTTP status.
         status: u16,
         /// `error.code` (the HTTP status when the body had none).
@@ -156,8 +188,10 @@ pub enum GeminiError {
         retry_after: Option<Duration>,
     },
     /// The request could not be sent or its answer not read.
-    #[error("could not reach Gemini at {url}: {message}")]
+    #[error("could not reach {} at {url}: {message}", api.name())]
     Http {
+        /// Which API was called.
+        api: ApiKind,
         url: String,
         message: String,
         #[source]
@@ -186,7 +220,10 @@ impl GeminiError {
     /// Whether the client retries this error.
     pub fn is_retryable(&self) -> bool {
         match self {
-            Self::Api { status, .. } => RETRY_STATUSES.contains(status),
+            Self::Api { status, reason, .. } => {
+                // A 429 for an exhausted quota (OpenAI) does not get better by waiting.
+                RETRY_STATUSES.contains(status) && reason.as_deref() != Some("insufficient_quota")
+            }
             Self::Http { source, .. } => source.is_connect() || source.is_timeout(),
             _ => false,
         }
@@ -195,14 +232,22 @@ impl GeminiError {
     /// What the person can do about it, when there is something.
     pub fn hint(&self) -> Option<&'static str> {
         match self {
-            Self::Api { status, reason, .. } => hint_for(*status, reason.as_deref()),
+            Self::Api {
+                api,
+                status,
+                reason,
+                ..
+            } => hint_for(*api, *status, reason.as_deref()),
             Self::MissingApiKey => Some("check GEMINI_API_KEY"),
             _ => None,
         }
     }
 }
 
-fn hint_for(status: u16, reason: Option<&str>) -> Option<&'static str> {
+fn hint_for(api: ApiKind, status: u16, reason: Option<&str>) -> Option<&'static str> {
+    if api == ApiKind::OpenAi {
+        return crate::openai::hint_for(status, reason);
+    }
     let key_reason = reason.is_some_and(|r| r.starts_with("API_KEY"));
     match status {
         401 | 403 => Some("check GEMINI_API_KEY"),
@@ -214,13 +259,19 @@ fn hint_for(status: u16, reason: Option<&str>) -> Option<&'static str> {
     }
 }
 
-fn api_error_text(status: u16, status_text: &str, message: &str, reason: Option<&str>) -> String {
-    let mut out = format!("Gemini API error {status}");
+fn api_error_text(
+    api: ApiKind,
+    status: u16,
+    status_text: &str,
+    message: &str,
+    reason: Option<&str>,
+) -> String {
+    let mut out = format!("{} {status}", api.error_label());
     if !status_text.is_empty() {
         out.push_str(&format!(" {status_text}"));
     }
     out.push_str(&format!(": {message}"));
-    if let Some(hint) = hint_for(status, reason) {
+    if let Some(hint) = hint_for(api, status, reason) {
         out.push_str(&format!(" ({hint})"));
     }
     out
@@ -310,6 +361,7 @@ impl GeminiClient {
                 .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
                 .build()
                 .map_err(|source| GeminiError::Http {
+                    api: ApiKind::Gemini,
                     url: base_url.clone(),
                     message: "could not build the HTTP client".into(),
                     source,
@@ -350,6 +402,7 @@ impl GeminiClient {
         let body = encode(request)?;
         let response = self.send(&url, body, false).await?;
         let bytes = response.bytes().await.map_err(|source| GeminiError::Http {
+            api: ApiKind::Gemini,
             url: url.clone(),
             message: format!("reading the answer failed: {source}"),
             source,
@@ -411,6 +464,7 @@ impl GeminiClient {
                     parse_api_error(status, &text, header_delay)
                 }
                 Err(source) => GeminiError::Http {
+                    api: ApiKind::Gemini,
                     url: url.to_owned(),
                     message: describe_reqwest(&source),
                     source,
@@ -458,7 +512,7 @@ impl GeminiClient {
 }
 
 /// A random factor in [0.8, 1.2].
-fn jitter() -> f64 {
+pub(crate) fn jitter() -> f64 {
     use std::hash::BuildHasher;
     let hash = std::collections::hash_map::RandomState::new().hash_one(std::time::Instant::now());
     0.8 + (hash % 4001) as f64 / 10_000.0
@@ -470,7 +524,7 @@ fn encode(request: &GenerateRequest) -> Result<Bytes, GeminiError> {
         .map_err(GeminiError::Encode)
 }
 
-fn describe_reqwest(e: &reqwest::Error) -> String {
+pub(crate) fn describe_reqwest(e: &reqwest::Error) -> String {
     use std::error::Error as _;
     let mut message = e.to_string();
     let mut source = e.source();
@@ -482,7 +536,7 @@ fn describe_reqwest(e: &reqwest::Error) -> String {
     message
 }
 
-fn snippet(text: &str) -> String {
+pub(crate) fn snippet(text: &str) -> String {
     let text = text.trim();
     if text.chars().count() <= BODY_SNIPPET {
         text.to_owned()
@@ -493,7 +547,7 @@ fn snippet(text: &str) -> String {
 }
 
 /// `Retry-After` in seconds (fractions tolerated). HTTP dates are not honoured.
-fn parse_retry_after(value: &str) -> Option<Duration> {
+pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     let secs: f64 = value.trim().parse().ok()?;
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
@@ -572,6 +626,7 @@ fn api_error_from(
     let retry_after = header_delay
         .or_else(|| detail("google.rpc.RetryInfo", "retryDelay").and_then(parse_proto_duration));
     GeminiError::Api {
+        api: ApiKind::Gemini,
         status,
         code,
         status_text,

@@ -11,6 +11,9 @@
 //! - [`results`]: an MCP `CallToolResult` → Gemini `functionResponse` and parts, plus a
 //!   display form for the person.
 //! - `fake` (cargo feature `fake`): a fake Gemini API server for tests.
+//! - [`openai`]: an OpenAI-compatible chat-completions provider (llama.cpp, Ollama,
+//!   vLLM…) behind the same [`ModelClient`] trait; `fake_openai` (feature `fake`): a
+//!   fake chat-completions server for tests.
 
 pub mod args;
 pub mod chat;
@@ -18,7 +21,11 @@ pub mod client;
 pub mod commands;
 #[cfg(feature = "fake")]
 pub mod fake;
+#[cfg(feature = "fake")]
+pub mod fake_openai;
 pub mod naming;
+pub mod openai;
+pub mod provider;
 pub mod results;
 pub mod schema;
 pub mod types;
@@ -42,3 +49,6 @@ pub use types::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest,
     GenerateResponse, Part, StreamAccumulator, Tool, ToolConfig,
 };
+pub use provider::{ChunkStream, ModelClient};
+pub use client::ApiKind;
+pub use openai::{OpenAiClient, OpenAiOptions};
