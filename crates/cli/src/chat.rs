@@ -252,11 +252,10 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
 
 async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
     for s in chat.host().snapshot() {
-        if s.status == ServerStatus::Disconnected {
-            if let Some(e) = &s.error {
+        if s.status == ServerStatus::Disconnected
+            && let Some(e) = &s.error {
                 eprintln!("note: MCP server `{}` is not available: {e}", s.name);
             }
-        }
     }
     let parts = match expand_input(chat, prompt).await? {
         Some(parts) => parts,
@@ -586,11 +585,10 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     server,
                     status: ServerStatus::Connected,
                     ..
-                } => {
-                    if announced.insert(server.clone()) {
+                }
+                    if announced.insert(server.clone()) => {
                         eprintln!("\r[MCP server `{server}` connected; its tools join the next message]");
                     }
-                }
                 switchboard_host::HostEvent::Status {
                     server,
                     status: ServerStatus::Disconnected,

@@ -318,12 +318,11 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
                             obj.insert(key.into(), json!(s));
                         }
                     }
-                    if let Some(idp) = obj.get_mut("idp").and_then(Value::as_object_mut) {
-                        if let Some(s) = idp.get("idToken").and_then(Value::as_str).map(mask_secret)
+                    if let Some(idp) = obj.get_mut("idp").and_then(Value::as_object_mut)
+                        && let Some(s) = idp.get("idToken").and_then(Value::as_str).map(mask_secret)
                         {
                             idp.insert("idToken".into(), json!(s));
                         }
-                    }
                 }
                 out.insert("oauth".into(), v);
             }

@@ -21,6 +21,7 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
         specs,
         HostOptions {
             hooks: Arc::new(CliHooks),
+            token_source: crate::auth_cmd::token_source(Some(&settings), &guard, false),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
             ..Default::default()
@@ -164,11 +165,10 @@ pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String
         if let Some(cwd) = &s.cwd {
             let _ = writeln!(out, "    Working directory: {cwd}");
         }
-        if let Some(t) = s.timeout {
-            if t.as_millis() != 600_000 {
+        if let Some(t) = s.timeout
+            && t.as_millis() != 600_000 {
                 let _ = writeln!(out, "    Timeout: {} ms", t.as_millis());
             }
-        }
         if let Some((name, version)) = &s.server_info {
             let _ = writeln!(
                 out,
