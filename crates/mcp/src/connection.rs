@@ -32,6 +32,7 @@ use crate::handler::{
 use crate::sse::{SseError, SseOptions, SseTransport};
 use crate::stdio::{self, ChildGuard, SharedDiagnostics};
 use crate::target::{StdioTarget, Target, TransportKind};
+use crate::token::{TokenHttpClient, TokenSource};
 
 /// At most this many pages are fetched for one list request.
 pub const MAX_LIST_PAGES: usize = 100;
@@ -61,6 +62,9 @@ pub struct ConnectOptions {
     /// The URL guard: when set, every HTTP request goes through its client and the
     /// server URL is checked against its policy before anything is sent.
     pub guard: Option<switchboard_net::GuardedClient>,
+    /// Bearer tokens (OAuth) for HTTP servers: asked before each request unless the
+    /// target's headers set `Authorization`; a 401 makes it refresh once.
+    pub token_source: Option<Arc<dyn TokenSource>>,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -89,6 +93,7 @@ impl ConnectOptions {
             client_version: env!("CARGO_PKG_VERSION").into(),
             ui_extension: true,
             guard: None,
+            token_source: None,
         }
     }
 }
@@ -575,6 +580,33 @@ fn http_client(opts: &ConnectOptions) -> reqwest::Client {
     opts.http_client.clone().unwrap_or_default()
 }
 
+/// The token source for an HTTP target and the token it gives now: `None` without a
+/// source, or when the target's headers set their own `Authorization`. A source that
+/// fails (a saved login that can no longer be refreshed) fails the connection with
+/// its message.
+async fn auth_source(
+    opts: &ConnectOptions,
+    url: &str,
+    headers: &[(String, String)],
+) -> Result<Option<(Arc<dyn TokenSource>, Option<String>)>, ConnectError> {
+    let Some(source) = &opts.token_source else {
+        return Ok(None);
+    };
+    if headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+    {
+        return Ok(None);
+    }
+    match source.bearer(&opts.name, url).await {
+        Ok(token) => Ok(Some((source.clone(), token))),
+        Err(reason) => Err(ConnectError::AuthFailed {
+            server: opts.name.clone(),
+            reason,
+        }),
+    }
+}
+
 /// Checks the server URL against the URL guard's policy (when there is a guard).
 async fn preflight(opts: &ConnectOptions, url: &str) -> Result<(), ConnectError> {
     if let Some(g) = &opts.guard {
@@ -608,7 +640,8 @@ async fn connect_http(
     check_url(url)?;
     preflight(opts, url).await?;
     let map = header_map(headers)?;
-    let client = http_client(opts);
+    let source = auth_source(opts, url, headers).await?.map(|(s, _)| s);
+    let client = TokenHttpClient::new(http_client(opts), source, &opts.name, url, &map);
     let make = || {
         let cfg = StreamableHttpClientTransportConfig::with_uri(url.to_string())
             .custom_headers(map.clone())
@@ -631,6 +664,14 @@ async fn connect_http(
             ),
         )
         .await;
+        if matches!(probe, Ok(Err(_)))
+            && let Some(reason) = client.take_failure()
+        {
+            return Err(ConnectError::AuthFailed {
+                server: opts.name.clone(),
+                reason,
+            });
+        }
         match probe {
             Ok(Ok(service)) => {
                 return Ok(Connection {
@@ -676,6 +717,14 @@ async fn connect_http(
         ),
     )
     .await;
+    if matches!(attempt, Ok(Err(_)))
+        && let Some(reason) = client.take_failure()
+    {
+        return Err(ConnectError::AuthFailed {
+            server: opts.name.clone(),
+            reason,
+        });
+    }
     match attempt {
         Ok(Ok(service)) => Ok(Connection {
             name: Arc::from(opts.name.as_str()),
@@ -797,6 +846,7 @@ fn is_connect_failure(e: &ClientInitializeError) -> bool {
 fn should_try_sse(e: &ConnectError) -> bool {
     match e {
         ConnectError::AuthRequired { .. }
+        | ConnectError::AuthFailed { .. }
         | ConnectError::Blocked { .. }
         | ConnectError::BadHeader { .. }
         | ConnectError::BadUrl { .. }
@@ -820,48 +870,88 @@ async fn connect_sse(
         url: url.into(),
         reason: e.to_string(),
     })?;
-    let mut hmap = http::HeaderMap::new();
+    let mut base = http::HeaderMap::new();
     for (k, v) in header_map(headers)? {
-        hmap.insert(k, v);
+        base.insert(k, v);
     }
     let deadline = tokio::time::Instant::now() + opts.startup_timeout;
-    let sse_opts = SseOptions {
-        headers: hmap,
-        connect_timeout: opts.startup_timeout,
-        ..Default::default()
+    // The legacy transport sends the token fixed at connect time (no refresh mid-session).
+    let (source, mut bearer) = match auth_source(opts, url, headers).await? {
+        Some((s, b)) => (Some(s), b),
+        None => (None, None),
     };
-    let transport = match tokio::time::timeout_at(
-        deadline,
-        SseTransport::connect(http_client(opts), parsed, sse_opts),
-    )
-    .await
-    {
-        Ok(Ok(t)) => t,
-        Ok(Err(e)) => {
-            if e.status() == Some(401) || e.status() == Some(403) {
-                return Err(ConnectError::AuthRequired {
+    let mut refreshed = false;
+    let transport = loop {
+        let mut hmap = base.clone();
+        if let Some(token) = &bearer {
+            let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                ConnectError::AuthFailed {
                     server: opts.name.clone(),
-                    www_authenticate: None,
-                });
-            }
-            if let SseError::Http(re) = &e
-                && re.is_connect()
-            {
-                return Err(ConnectError::Unreachable {
-                    url: url.to_string(),
-                    detail: unreachable_detail(url, re).await,
-                });
-            }
-            return Err(ConnectError::Initialize {
-                message: format!("legacy SSE: {e}"),
-                stderr: vec![],
-            });
+                    reason: "the access token is not a valid header value".into(),
+                }
+            })?;
+            hmap.insert(http::header::AUTHORIZATION, value);
         }
-        Err(_) => {
-            return Err(ConnectError::StartupTimeout {
-                after: opts.startup_timeout,
-                stderr: vec![],
-            });
+        let sse_opts = SseOptions {
+            headers: hmap,
+            connect_timeout: opts.startup_timeout,
+            ..Default::default()
+        };
+        match tokio::time::timeout_at(
+            deadline,
+            SseTransport::connect(http_client(opts), parsed.clone(), sse_opts),
+        )
+        .await
+        {
+            Ok(Ok(t)) => break t,
+            Ok(Err(e)) => {
+                if e.status() == Some(401)
+                    && !refreshed
+                    && let Some(source) = &source
+                {
+                    refreshed = true;
+                    match source
+                        .unauthorized(&opts.name, url, bearer.clone(), None)
+                        .await
+                    {
+                        Ok(Some(t)) if Some(&t) != bearer.as_ref() => {
+                            bearer = Some(t);
+                            continue;
+                        }
+                        Ok(_) => {}
+                        Err(reason) => {
+                            return Err(ConnectError::AuthFailed {
+                                server: opts.name.clone(),
+                                reason,
+                            });
+                        }
+                    }
+                }
+                if e.status() == Some(401) || e.status() == Some(403) {
+                    return Err(ConnectError::AuthRequired {
+                        server: opts.name.clone(),
+                        www_authenticate: None,
+                    });
+                }
+                if let SseError::Http(re) = &e
+                    && re.is_connect()
+                {
+                    return Err(ConnectError::Unreachable {
+                        url: url.to_string(),
+                        detail: unreachable_detail(url, re).await,
+                    });
+                }
+                return Err(ConnectError::Initialize {
+                    message: format!("legacy SSE: {e}"),
+                    stderr: vec![],
+                });
+            }
+            Err(_) => {
+                return Err(ConnectError::StartupTimeout {
+                    after: opts.startup_timeout,
+                    stderr: vec![],
+                });
+            }
         }
     };
     let progress = Arc::new(ProgressRouter::default());

@@ -31,6 +31,10 @@ pub enum ConnectError {
         server: String,
         www_authenticate: Option<String>,
     },
+    /// The token source could not give a token (a saved login that can no longer
+    /// be refreshed, an OAuth error); the reason says what to do.
+    #[error("{reason}")]
+    AuthFailed { server: String, reason: String },
     #[error("{reason}")]
     Blocked { url: String, reason: String },
     #[error("cannot reach {url}: {detail} (is the server running, and is the URL right?)")]
@@ -60,7 +64,10 @@ fn stderr_suffix(lines: &[String]) -> String {
 impl ConnectError {
     /// True when the failure is about authorization (log in, or fix the credentials).
     pub fn is_auth(&self) -> bool {
-        matches!(self, ConnectError::AuthRequired { .. })
+        matches!(
+            self,
+            ConnectError::AuthRequired { .. } | ConnectError::AuthFailed { .. }
+        )
     }
 }
 

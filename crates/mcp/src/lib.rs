@@ -13,6 +13,7 @@ mod handler;
 mod sse;
 mod stdio;
 mod target;
+mod token;
 
 pub use connection::{CallOptions, ConnectOptions, Connection, MAX_LIST_PAGES};
 pub use error::{ConnectError, RequestError};
@@ -22,6 +23,7 @@ pub use handler::{
 pub use sse::{SseError, SseOptions, SseTransport};
 pub use stdio::ChildGuard;
 pub use target::{StdioTarget, Target, TransportKind};
+pub use token::{TokenFuture, TokenSource, TokenStatus};
 
 /// The MCP protocol types (re-exported from `rmcp`).
 pub use rmcp::model;

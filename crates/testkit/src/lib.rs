@@ -6,7 +6,10 @@
 //!   ([`spawn_everything`], [`everything_stdio_command`]);
 //! - a Python-SDK server (`tests/peers/python/server.py`) over stdio, SSE, Streamable HTTP,
 //!   JSON replies and stateless ([`spawn_python`], [`python_stdio_command`]);
-//! - misbehaving stdio peers (`tests/peers/python/bad/*.py`, [`bad_peer`]).
+//! - misbehaving stdio peers (`tests/peers/python/bad/*.py`, [`bad_peer`]);
+//! - OAuth-protected servers: the Python SDK's auth routes (`oauth_server.py`,
+//!   [`spawn_oauth_python`]) and the TS SDK's `--oauth` example ([`spawn_ts_oauth`]),
+//!   with a stand-in browser ([`fake_browser_command`]).
 //!
 //! Every spawned peer is a [`PeerProcess`]: its own process group, output captured, the
 //! whole group SIGKILLed and reaped on drop. HTTP peers bind 127.0.0.1 only.
@@ -14,12 +17,17 @@
 
 mod everything;
 mod install;
+mod oauth;
 mod probe;
 mod process;
 mod python;
 
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
+pub use oauth::{
+    fake_browser_command, fake_browser_script, oauth_server_script, spawn_oauth_python,
+    spawn_ts_oauth,
+};
 pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};
 pub use process::{PeerProcess, free_port, process_group_alive, wait_group_gone};
 pub use python::{

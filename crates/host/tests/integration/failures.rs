@@ -183,7 +183,7 @@ async fn hanging_tool_times_out_sends_cancel_and_others_are_unaffected() {
     }
     let message = hang.unwrap_err().to_string();
     assert!(
-        message.contains("500 ms") && message.contains("notifications/cancelled"),
+        message.contains("500 ms") && message.contains("cancelled on the server"),
         "{message}"
     );
     assert!(
