@@ -62,6 +62,7 @@ async fn connect_one(
         HostOptions {
             hooks: Arc::new(CliHooks),
             transport_cache: ctx::transport_cache(),
+            token_source: crate::auth_cmd::token_source(settings.as_ref(), &guard, true),
             guard: Some(guard),
             ..Default::default()
         },

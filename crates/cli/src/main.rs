@@ -4,6 +4,7 @@
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
 //! command); `mcp add/remove/get/enable/disable` and `trust` edit settings.
 
+mod auth_cmd;
 mod call;
 mod chat;
 mod ctx;
@@ -151,6 +152,15 @@ enum McpCommand {
         #[command(flatten)]
         target: TargetArgs,
     },
+    /// Log in to a server with OAuth (opens a browser; machine grants need none).
+    Login(auth_cmd::LoginArgs),
+    /// Forget a server's saved OAuth login.
+    Logout { server: String },
+    /// Show the OAuth state of every HTTP server (and which ones need a login).
+    Auth {
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn init_logging(verbose: u8) {
@@ -227,6 +237,9 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
     match command {
         Command::Mcp(cmd) => match cmd {
             McpCommand::List { json } => list::run(&g, json).await,
+            McpCommand::Login(args) => auth_cmd::login(&g, args).await,
+            McpCommand::Logout { server } => auth_cmd::logout(&g, &server).await,
+            McpCommand::Auth { json } => auth_cmd::auth(&g, json).await,
             McpCommand::Add(args) => edit::add(&g, args),
             McpCommand::Remove { name, scope } => edit::remove(&g, &name, scope.as_deref()),
             McpCommand::Get { name, json } => edit::get(&g, &name, json),

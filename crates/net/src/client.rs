@@ -267,7 +267,11 @@ fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
             .referer(false)
             .https_only(opts.policy == UrlPolicy::Strict)
             .user_agent(user_agent.clone())
-            .connect_timeout(opts.connect_timeout);
+            .connect_timeout(opts.connect_timeout)
+            // Drop idle pooled connections before servers do: Node's default
+            // keepAliveTimeout is 5 s, and reusing a connection the server is closing
+            // fails the request (and, for rmcp's Streamable HTTP, the whole session).
+            .pool_idle_timeout(Duration::from_secs(4));
         if let Some(t) = opts.timeout {
             b = b.timeout(t);
         }

@@ -1,0 +1,121 @@
+//! `switchboard serve`: the web app (crates/web) over the same settings as the CLI.
+//! Prints `Switchboard is running at http://127.0.0.1:PORT/?token=TOKEN` and runs until
+//! Ctrl-C.
+
+use std::net::IpAddr;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow};
+use futures::future::BoxFuture;
+use switchboard_auth::{AuthManager, LoginOptions, TokenStore};
+use switchboard_config::{LoadOptions, Settings};
+use switchboard_gemini::GeminiOptions;
+use switchboard_mcp::TokenSource;
+use switchboard_net::{GuardedClient, UrlPolicy};
+use switchboard_web::{DEFAULT_PORT, OAuthHandle, OAuthHooks, OpenUrlFn, ServeOptions};
+
+use crate::ctx::{self, Globals};
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// Port to listen on (0 picks a free one).
+    #[arg(long, default_value_t = DEFAULT_PORT)]
+    pub port: u16,
+    /// Address to bind. Beyond loopback the URL policy defaults to strict and stdio
+    /// servers cannot be added or edited from the browser.
+    #[arg(long, default_value = "127.0.0.1", value_name = "ADDR")]
+    pub host: IpAddr,
+    /// Open the app in the default browser.
+    #[arg(long)]
+    pub open: bool,
+}
+
+pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
+    let load = LoadOptions {
+        home: ctx::home_dir()?,
+        project_dir: ctx::project_dir()?,
+        config_file: g.config.clone(),
+    };
+    let url_policy = match &g.url_policy {
+        Some(p) => Some(
+            p.parse::<UrlPolicy>()
+                .map_err(|e| anyhow!("--url-policy: {e} (use strict, local or off)"))?,
+        ),
+        None => None,
+    };
+    let gemini = GeminiOptions::from_env();
+    let mut opts = ServeOptions::new(load);
+    opts.host = a.host;
+    opts.port = a.port;
+    opts.open = a.open;
+    opts.url_policy = url_policy;
+    opts.default_servers = vec![ctx::demo_spec()?];
+    opts.gemini = (!gemini.api_key.is_empty()).then_some(gemini);
+    opts.transport_cache = ctx::transport_cache();
+    opts.oauth = Some(OAuthHandle(Arc::new(WebOAuth {
+        store: TokenStore::in_home(&ctx::home_dir()?),
+    })));
+    switchboard_web::serve(opts)
+        .await
+        .context("switchboard serve")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// OAuth for the web app through `switchboard-auth`: the same token store as
+/// `mcp login`, and browser logins whose authorization URL goes to the page.
+struct WebOAuth {
+    store: TokenStore,
+}
+
+impl WebOAuth {
+    fn manager(&self, settings: &Settings, guard: &GuardedClient) -> AuthManager {
+        let m = AuthManager::new(self.store.clone(), guard.clone());
+        m.add_configs(
+            settings
+                .servers
+                .iter()
+                .filter_map(|e| e.config.as_ref().ok()),
+        );
+        m
+    }
+}
+
+impl OAuthHooks for WebOAuth {
+    fn token_source(
+        &self,
+        settings: &Settings,
+        guard: &GuardedClient,
+    ) -> Option<Arc<dyn TokenSource>> {
+        Some(Arc::new(self.manager(settings, guard)))
+    }
+
+    fn login(
+        &self,
+        settings: &Settings,
+        guard: &GuardedClient,
+        server: &str,
+        url: &str,
+        open: OpenUrlFn,
+    ) -> BoxFuture<'static, Result<String, String>> {
+        let m = self.manager(settings, guard);
+        let (server, url) = (server.to_string(), url.to_string());
+        let open: Arc<OpenUrlFn> = Arc::new(open);
+        let opts = LoginOptions {
+            timeout: Duration::from_secs(300),
+            open_url: Arc::new(move |u: &str| {
+                open(u);
+                true
+            }),
+            scopes: None,
+            verifier_override: None,
+        };
+        Box::pin(async move {
+            m.login(&server, &url, &opts)
+                .await
+                .map(|r| format!("Logged in to `{}`.", r.server))
+                .map_err(|e| e.to_string())
+        })
+    }
+}

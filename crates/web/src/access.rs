@@ -1,0 +1,270 @@
+//! Access control and request parsing shared by every route.
+//!
+//! - [`api_guard`] (middleware on `/api`): the `Host` header must be one the app
+//!   answers to (DNS-rebinding defence); the token must come as the app's cookie or as
+//!   `Authorization: Bearer <token>` (401 otherwise); a state-changing request (not
+//!   GET/HEAD/OPTIONS) that carries an `Origin` must carry exactly the app's own (`null`
+//!   is refused), and one authenticated by the cookie must carry it (403 otherwise).
+//! - [`page_access`]: pages show a "use the printed link" page without the cookie; the
+//!   printed `?token=` link sets the cookie (`HttpOnly; SameSite=Strict`, name carries
+//!   the port). The page script then removes the token from the address bar.
+//! - [`ApiJson`]: a JSON body; malformed JSON is a 400 naming the parse error.
+
+use axum::body::{Body, Bytes};
+use axum::extract::{FromRequest, Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use serde::de::DeserializeOwned;
+
+use crate::error::ApiError;
+use crate::random::constant_time_eq;
+use crate::state::AppState;
+
+/// How a request proved it may use the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthKind {
+    Cookie,
+    Bearer,
+}
+
+/// The value of cookie `name` in the request, if any.
+pub fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .find(|(k, _)| *k == name)
+        .map(|(_, v)| v.trim().to_string())
+}
+
+/// Checks the cookie or the bearer token.
+pub fn authenticate(state: &AppState, headers: &HeaderMap) -> Option<AuthKind> {
+    let cfg = state.cfg();
+    if let Some(auth) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        && let Some(token) = auth
+            .strip_prefix("Bearer ")
+            .or_else(|| auth.strip_prefix("bearer "))
+        && constant_time_eq(token.trim(), &cfg.token)
+    {
+        return Some(AuthKind::Bearer);
+    }
+    if let Some(v) = cookie_value(headers, &cfg.cookie_name())
+        && constant_time_eq(&v, &cfg.token)
+    {
+        return Some(AuthKind::Cookie);
+    }
+    None
+}
+
+fn host_allowed(state: &AppState, headers: &HeaderMap) -> bool {
+    let allowed = &state.cfg().allowed_hosts;
+    if allowed.is_empty() {
+        return true;
+    }
+    headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|h| allowed.iter().any(|a| a.eq_ignore_ascii_case(h)))
+}
+
+/// The origins a state-changing request may come from.
+pub fn origin_allowed(state: &AppState, headers: &HeaderMap, origin: &str) -> bool {
+    let cfg = state.cfg();
+    if origin == cfg.app_origin {
+        return true;
+    }
+    if cfg.origin_from_host
+        && let Some(host) = headers.get(header::HOST).and_then(|v| v.to_str().ok())
+    {
+        return origin == format!("http://{host}");
+    }
+    false
+}
+
+fn is_safe(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// Middleware for `/api`: host, token, origin.
+pub async fn api_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if !host_allowed(&state, headers) {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "bad_host",
+            "unexpected Host header: open the app at the address Switchboard printed",
+        )
+        .into_response();
+    }
+    let Some(kind) = authenticate(&state, headers) else {
+        let cfg = state.cfg();
+        return ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            format!(
+                "missing or wrong access token: open the link `switchboard serve` printed ({}/?token=…), or send `Authorization: Bearer <token>`",
+                cfg.app_origin
+            ),
+        )
+        .into_response();
+    };
+    if !is_safe(request.method()) {
+        match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+            Some(origin) if origin_allowed(&state, headers, origin) => {}
+            Some(origin) => {
+                return ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "bad_origin",
+                    format!(
+                        "requests that change something must come from the app's own page ({}); this one came from `{origin}`",
+                        state.cfg().app_origin
+                    ),
+                )
+                .into_response();
+            }
+            None if kind == AuthKind::Cookie => {
+                return ApiError::new(
+                    StatusCode::FORBIDDEN,
+                    "missing_origin",
+                    "a browser request that changes something must carry an Origin header",
+                )
+                .into_response();
+            }
+            None => {}
+        }
+    }
+    let mut response = next.run(request).await;
+    response.headers_mut().insert(
+        header::CACHE_CONTROL,
+        header::HeaderValue::from_static("no-store"),
+    );
+    response
+}
+
+/// What a page request may see.
+pub enum PageAccess {
+    /// Serve the page.
+    Ok,
+    /// Serve the page and set the cookie (the printed link was followed).
+    SetCookie(String),
+    /// Show the "use the printed link" page.
+    Denied { wrong_token: bool },
+}
+
+/// Decides access for a page (`token` is the `?token=` query parameter).
+pub fn page_access(state: &AppState, headers: &HeaderMap, token: Option<&str>) -> PageAccess {
+    let cfg = state.cfg();
+    if let Some(t) = token {
+        if constant_time_eq(t, &cfg.token) {
+            return PageAccess::SetCookie(format!(
+                "{}={}; HttpOnly; SameSite=Strict; Path=/",
+                cfg.cookie_name(),
+                cfg.token
+            ));
+        }
+        return PageAccess::Denied { wrong_token: true };
+    }
+    if !host_allowed(state, headers) {
+        return PageAccess::Denied { wrong_token: false };
+    }
+    match cookie_value(headers, &cfg.cookie_name()) {
+        Some(v) if constant_time_eq(&v, &cfg.token) => PageAccess::Ok,
+        _ => PageAccess::Denied { wrong_token: false },
+    }
+}
+
+/// A JSON request body. Malformed JSON → 400 with the parse error; JSON of the wrong
+/// shape → 400 naming the field.
+#[derive(Debug, Clone)]
+pub struct ApiJson<T>(pub T);
+
+impl<S, T> FromRequest<S> for ApiJson<T>
+where
+    S: Send + Sync,
+    T: DeserializeOwned,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request<Body>, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                "bad_request",
+                format!("cannot read the request body: {e}"),
+            )
+        })?;
+        parse_json(&bytes).map(ApiJson)
+    }
+}
+
+/// Parses a request body as `T`, with the errors [`ApiJson`] gives.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    if bytes.iter().all(|b| b.is_ascii_whitespace()) {
+        return Err(ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            "the request body is empty: send a JSON object",
+        ));
+    }
+    let value: serde_json::Value = serde_json::from_slice(bytes).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "malformed_json",
+            format!("malformed JSON: {e}"),
+        )
+    })?;
+    serde_json::from_value(value).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            format!("invalid request: {e}"),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+    use axum::http::HeaderValue;
+
+    #[test]
+    fn cookies_are_found_by_exact_name() {
+        let mut h = HeaderMap::new();
+        h.insert(
+            header::COOKIE,
+            HeaderValue::from_static("a=1; switchboard_token_80=xyz; switchboard_token_8=no"),
+        );
+        assert_eq!(
+            cookie_value(&h, "switchboard_token_80").as_deref(),
+            Some("xyz")
+        );
+        assert_eq!(
+            cookie_value(&h, "switchboard_token_8").as_deref(),
+            Some("no")
+        );
+        assert_eq!(cookie_value(&h, "b"), None);
+    }
+
+    #[test]
+    fn json_errors_are_classified() {
+        #[derive(Debug, serde::Deserialize)]
+        #[allow(dead_code)]
+        struct T {
+            url: String,
+        }
+        assert_eq!(
+            parse_json::<T>(b"{nope").unwrap_err().code,
+            "malformed_json"
+        );
+        assert_eq!(parse_json::<T>(b"").unwrap_err().code, "malformed_json");
+        let e = parse_json::<T>(b"{}").unwrap_err();
+        assert_eq!(e.code, "invalid_request");
+        assert!(e.message.contains("url"), "{}", e.message);
+    }
+}

@@ -1,0 +1,561 @@
+//! MCP Apps, the host side (SEP-1865, ext-apps protocol `2026-01-26`).
+//!
+//! - Linking: a tool's (or a result's) `_meta.ui.resourceUri` — or the deprecated flat
+//!   key `_meta["ui/resourceUri"]`; nested wins — names a `ui://` resource.
+//! - `POST /api/apps` `{server, resourceUri, tool?, chatSession?}` reads that resource
+//!   through the server's own connection and opens an **app session**: a random id bound
+//!   server-side to that server. The answer carries the HTML, the CSP and the iframe
+//!   `allow` list; the page hands the HTML to the sandbox proxy.
+//! - The sandbox proxy (`GET /sandbox/{id}` on the *second* listener, another host name
+//!   than the app's so the app's cookies are out of reach) sends the session's CSP as an
+//!   HTTP header and loads the HTML into an inner `srcdoc` iframe without
+//!   `allow-same-origin`, relaying messages both ways.
+//! - App requests (`tools/call`, `resources/read`, lists) come back through
+//!   `/api/mcp/tool-call` and `/api/mcp/resource-read` with `appId`: the server is the
+//!   session's, never one the browser names, and a tool must have `"app"` in its
+//!   `_meta.ui.visibility` (default `["model","app"]`).
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use switchboard_host::ServerStatus;
+use switchboard_mcp::CallOptions;
+
+use crate::access::ApiJson;
+use crate::error::{ApiError, ApiResult};
+use crate::random::random_id;
+use crate::state::AppState;
+
+/// The MIME type of MCP App HTML resources.
+pub const APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
+/// The CSP applied when a resource declares none (the spec's default).
+pub const DEFAULT_CSP: &str = "default-src 'none'; script-src 'self' 'unsafe-inline'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; media-src 'self' data:; connect-src 'none'; frame-src 'none'; object-src 'none'; base-uri 'self'";
+
+/// At most this many app sessions are kept; the oldest go first.
+const MAX_APP_SESSIONS: usize = 200;
+
+/// A tool's MCP App link and visibility.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolUi {
+    /// The `ui://` resource of its app, if it has one.
+    pub resource_uri: Option<String>,
+    /// Who may call it: `model` and/or `app`.
+    pub visibility: Vec<String>,
+}
+
+fn ui_uri(meta: &Value) -> Option<String> {
+    let nested = meta
+        .get("ui")
+        .and_then(|u| u.get("resourceUri"))
+        .and_then(Value::as_str);
+    let flat = meta.get("ui/resourceUri").and_then(Value::as_str);
+    nested
+        .or(flat)
+        .filter(|u| u.starts_with("ui://"))
+        .map(str::to_string)
+}
+
+/// `_meta` of a tool → its app link and visibility (`None` when it has neither).
+pub fn tool_ui(meta: &Value) -> Option<ToolUi> {
+    let uri = ui_uri(meta);
+    let vis = meta
+        .get("ui")
+        .and_then(|u| u.get("visibility"))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        });
+    if uri.is_none() && vis.is_none() {
+        return None;
+    }
+    Some(ToolUi {
+        resource_uri: uri,
+        visibility: vis.unwrap_or_else(|| vec!["model".into(), "app".into()]),
+    })
+}
+
+/// The `ui://` resource a tool result points at (`_meta.ui.resourceUri` or the flat key).
+pub fn result_ui_uri(result: &Value) -> Option<String> {
+    result.get("_meta").and_then(ui_uri)
+}
+
+/// Whether a tool (as JSON) may be called by an app.
+pub fn visible_to_app(tool: &Value) -> bool {
+    tool.get("_meta")
+        .and_then(tool_ui)
+        .is_none_or(|ui| ui.visibility.iter().any(|v| v == "app"))
+}
+
+/// A declared CSP source that may go into a header: a scheme + host (+ port, path),
+/// or a host pattern. Anything with quotes, spaces, `;` or `,` is refused.
+fn safe_source(src: &str) -> bool {
+    let src = src.trim();
+    if src.is_empty() || src.len() > 200 {
+        return false;
+    }
+    if src
+        .chars()
+        .any(|c| c.is_whitespace() || matches!(c, ';' | ',' | '\'' | '"' | '\\'))
+    {
+        return false;
+    }
+    let rest = match src.split_once("://") {
+        Some((scheme, rest)) => {
+            if !matches!(scheme, "https" | "http" | "wss" | "ws") {
+                return false;
+            }
+            rest
+        }
+        None => src,
+    };
+    let host = rest.split(['/', ':']).next().unwrap_or("");
+    let host = host.strip_prefix("*.").unwrap_or(host);
+    !host.is_empty()
+        && host
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+}
+
+fn sources(csp: Option<&Value>, key: &str) -> Vec<String> {
+    csp.and_then(|c| c.get(key))
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .filter(|s| safe_source(s))
+                .map(|s| s.trim().to_string())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The Content-Security-Policy for an app: the spec's default, widened only by the
+/// domains the resource declares in `_meta.ui.csp` (`connectDomains`,
+/// `resourceDomains`, `frameDomains`, `baseUriDomains`); unsafe entries are dropped.
+/// `frame_ancestor` (the app's origin) is the only page allowed to embed the proxy.
+pub fn build_csp(csp: Option<&Value>, frame_ancestor: &str) -> String {
+    let connect = sources(csp, "connectDomains");
+    let resource = sources(csp, "resourceDomains");
+    let frame = sources(csp, "frameDomains");
+    let base = sources(csp, "baseUriDomains");
+    let with = |base: &str, extra: &[String]| {
+        if extra.is_empty() {
+            base.to_string()
+        } else {
+            format!("{base} {}", extra.join(" "))
+        }
+    };
+    let mut parts = vec![
+        "default-src 'none'".to_string(),
+        with("script-src 'self' 'unsafe-inline'", &resource),
+        with("style-src 'self' 'unsafe-inline'", &resource),
+        with("img-src 'self' data:", &resource),
+        with("media-src 'self' data:", &resource),
+    ];
+    if !resource.is_empty() {
+        parts.push(with("font-src 'self' data:", &resource));
+    }
+    parts.push(if connect.is_empty() {
+        "connect-src 'none'".into()
+    } else {
+        with("connect-src 'self'", &connect)
+    });
+    parts.push(if frame.is_empty() {
+        "frame-src 'none'".into()
+    } else {
+        format!("frame-src {}", frame.join(" "))
+    });
+    parts.push("object-src 'none'".into());
+    parts.push(with("base-uri 'self'", &base));
+    if !frame_ancestor.is_empty() {
+        parts.push(format!("frame-ancestors {frame_ancestor}"));
+    }
+    parts.join("; ")
+}
+
+/// `_meta.ui.permissions` → the iframe `allow` attribute (`camera; microphone`).
+pub fn permissions_to_allow(permissions: Option<&Value>) -> String {
+    let Some(p) = permissions.and_then(Value::as_object) else {
+        return String::new();
+    };
+    let mut out = Vec::new();
+    for (key, feature) in [
+        ("camera", "camera"),
+        ("microphone", "microphone"),
+        ("geolocation", "geolocation"),
+        ("clipboardWrite", "clipboard-write"),
+    ] {
+        let on = match p.get(key) {
+            Some(Value::Bool(b)) => *b,
+            Some(Value::Object(_)) => true,
+            _ => false,
+        };
+        if on {
+            out.push(feature);
+        }
+    }
+    out.join("; ")
+}
+
+/// An app rendered in the page, bound to the server that produced it.
+#[derive(Debug, Clone)]
+pub struct AppSession {
+    pub server: String,
+    pub resource_uri: String,
+    pub csp_header: String,
+    pub created: Instant,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenApp {
+    server: String,
+    resource_uri: String,
+    #[serde(default)]
+    tool: Option<String>,
+}
+
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct OpenedApp {
+    app_id: String,
+    proxy_url: String,
+    proxy_origin: String,
+    html: String,
+    mime_type: Option<String>,
+    /// `_meta.ui.csp` as declared (for `hostCapabilities.sandbox`).
+    csp: Option<Value>,
+    /// The CSP header the proxy page sends.
+    csp_header: String,
+    permissions: Option<Value>,
+    /// The iframe `allow` attribute.
+    allow: String,
+    prefers_border: Option<bool>,
+    /// The inner iframe's sandbox.
+    sandbox: &'static str,
+    /// The tool definition, for `hostContext.toolInfo`.
+    tool: Option<Value>,
+}
+
+/// `POST /api/apps`: read a UI resource and open an app session.
+pub async fn open(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<OpenApp>,
+) -> ApiResult<Json<OpenedApp>> {
+    if !req.resource_uri.starts_with("ui://") {
+        return Err(ApiError::bad_request(
+            "`resourceUri` must be a ui:// resource (MCP Apps)",
+        ));
+    }
+    let host = state.host();
+    let snap = host
+        .server(&req.server)
+        .ok_or_else(|| ApiError::not_found(format!("no server named `{}`", req.server)))?;
+    if snap.status != ServerStatus::Connected {
+        return Err(ApiError::conflict(format!(
+            "server `{}` is {}",
+            req.server, snap.status
+        )));
+    }
+    let conn = host
+        .connection(&req.server)
+        .ok_or_else(|| ApiError::conflict(format!("server `{}` is not connected", req.server)))?;
+    let result = conn
+        .read_resource(&req.resource_uri, &CallOptions::default())
+        .await
+        .map_err(|e| ApiError::upstream(format!("reading {}: {e}", req.resource_uri)))?;
+    let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+    let first = value
+        .get("contents")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .cloned()
+        .ok_or_else(|| ApiError::upstream(format!("{} has no contents", req.resource_uri)))?;
+    let mime = first
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(m) = &mime
+        && !m.to_ascii_lowercase().starts_with("text/html")
+    {
+        return Err(ApiError::upstream(format!(
+            "{} is `{m}`, not an MCP App ({APP_MIME_TYPE})",
+            req.resource_uri
+        )));
+    }
+    let html = if let Some(t) = first.get("text").and_then(Value::as_str) {
+        t.to_string()
+    } else if let Some(b) = first.get("blob").and_then(Value::as_str) {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b.trim())
+            .map_err(|e| ApiError::upstream(format!("the resource blob is not base64: {e}")))?;
+        String::from_utf8(bytes)
+            .map_err(|_| ApiError::upstream("the resource blob is not UTF-8 HTML"))?
+    } else {
+        return Err(ApiError::upstream(format!(
+            "{} has neither text nor blob",
+            req.resource_uri
+        )));
+    };
+    // `_meta.ui` from the content, else from the resources/list entry.
+    let listed_meta = snap
+        .resources
+        .iter()
+        .filter_map(|r| serde_json::to_value(r).ok())
+        .find(|r| r.get("uri").and_then(Value::as_str) == Some(req.resource_uri.as_str()))
+        .and_then(|r| r.get("_meta").and_then(|m| m.get("ui")).cloned());
+    let ui = first
+        .get("_meta")
+        .and_then(|m| m.get("ui"))
+        .cloned()
+        .or(listed_meta);
+    let csp = ui.as_ref().and_then(|u| u.get("csp")).cloned();
+    let permissions = ui.as_ref().and_then(|u| u.get("permissions")).cloned();
+    let prefers_border = ui
+        .as_ref()
+        .and_then(|u| u.get("prefersBorder"))
+        .and_then(Value::as_bool);
+    let ancestor = if state.cfg().origin_from_host {
+        ""
+    } else {
+        state.cfg().app_origin.as_str()
+    };
+    let csp_header = build_csp(csp.as_ref(), ancestor);
+    let tool = req.tool.as_ref().and_then(|name| {
+        snap.tools
+            .iter()
+            .find(|t| t.name == name.as_str())
+            .and_then(|t| serde_json::to_value(t).ok())
+    });
+    let app_id = random_id();
+    {
+        let mut apps = state
+            .inner
+            .apps
+            .lock()
+            .map_err(|_| ApiError::internal("app sessions are unavailable"))?;
+        if apps.len() >= MAX_APP_SESSIONS
+            && let Some(oldest) = apps
+                .iter()
+                .min_by_key(|(_, s)| s.created)
+                .map(|(k, _)| k.clone())
+        {
+            apps.remove(&oldest);
+        }
+        apps.insert(
+            app_id.clone(),
+            AppSession {
+                server: req.server.clone(),
+                resource_uri: req.resource_uri.clone(),
+                csp_header: csp_header.clone(),
+                created: Instant::now(),
+            },
+        );
+    }
+    let proxy_origin = state.proxy_origin_for(&headers);
+    Ok(Json(OpenedApp {
+        proxy_url: format!("{proxy_origin}/sandbox/{app_id}"),
+        proxy_origin,
+        app_id,
+        html,
+        mime_type: mime,
+        allow: permissions_to_allow(permissions.as_ref()),
+        csp,
+        csp_header,
+        permissions,
+        prefers_border,
+        sandbox: "allow-scripts allow-forms",
+        tool,
+    }))
+}
+
+/// `DELETE /api/apps/{id}`: the app was torn down.
+pub async fn close(State(state): State<AppState>, Path(id): Path<String>) -> Json<Value> {
+    let removed = state
+        .inner
+        .apps
+        .lock()
+        .map(|mut a| a.remove(&id).is_some())
+        .unwrap_or(false);
+    Json(json!({"ok": removed}))
+}
+
+/// The session an app request belongs to.
+pub fn session(state: &AppState, app_id: &str) -> ApiResult<AppSession> {
+    state
+        .inner
+        .apps
+        .lock()
+        .ok()
+        .and_then(|a| a.get(app_id).cloned())
+        .ok_or_else(|| {
+            ApiError::forbidden("unknown app session: the app was closed or never opened")
+        })
+}
+
+/// `GET /api/apps/{id}/lists`: what the app's own server offers (for the app's
+/// `resources/list`, `resources/templates/list`, `prompts/list`).
+pub async fn lists(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let s = session(&state, &id)?;
+    let snap = state
+        .host()
+        .server(&s.server)
+        .ok_or_else(|| ApiError::not_found("the app's server is gone"))?;
+    Ok(Json(json!({
+        "server": s.server,
+        "resourceUri": s.resource_uri,
+        "resources": snap.resources,
+        "resourceTemplates": snap.resource_templates,
+        "prompts": snap.prompts,
+    })))
+}
+
+const SANDBOX_HTML: &str = include_str!("../ui/sandbox.html");
+
+/// `GET /sandbox/{id}` on the proxy listener: the sandbox proxy page, with the app
+/// session's CSP as a header.
+pub async fn sandbox_page(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let cfg = state.cfg();
+    if !cfg.remote {
+        let expected = cfg
+            .proxy_origin
+            .strip_prefix("http://")
+            .unwrap_or(&cfg.proxy_origin);
+        let host = headers
+            .get(header::HOST)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        if !host.eq_ignore_ascii_case(expected) {
+            return (StatusCode::FORBIDDEN, "unexpected Host header").into_response();
+        }
+    }
+    let csp = match state
+        .inner
+        .apps
+        .lock()
+        .ok()
+        .and_then(|a| a.get(&id).cloned())
+    {
+        Some(s) => s.csp_header,
+        None => return (StatusCode::NOT_FOUND, "no such app session").into_response(),
+    };
+    let host_origin = if cfg.origin_from_host {
+        ""
+    } else {
+        cfg.app_origin.as_str()
+    };
+    let origin_js = serde_json::to_string(host_origin).unwrap_or_else(|_| "\"\"".into());
+    let body = SANDBOX_HTML.replace("\"__HOST_ORIGIN__\"", &origin_js);
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nested_uri_wins_over_flat_and_must_be_ui() {
+        let m = json!({"ui": {"resourceUri": "ui://a"}, "ui/resourceUri": "ui://b"});
+        assert_eq!(
+            tool_ui(&m).and_then(|u| u.resource_uri).as_deref(),
+            Some("ui://a")
+        );
+        let flat = json!({"ui/resourceUri": "ui://b"});
+        assert_eq!(
+            tool_ui(&flat).and_then(|u| u.resource_uri).as_deref(),
+            Some("ui://b")
+        );
+        assert_eq!(tool_ui(&json!({"ui": {"resourceUri": "https://x"}})), None);
+        assert_eq!(
+            result_ui_uri(&json!({"_meta": {"ui/resourceUri": "ui://c"}})).as_deref(),
+            Some("ui://c")
+        );
+    }
+
+    #[test]
+    fn visibility_defaults_to_both() {
+        assert!(visible_to_app(&json!({"name": "t"})));
+        assert!(visible_to_app(
+            &json!({"name": "t", "_meta": {"ui": {"resourceUri": "ui://x"}}})
+        ));
+        assert!(!visible_to_app(
+            &json!({"name": "t", "_meta": {"ui": {"visibility": ["model"]}}})
+        ));
+        assert!(visible_to_app(
+            &json!({"name": "t", "_meta": {"ui": {"visibility": ["app"]}}})
+        ));
+    }
+
+    #[test]
+    fn default_csp_and_declared_domains() {
+        let d = build_csp(None, "");
+        assert_eq!(d, DEFAULT_CSP);
+        let c = build_csp(
+            Some(&json!({
+                "connectDomains": ["https://api.example.com", "bad; script-src *"],
+                "resourceDomains": ["https://cdn.example.com"],
+                "frameDomains": ["https://youtube.com"],
+            })),
+            "http://127.0.0.1:1",
+        );
+        assert!(
+            c.contains("connect-src 'self' https://api.example.com;"),
+            "{c}"
+        );
+        assert!(!c.contains("bad"), "{c}");
+        assert!(
+            c.contains("script-src 'self' 'unsafe-inline' https://cdn.example.com;"),
+            "{c}"
+        );
+        assert!(c.contains("frame-src https://youtube.com;"), "{c}");
+        assert!(c.ends_with("frame-ancestors http://127.0.0.1:1"), "{c}");
+    }
+
+    #[test]
+    fn permissions_map_to_allow() {
+        assert_eq!(
+            permissions_to_allow(Some(
+                &json!({"microphone": {}, "clipboardWrite": {}, "camera": false})
+            )),
+            "microphone; clipboard-write"
+        );
+        assert_eq!(permissions_to_allow(None), "");
+    }
+}

@@ -1,0 +1,241 @@
+//! The tool explorer's API (works with no API key):
+//! - `GET /api/mcp/servers`: every server with status and what it offers;
+//! - `POST /api/mcp/tool-call` `{server, tool, args}` → `{result, ui}`;
+//! - `POST /api/mcp/resource-read` `{server, uri}` → `{result}`;
+//! - `POST /api/mcp/prompt-get` `{server, name, args}` → `{result}`;
+//! - `POST /api/mcp/servers/{name}/restart`.
+//!
+//! `tool-call` and `resource-read` also serve MCP Apps: with `appId` instead of
+//! `server`, the server is the one the app session is bound to (see [`crate::apps`]),
+//! and `tool-call` refuses tools whose visibility lacks `"app"`.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+use switchboard_host::ServerStatus;
+use switchboard_mcp::{CallOptions, Connection, RequestError};
+
+use crate::access::ApiJson;
+use crate::apps::{result_ui_uri, session, tool_ui, visible_to_app};
+use crate::dto::ServerDto;
+use crate::error::{ApiError, ApiResult};
+use crate::state::AppState;
+
+/// `GET /api/mcp/servers`.
+pub async fn servers(State(state): State<AppState>) -> Json<Value> {
+    let host = state.host();
+    let servers: Vec<ServerDto> = host
+        .snapshot()
+        .iter()
+        .map(ServerDto::from_snapshot)
+        .collect();
+    let warnings = state
+        .inner
+        .settings_warnings
+        .lock()
+        .map(|w| w.clone())
+        .unwrap_or_default();
+    Json(json!({"servers": servers, "generation": state.generation(), "warnings": warnings}))
+}
+
+fn connection(state: &AppState, server: &str) -> ApiResult<std::sync::Arc<Connection>> {
+    let host = state.host();
+    let snap = host
+        .server(server)
+        .ok_or_else(|| ApiError::not_found(format!("no server named `{server}`")))?;
+    if snap.status != ServerStatus::Connected {
+        let why = snap.error.map(|e| format!(": {e}")).unwrap_or_default();
+        return Err(ApiError::conflict(format!(
+            "server `{server}` is {}{why}",
+            snap.status
+        )));
+    }
+    host.connection(server)
+        .ok_or_else(|| ApiError::conflict(format!("server `{server}` is not connected")))
+}
+
+fn request_error(e: RequestError) -> ApiError {
+    match e {
+        RequestError::Server { code, message, .. } => {
+            ApiError::upstream(format!("the server answered with error {code}: {message}"))
+        }
+        other => ApiError::upstream(other.to_string()),
+    }
+}
+
+/// Which server a request goes to: the app session's, or the one named.
+fn resolve_server(
+    state: &AppState,
+    server: Option<&str>,
+    app_id: Option<&str>,
+) -> ApiResult<(String, bool)> {
+    if let Some(app_id) = app_id {
+        let s = session(state, app_id)?;
+        if let Some(named) = server
+            && named != s.server
+        {
+            return Err(ApiError::forbidden(format!(
+                "an app may only reach the server that produced it (`{}`), not `{named}`",
+                s.server
+            )));
+        }
+        return Ok((s.server, true));
+    }
+    match server {
+        Some(s) if !s.is_empty() => Ok((s.to_string(), false)),
+        _ => Err(ApiError::bad_request("name the `server`")),
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCall {
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    app_id: Option<String>,
+    #[serde(alias = "name", alias = "toolName")]
+    tool: String,
+    #[serde(default, alias = "arguments")]
+    args: Option<Value>,
+}
+
+/// `POST /api/mcp/tool-call`.
+pub async fn tool_call(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<ToolCall>,
+) -> ApiResult<Json<Value>> {
+    let (server, from_app) = resolve_server(&state, req.server.as_deref(), req.app_id.as_deref())?;
+    let snap = state
+        .host()
+        .server(&server)
+        .ok_or_else(|| ApiError::not_found(format!("no server named `{server}`")))?;
+    let tool = snap
+        .tools
+        .iter()
+        .find(|t| t.name == req.tool.as_str())
+        .and_then(|t| serde_json::to_value(t).ok());
+    if from_app {
+        let Some(tool) = &tool else {
+            return Err(ApiError::forbidden(format!(
+                "the app's server `{server}` has no tool `{}`; an app may only call its own server's tools",
+                req.tool
+            )));
+        };
+        if !visible_to_app(tool) {
+            return Err(ApiError::forbidden(format!(
+                "tool `{}` is not visible to apps (its _meta.ui.visibility lacks \"app\")",
+                req.tool
+            )));
+        }
+    }
+    let args: Option<Map<String, Value>> = match req.args {
+        None | Some(Value::Null) => None,
+        Some(Value::Object(m)) => Some(m),
+        Some(_) => return Err(ApiError::bad_request("`args` must be a JSON object")),
+    };
+    let conn = connection(&state, &server)?;
+    let result = conn
+        .call_tool(&req.tool, args, &CallOptions::default())
+        .await
+        .map_err(request_error)?;
+    let result = serde_json::to_value(&result).unwrap_or(Value::Null);
+    let ui_uri = result_ui_uri(&result).or_else(|| {
+        tool.as_ref()
+            .and_then(|t| t.get("_meta"))
+            .and_then(tool_ui)
+            .and_then(|u| u.resource_uri)
+    });
+    Ok(Json(json!({
+        "server": server,
+        "tool": req.tool,
+        "result": result,
+        "ui": ui_uri.map(|u| json!({"resourceUri": u})),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ResourceRead {
+    #[serde(default)]
+    server: Option<String>,
+    #[serde(default)]
+    app_id: Option<String>,
+    #[serde(alias = "resourceUri")]
+    uri: String,
+}
+
+/// `POST /api/mcp/resource-read`.
+pub async fn resource_read(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<ResourceRead>,
+) -> ApiResult<Json<Value>> {
+    let (server, _) = resolve_server(&state, req.server.as_deref(), req.app_id.as_deref())?;
+    let conn = connection(&state, &server)?;
+    let result = conn
+        .read_resource(&req.uri, &CallOptions::default())
+        .await
+        .map_err(request_error)?;
+    Ok(Json(json!({
+        "server": server,
+        "result": serde_json::to_value(&result).unwrap_or(Value::Null),
+    })))
+}
+
+#[derive(Debug, Deserialize)]
+pub struct PromptGet {
+    server: String,
+    name: String,
+    #[serde(default, alias = "arguments")]
+    args: Option<Map<String, Value>>,
+}
+
+/// `POST /api/mcp/prompt-get`.
+pub async fn prompt_get(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<PromptGet>,
+) -> ApiResult<Json<Value>> {
+    let conn = connection(&state, &req.server)?;
+    // Prompt arguments are strings on the wire.
+    let args: Map<String, Value> = req
+        .args
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|(_, v)| !v.is_null())
+        .map(|(k, v)| match v {
+            Value::String(s) => (k, Value::String(s)),
+            other => (k, Value::String(other.to_string())),
+        })
+        .collect();
+    let result = conn
+        .get_prompt(&req.name, args, &CallOptions::default())
+        .await
+        .map_err(request_error)?;
+    Ok(Json(json!({
+        "server": req.server,
+        "result": serde_json::to_value(&result).unwrap_or(Value::Null),
+    })))
+}
+
+/// `POST /api/mcp/servers/{name}/restart`: reconnect one server.
+pub async fn restart(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let host = state.host();
+    let snap = host
+        .server(&name)
+        .ok_or_else(|| ApiError::not_found(format!("no server named `{name}`")))?;
+    if matches!(snap.status, ServerStatus::Blocked | ServerStatus::Disabled) {
+        return Err(ApiError::conflict(format!(
+            "server `{name}` is {}; it cannot be restarted{}",
+            snap.status,
+            snap.error.map(|e| format!(": {e}")).unwrap_or_default()
+        )));
+    }
+    tokio::spawn(async move {
+        host.restart(&name).await;
+    });
+    Ok(Json(json!({"ok": true})))
+}

@@ -1,0 +1,42 @@
+//! `switchboard-web`: the web app behind `switchboard serve`.
+//!
+//! A browser UI over the same host library as the CLI:
+//! - **Settings › MCP Servers**: list, add, edit, delete, enable and disable servers in
+//!   the same settings file as the CLI, and **Test** a server
+//!   (`POST /api/settings/mcp-test`, GemiHub's contract);
+//! - **Explorer**: every server's tools, resources and prompts with live status; call
+//!   a tool from a form generated from its input schema, read resources, get prompts;
+//! - **MCP Apps**: tool results with a UI resource render in a sandbox proxy served from
+//!   a second loopback origin, bridged by the official host protocol;
+//! - **Chat**: Gemini with the servers' tools, streamed over SSE.
+//!
+//! Access control ([`access`](crate::access)): a random token printed at start becomes
+//! an `HttpOnly; SameSite=Strict` cookie whose name carries the port; every `/api`
+//! route needs the cookie or `Authorization: Bearer <token>`; state-changing requests
+//! from a browser must carry an `Origin` exactly equal to the app's own.
+//!
+//! Start with [`serve`] (prints the URL, runs until Ctrl-C) or [`start`] (returns a
+//! handle, for tests and embedding); [`app`] is the router alone.
+
+mod access;
+mod apps;
+mod assets;
+mod chat;
+mod chat_input;
+mod dto;
+mod error;
+mod events;
+mod explorer;
+mod oauth;
+mod random;
+mod serve;
+mod settings;
+mod state;
+mod test_conn;
+
+pub use apps::{DEFAULT_CSP, build_csp, permissions_to_allow};
+pub use error::WebError;
+pub use oauth::{OAuthHandle, OAuthHooks, OpenUrlFn};
+pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, serve, start};
+pub use settings::KEEP_UNCHANGED;
+pub use state::{AppConfig, AppState};

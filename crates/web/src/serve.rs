@@ -1,0 +1,414 @@
+//! Starting the web app: two listeners (the app, and the MCP Apps sandbox proxy on a
+//! second loopback origin), the access token, the URL policy, and the router.
+//!
+//! - Binds `127.0.0.1:8765` by default (`port: 0` picks a free port). The proxy
+//!   listens on another free port and is addressed as `http://localhost:PORT`: another
+//!   host name than the app's `127.0.0.1`, so the app's cookies are out of its reach.
+//! - Bound beyond loopback (`--host 0.0.0.0`), the URL policy defaults to `strict` and
+//!   stdio servers cannot be added or edited from the browser.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::State;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{delete, get, post, put};
+use serde_json::json;
+use switchboard_config::LoadOptions;
+use switchboard_gemini::GeminiOptions;
+use switchboard_host::ServerSpec;
+use switchboard_net::UrlPolicy;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::error::{ApiError, WebError};
+use crate::state::{AppConfig, AppState};
+use crate::{access, apps, assets, chat, events, explorer, oauth, settings, test_conn};
+
+/// The default port of `switchboard serve`.
+pub const DEFAULT_PORT: u16 = 8765;
+
+/// How to run the web app.
+#[derive(Debug, Clone)]
+pub struct ServeOptions {
+    /// Address to bind (default 127.0.0.1).
+    pub host: IpAddr,
+    /// Port (default 8765; 0 picks a free one).
+    pub port: u16,
+    /// The sandbox proxy's port (default 0: a free one).
+    pub proxy_port: u16,
+    /// Open the browser at the printed URL.
+    pub open: bool,
+    /// Where the settings are (the same files as the CLI).
+    pub load: LoadOptions,
+    /// `--url-policy`, when given; else `urlPolicy` in settings; else `local` on
+    /// loopback and `strict` beyond.
+    pub url_policy: Option<UrlPolicy>,
+    /// Servers to use when there is no settings file (the CLI's bundled demo).
+    pub default_servers: Vec<ServerSpec>,
+    /// Gemini (`GEMINI_API_KEY`, `GEMINI_BASE_URL`); `None` disables the chat.
+    pub gemini: Option<GeminiOptions>,
+    /// Where to remember which HTTP transport worked per URL.
+    pub transport_cache: Option<PathBuf>,
+    /// OAuth: the token source for connections and browser logins (the CLI wires
+    /// `switchboard-auth` in). `None`: Test still reports `needsOAuth`, and the page
+    /// points at `switchboard mcp login`.
+    pub oauth: Option<crate::oauth::OAuthHandle>,
+}
+
+impl ServeOptions {
+    /// Defaults (127.0.0.1:8765, no browser) for these settings.
+    pub fn new(load: LoadOptions) -> Self {
+        Self {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            proxy_port: 0,
+            open: false,
+            load,
+            url_policy: None,
+            default_servers: Vec::new(),
+            gemini: None,
+            transport_cache: None,
+            oauth: None,
+        }
+    }
+}
+
+/// A running web app.
+#[derive(Debug)]
+pub struct RunningServer {
+    /// The link to open: `http://127.0.0.1:PORT/?token=TOKEN`.
+    pub url: String,
+    /// The app's origin (`http://127.0.0.1:PORT`).
+    pub app_origin: String,
+    /// The sandbox proxy's origin (`http://localhost:PORT2`).
+    pub proxy_origin: String,
+    /// The access token.
+    pub token: String,
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The state (host, sessions).
+    pub state: AppState,
+    /// A warning to show (a URL policy weaker than the default).
+    pub warnings: Vec<String>,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningServer {
+    /// Stops both listeners and every server the host started.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        for t in self.tasks {
+            let abort = t.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(1), t)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+        self.state.shutdown().await;
+    }
+}
+
+fn host_for_url(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V6(v6) => format!("[{v6}]"),
+        IpAddr::V4(v4) => v4.to_string(),
+    }
+}
+
+fn resolve_policy(opts: &ServeOptions, remote: bool) -> Result<(UrlPolicy, Vec<String>), WebError> {
+    let default = if remote {
+        UrlPolicy::Strict
+    } else {
+        UrlPolicy::Local
+    };
+    let from_settings = switchboard_config::load(&opts.load, &|k| std::env::var(k).ok())
+        .ok()
+        .and_then(|s| s.url_policy);
+    let policy = match (opts.url_policy, from_settings) {
+        (Some(p), _) => p,
+        (None, Some(s)) => s.parse::<UrlPolicy>().map_err(|e| {
+            WebError::Settings(format!(
+                "urlPolicy in settings: {e} (use strict, local or off)"
+            ))
+        })?,
+        (None, None) => default,
+    };
+    let mut warnings = Vec::new();
+    if policy.is_weaker_than(default) {
+        warnings.push(format!(
+            "URL policy `{policy}` is weaker than the web app's default `{default}`{}",
+            if remote {
+                ": the app is reachable beyond loopback, so servers added in the browser may reach this machine's private network"
+            } else {
+                ": requests to link-local and cloud metadata addresses are allowed"
+            }
+        ));
+    }
+    Ok((policy, warnings))
+}
+
+/// Binds both listeners, builds the state and starts serving (and connecting the
+/// servers) in the background.
+pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
+    let remote = !opts.host.is_loopback();
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| WebError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(WebError::Serve)?;
+    let proxy_bind = if remote {
+        SocketAddr::new(opts.host, opts.proxy_port)
+    } else {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), opts.proxy_port)
+    };
+    let proxy_listener = TcpListener::bind(proxy_bind)
+        .await
+        .map_err(|source| WebError::Bind {
+            addr: proxy_bind.to_string(),
+            source,
+        })?;
+    let proxy_port = proxy_listener.local_addr().map_err(WebError::Serve)?.port();
+    let token = crate::random::random_hex(32).map_err(WebError::Random)?;
+    let unspecified = opts.host.is_unspecified();
+    let shown_host = if unspecified {
+        "127.0.0.1".to_string()
+    } else {
+        host_for_url(opts.host)
+    };
+    let app_origin = format!("http://{}:{}", host_for_url(opts.host), addr.port());
+    let proxy_origin = if remote {
+        format!("http://{shown_host}:{proxy_port}")
+    } else {
+        format!("http://localhost:{proxy_port}")
+    };
+    let (url_policy, warnings) = resolve_policy(&opts, remote)?;
+    let cfg = AppConfig {
+        token: token.clone(),
+        port: addr.port(),
+        app_origin: app_origin.clone(),
+        origin_from_host: unspecified,
+        proxy_origin: proxy_origin.clone(),
+        proxy_port,
+        remote,
+        allowed_hosts: if unspecified {
+            Vec::new()
+        } else {
+            vec![format!("{}:{}", host_for_url(opts.host), addr.port())]
+        },
+        load: opts.load.clone(),
+        url_policy,
+        default_servers: opts.default_servers.clone(),
+        gemini: opts.gemini.clone(),
+        transport_cache: opts.transport_cache.clone(),
+        oauth: opts.oauth.clone(),
+    };
+    let state = AppState::new(cfg)?;
+    if let Err(e) = state.start_host().await {
+        tracing::warn!("settings: {e}");
+    }
+    let stop = CancellationToken::new();
+    let app_task = {
+        let router = app(state.clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::warn!("the web app stopped: {e}");
+            }
+        })
+    };
+    let proxy_task = {
+        let router = proxy_app(state.clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(proxy_listener, router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::warn!("the sandbox proxy stopped: {e}");
+            }
+        })
+    };
+    Ok(RunningServer {
+        url: format!("http://{shown_host}:{}/?token={token}", addr.port()),
+        app_origin,
+        proxy_origin,
+        token,
+        addr,
+        state,
+        warnings,
+        stop,
+        tasks: vec![app_task, proxy_task],
+    })
+}
+
+/// Runs the web app until Ctrl-C: prints `Switchboard is running at URL` (and opens
+/// the browser with `open`), then stops every server on the way out.
+pub async fn serve(opts: ServeOptions) -> Result<(), WebError> {
+    let open = opts.open;
+    let remote = !opts.host.is_loopback();
+    let running = start(opts).await?;
+    for w in &running.warnings {
+        eprintln!("warning: {w}");
+    }
+    if remote {
+        eprintln!(
+            "note: serving beyond loopback: the URL policy defaults to strict and stdio servers cannot be added or edited from the browser"
+        );
+    }
+    println!("Switchboard is running at {}", running.url);
+    if open {
+        open_browser(&running.url);
+    }
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("Stopping…");
+    running.shutdown().await;
+    Ok(())
+}
+
+fn open_browser(url: &str) {
+    let program = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    match std::process::Command::new(program)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(_) => {}
+        Err(e) => eprintln!("note: could not open a browser ({program}: {e}); open the link above"),
+    }
+}
+
+/// `GET /api/config`: what the page needs to know.
+async fn config(
+    State(state): State<AppState>,
+    headers: axum::http::HeaderMap,
+) -> axum::Json<serde_json::Value> {
+    let cfg = &state.inner.cfg;
+    axum::Json(json!({
+        "version": env!("CARGO_PKG_VERSION"),
+        "appOrigin": cfg.app_origin,
+        "proxyOrigin": state.proxy_origin_for(&headers),
+        "remote": cfg.remote,
+        "urlPolicy": cfg.url_policy.as_str(),
+        "writeFile": cfg.write_path().display().to_string(),
+        "keepUnchanged": settings::KEEP_UNCHANGED,
+        "chatAvailable": state.inner.gemini.is_ok(),
+        "oauthLogin": cfg.oauth.is_some(),
+    }))
+}
+
+async fn api_not_found() -> Response {
+    ApiError::not_found("no such API route").into_response()
+}
+
+/// The app's router: pages, assets and `/api` (behind [`access::api_guard`]).
+pub fn app(state: AppState) -> Router {
+    let api = Router::new()
+        .route("/config", get(config))
+        .route("/events", get(events::events))
+        .route("/elicitation/{id}", post(events::answer))
+        .route(
+            "/settings/mcp-servers",
+            get(settings::list).post(settings::add),
+        )
+        .route(
+            "/settings/mcp-servers/{name}",
+            put(settings::edit).delete(settings::delete),
+        )
+        .route(
+            "/settings/mcp-servers/{name}/enabled",
+            post(settings::set_enabled),
+        )
+        .route("/settings/mcp-test", post(test_conn::mcp_test))
+        .route("/settings/mcp-login", post(oauth::login))
+        .route("/mcp/servers", get(explorer::servers))
+        .route("/mcp/servers/{name}/restart", post(explorer::restart))
+        .route("/mcp/tool-call", post(explorer::tool_call))
+        .route("/mcp/resource-read", post(explorer::resource_read))
+        .route("/mcp/prompt-get", post(explorer::prompt_get))
+        .route("/apps", post(apps::open))
+        .route("/apps/{id}", delete(apps::close))
+        .route("/apps/{id}/lists", get(apps::lists))
+        .route("/chat/status", get(chat::status))
+        .route("/chat/send", post(chat::send))
+        .route("/chat/confirm", post(chat::confirm))
+        .route("/chat/cancel", post(chat::cancel))
+        .route("/chat/reset", post(chat::reset))
+        .route("/chat/context", post(chat::context))
+        .fallback(api_not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            access::api_guard,
+        ));
+    Router::new()
+        .nest("/api", api)
+        .route("/", get(assets::page))
+        .route("/explorer", get(assets::page))
+        .route("/chat", get(assets::page))
+        .route("/settings", get(assets::page))
+        .route("/assets/{file}", get(assets::asset))
+        .with_state(state)
+}
+
+/// The sandbox proxy's router (the second listener).
+pub fn proxy_app(state: AppState) -> Router {
+    Router::new()
+        .route("/sandbox/{id}", get(apps::sandbox_page))
+        .with_state(state)
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    fn opts(dir: &std::path::Path) -> ServeOptions {
+        ServeOptions::new(LoadOptions {
+            home: dir.join("home"),
+            project_dir: dir.join("project"),
+            config_file: None,
+        })
+    }
+
+    #[test]
+    fn policy_defaults_to_local_on_loopback_and_strict_beyond() {
+        let tmp = tempfile::tempdir().unwrap();
+        let o = opts(tmp.path());
+        assert_eq!(resolve_policy(&o, false).unwrap().0, UrlPolicy::Local);
+        assert_eq!(resolve_policy(&o, true).unwrap().0, UrlPolicy::Strict);
+        let mut o = opts(tmp.path());
+        o.url_policy = Some(UrlPolicy::Local);
+        let (p, warnings) = resolve_policy(&o, true).unwrap();
+        assert_eq!(p, UrlPolicy::Local);
+        assert_eq!(
+            warnings.len(),
+            1,
+            "a weaker explicit policy is warned about"
+        );
+    }
+
+    #[test]
+    fn urls_bracket_ipv6() {
+        assert_eq!(host_for_url("::1".parse().unwrap()), "[::1]");
+        assert_eq!(host_for_url("127.0.0.1".parse().unwrap()), "127.0.0.1");
+    }
+}

@@ -1,0 +1,229 @@
+//! `POST /api/settings/mcp-test`: try a server before (or after) saving it, with
+//! GemiHub's contract.
+//!
+//! In: `{url, headers?, transport?, name?}` (or `{command, args?, env?}` for a stdio
+//! server when served on loopback). `headers` values equal to
+//! [`KEEP_UNCHANGED`](crate::KEEP_UNCHANGED) take the saved values of server `name`.
+//!
+//! Out:
+//! - URL refused by the URL guard: 400 `{success:false, message, error:"SSRF blocked"}`;
+//! - connected and listed: 200 `{success:true, message:"Connected. Found N tool(s).",
+//!   tools}`;
+//! - the server wants authorization (HTTP 401): 200 `{success:false, needsOAuth:true,
+//!   message:"Server requires OAuth authentication."}` (plus `oauthDiscovery` once an
+//!   OAuth provider is wired in: see [`oauth_discovery`]);
+//! - anything else: 500 `{success:false, message, error}`.
+//!
+//! Tokens never appear in the answer.
+
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use indexmap::IndexMap;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use switchboard_config::{EnvPolicy, child_env};
+use switchboard_mcp::{CallOptions, ConnectError, ConnectOptions, Connection, StdioTarget, Target};
+
+use crate::access::ApiJson;
+use crate::dto::tool_dto;
+use crate::settings::resolve_headers;
+use crate::state::AppState;
+
+/// How long a test may take to connect, and to list tools.
+const TEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct TestRequest {
+    #[serde(default)]
+    url: Option<String>,
+    #[serde(default)]
+    headers: Option<Value>,
+    #[serde(default)]
+    transport: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    command: Option<String>,
+    #[serde(default)]
+    args: Option<Vec<String>>,
+    #[serde(default)]
+    env: Option<Value>,
+}
+
+fn answer(status: StatusCode, body: Value) -> Response {
+    (status, Json(body)).into_response()
+}
+
+fn failure(status: StatusCode, message: impl Into<String>, error: &str) -> Response {
+    answer(
+        status,
+        json!({"success": false, "message": message.into(), "error": error}),
+    )
+}
+
+/// The hook where OAuth discovery plugs in (RFC 9728 → RFC 8414 → dynamic
+/// registration, done by the auth crate): given the server URL and its
+/// `WWW-Authenticate` header, the `oauthDiscovery` object for the browser. Until an
+/// OAuth provider is wired into the web app this finds nothing, and the page offers
+/// `switchboard mcp login` instead.
+pub fn oauth_discovery(_url: &str, _www_authenticate: Option<&str>) -> Option<Value> {
+    None
+}
+
+/// `POST /api/settings/mcp-test`.
+pub async fn mcp_test(
+    State(state): State<AppState>,
+    ApiJson(req): ApiJson<TestRequest>,
+) -> Response {
+    let target = match build_target(&state, &req).await {
+        Ok(t) => t,
+        Err(r) => return r,
+    };
+    let url = match &target {
+        Target::Http { url, .. } | Target::Sse { url, .. } | Target::Auto { url, .. } => {
+            Some(url.clone())
+        }
+        Target::Stdio(_) => None,
+    };
+    let mut opts = ConnectOptions::new(req.name.clone().unwrap_or_else(|| "test".into()), target);
+    opts.startup_timeout = TEST_TIMEOUT;
+    opts.request_timeout = TEST_TIMEOUT;
+    opts.guard = Some(state.inner.guard.clone());
+    opts.http_client = Some(state.inner.guard.inner().clone());
+    opts.ui_extension = true;
+    // A saved server: its OAuth login (if any) applies, as in the host.
+    if let (Some(name), Some(hooks)) = (&req.name, &state.cfg().oauth)
+        && let Ok(settings) = state.load_settings()
+        && settings.server(name).is_some()
+    {
+        opts.token_source = hooks.0.token_source(&settings, &state.inner.guard);
+    }
+    let conn = match Connection::connect(opts).await {
+        Ok(c) => c,
+        Err(ConnectError::AuthRequired {
+            www_authenticate, ..
+        }) => {
+            let mut body = json!({
+                "success": false,
+                "needsOAuth": true,
+                "message": "Server requires OAuth authentication.",
+            });
+            if let Some(d) = url
+                .as_deref()
+                .and_then(|u| oauth_discovery(u, www_authenticate.as_deref()))
+            {
+                body["oauthDiscovery"] = d;
+            }
+            return answer(StatusCode::OK, body);
+        }
+        Err(ConnectError::Blocked { reason, .. }) => {
+            return failure(StatusCode::BAD_REQUEST, reason, "SSRF blocked");
+        }
+        Err(e) => {
+            let kind = match &e {
+                ConnectError::Unreachable { .. } => "unreachable",
+                ConnectError::StartupTimeout { .. } => "timeout",
+                ConnectError::BadHeader { .. } | ConnectError::BadUrl { .. } => "bad request",
+                ConnectError::CommandNotFound { .. } | ConnectError::Spawn { .. } => "spawn failed",
+                _ => "connection failed",
+            };
+            return failure(StatusCode::INTERNAL_SERVER_ERROR, e.to_string(), kind);
+        }
+    };
+    let listed = if conn.capabilities().tools.is_some() {
+        conn.list_tools(&CallOptions {
+            timeout: Some(TEST_TIMEOUT),
+            ..Default::default()
+        })
+        .await
+        .map(Some)
+    } else {
+        Ok(None)
+    };
+    conn.close(Duration::from_millis(500)).await;
+    match listed {
+        Ok(tools) => {
+            let tools: Vec<Value> = tools
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|t| serde_json::to_value(t).ok())
+                .filter_map(|t| serde_json::to_value(tool_dto(&t)).ok())
+                .collect();
+            let n = tools.len();
+            answer(
+                StatusCode::OK,
+                json!({
+                    "success": true,
+                    "message": format!("Connected. Found {n} tool(s)."),
+                    "tools": tools,
+                }),
+            )
+        }
+        Err(e) => failure(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("connected, but listing tools failed: {e}"),
+            "tools/list failed",
+        ),
+    }
+}
+
+async fn build_target(state: &AppState, req: &TestRequest) -> Result<Target, Response> {
+    if let Some(command) = req.command.as_deref().filter(|c| !c.trim().is_empty()) {
+        if state.cfg().remote {
+            return Err(failure(
+                StatusCode::FORBIDDEN,
+                "stdio servers cannot be tested from the browser when Switchboard is served beyond loopback",
+                "forbidden",
+            ));
+        }
+        let mut configured = IndexMap::new();
+        if let Some(Value::Object(env)) = &req.env {
+            for (k, v) in env {
+                if let Some(v) = v.as_str().filter(|v| *v != crate::KEEP_UNCHANGED) {
+                    configured.insert(k.clone(), v.to_string());
+                }
+            }
+        }
+        return Ok(Target::Stdio(StdioTarget {
+            program: command.trim().to_string(),
+            args: req.args.clone().unwrap_or_default(),
+            env: child_env(EnvPolicy::Filtered, std::env::vars(), &configured),
+            cwd: None,
+        }));
+    }
+    let Some(url) = req.url.as_deref().map(str::trim).filter(|u| !u.is_empty()) else {
+        return Err(failure(
+            StatusCode::BAD_REQUEST,
+            "give the server's `url` (or a `command` for a stdio server)",
+            "bad request",
+        ));
+    };
+    if let Err(blocked) = state.inner.guard.preflight(url).await {
+        return Err(failure(
+            StatusCode::BAD_REQUEST,
+            blocked.to_string(),
+            "SSRF blocked",
+        ));
+    }
+    let headers = resolve_headers(state, req.headers.as_ref(), req.name.as_deref())
+        .map_err(|e| failure(StatusCode::BAD_REQUEST, e.message, "bad request"))?;
+    Ok(match req.transport.as_deref() {
+        Some("http") => Target::Http {
+            url: url.into(),
+            headers,
+        },
+        Some("sse") => Target::Sse {
+            url: url.into(),
+            headers,
+        },
+        _ => Target::Auto {
+            url: url.into(),
+            headers,
+        },
+    })
+}

@@ -1,0 +1,176 @@
+//! Browser tests: the web app in real headless Chromium (Debian's `/usr/bin/chromium`)
+//! through playwright-core (pinned in `tests/browser/package-lock.json`), driven by
+//! `tests/browser/run.mjs`. Each test starts the app and its MCP servers here, runs one
+//! scenario, and fails with the script's output. Screenshots of every page go to
+//! `target/screenshots/`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{Home, demo_http, fake_mcp, start_app, wait_connected};
+use serde_json::json;
+use switchboard_testkit::{PeerProcess, ensure_peers, free_port, peers_dir, repo_root};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn browser_dir() -> PathBuf {
+    repo_root().join("tests").join("browser")
+}
+
+/// Runs one scenario of `tests/browser/run.mjs` against `app_url`.
+async fn run_scenario(scenario: &str, app_url: &str, extra: &[(&str, String)]) {
+    ensure_peers();
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's Chromium (`apt-get install -y chromium`; .ci/run does this)"
+    );
+    assert!(
+        browser_dir()
+            .join("node_modules")
+            .join("playwright-core")
+            .exists(),
+        "playwright-core is not installed: run scripts/install-peers.sh"
+    );
+    let shots = repo_root().join("target").join("screenshots");
+    let mut cmd = Command::new("node");
+    cmd.arg(browser_dir().join("run.mjs"))
+        .current_dir(browser_dir())
+        .env("APP_URL", app_url)
+        .env("SCENARIO", scenario)
+        .env("SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", CHROMIUM);
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        output.status.success(),
+        "browser scenario `{scenario}` failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains(&format!("[{scenario}] ok")), "{stdout}");
+}
+
+/// `@modelcontextprotocol/server-basic-vanillajs` on a loopback port.
+async fn spawn_basic_vanillajs() -> PeerProcess {
+    ensure_peers();
+    let node = peers_dir().join("node");
+    let port = free_port();
+    let mut command = Command::new("node");
+    command
+        .arg(
+            node.join("node_modules")
+                .join("@modelcontextprotocol")
+                .join("server-basic-vanillajs")
+                .join("dist")
+                .join("index.js"),
+        )
+        .current_dir(&node)
+        .env("PORT", port.to_string())
+        .env(
+            "NODE_OPTIONS",
+            format!("--require \"{}\"", node.join("bind-loopback.cjs").display()),
+        );
+    let mut peer = PeerProcess::spawn("server-basic-vanillajs", command);
+    peer.port = port;
+    peer.url = format!("http://127.0.0.1:{port}/mcp");
+    peer.wait_for_port(port, Duration::from_secs(30)).await;
+    peer
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_settings_add_test_save_and_call_from_the_explorer() {
+    let demo = demo_http().await;
+    let (program, args) = switchboard_testkit::everything_stdio_command();
+    let home = Home::new(Some(&json!({"mcpServers": {
+        "demo": {"httpUrl": demo},
+        "everything": {"command": program, "args": args},
+    }})));
+    let app = start_app(&home, None).await;
+    wait_connected(&app, &["demo", "everything"]).await;
+    run_scenario(
+        "settings",
+        &app.url,
+        &[
+            ("DEMO_URL", demo.clone()),
+            ("BAD_URL", "http://127.0.0.1:9/mcp".into()),
+            ("ELICIT_SERVER", "everything".into()),
+        ],
+    )
+    .await;
+    // The browser's edits went to the settings file, masked header kept.
+    let s = home.settings();
+    assert!(
+        s["mcpServers"].get("added").is_none(),
+        "deleted at the end: {s}"
+    );
+    app.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_mcp_apps_render_handshake_round_trip_and_isolation() {
+    let demo = demo_http().await;
+    let fake = fake_mcp(false).await;
+    let basic = spawn_basic_vanillajs().await;
+    let home = Home::new(Some(&json!({"mcpServers": {
+        "demo": {"httpUrl": demo},
+        "fake": {"httpUrl": fake},
+        "basic": {"httpUrl": basic.url},
+    }})));
+    let app = start_app(&home, None).await;
+    wait_connected(&app, &["demo", "fake", "basic"]).await;
+    run_scenario(
+        "apps",
+        &app.url,
+        &[
+            ("FAKE_SERVER", "fake".into()),
+            ("BASIC_SERVER", "basic".into()),
+        ],
+    )
+    .await;
+    app.shutdown().await;
+    drop(basic);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_chat_with_fake_gemini_renders_an_app_from_a_tool_result() {
+    use switchboard_gemini::fake::{FakeGemini, FakeTurn, declared_function_names};
+    let fake_gemini = FakeGemini::start(vec![
+        FakeTurn::dynamic(|req| {
+            let name = declared_function_names(req)
+                .into_iter()
+                .find(|n| n.ends_with("_clock"))
+                .unwrap_or_else(|| "missing_clock".into());
+            FakeTurn::call(name, json!({}))
+        }),
+        FakeTurn::text("The clock app shows the time."),
+    ])
+    .await;
+    let demo = demo_http().await;
+    let other = fake_mcp(false).await;
+    let home = Home::new(Some(&json!({"mcpServers": {
+        "demo": {"httpUrl": demo},
+        "other": {"httpUrl": other},
+    }})));
+    let app = start_app(&home, Some(fake_gemini.options())).await;
+    wait_connected(&app, &["demo", "other"]).await;
+    run_scenario("chat", &app.url, &[]).await;
+    // The model got the demo's tools but not the unchecked server's.
+    let requests = fake_gemini.requests();
+    let first = requests.first().expect("a model request");
+    let names = declared_function_names(first);
+    assert!(names.iter().any(|n| n.ends_with("_clock")), "{names:?}");
+    assert!(!names.iter().any(|n| n.contains("other")), "{names:?}");
+    app.shutdown().await;
+}

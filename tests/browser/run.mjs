@@ -1,0 +1,415 @@
+// Browser tests of `switchboard serve` in real headless Chromium (Debian's
+// /usr/bin/chromium) through playwright-core. Driven by crates/web/tests/browser.rs,
+// which starts the app and the MCP servers and passes them in the environment:
+//   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
+//   SCENARIO        settings | apps | chat | oauth (the last from crates/cli/tests/serve.rs)
+//   SCREENSHOT_DIR  where every page's screenshot goes
+//   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
+// Every step asserts on the DOM; a failure exits 1 with the step's name.
+import { chromium } from "playwright-core";
+import fs from "node:fs";
+import os from "node:os";
+import path from "node:path";
+
+const env = process.env;
+const APP_URL = env.APP_URL;
+const SCENARIO = env.SCENARIO;
+const SHOTS = env.SCREENSHOT_DIR || "screenshots";
+const TIMEOUT = 20000;
+
+function assert(cond, message) {
+  if (!cond) throw new Error("assertion failed: " + message);
+}
+
+let step = "start";
+function log(...args) { console.log(`[${SCENARIO}] ${step}:`, ...args); }
+
+async function shot(page, name) {
+  fs.mkdirSync(SHOTS, { recursive: true });
+  const file = path.join(SHOTS, `${SCENARIO}-${name}.png`);
+  await page.screenshot({ path: file });
+  log("screenshot", file);
+}
+
+async function launch() {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "switchboard-chromium-"));
+  const context = await chromium.launchPersistentContext(dir, {
+    executablePath: env.CHROMIUM || "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 1280, height: 900 },
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+      "--disable-component-update", "--no-first-run", "--disable-sync", "--disable-quic"],
+  });
+  return { context, dir };
+}
+
+// The app's inner frame (about:srcdoc under the sandbox proxy) for an app card.
+async function appFrame(page, card) {
+  const appId = await card.getAttribute("data-app-id");
+  for (let i = 0; i < 100; i++) {
+    const proxy = page.frames().find((f) => f.url().includes(`/sandbox/${appId}`));
+    const inner = proxy && proxy.childFrames()[0];
+    if (inner) return { proxy, inner };
+    await page.waitForTimeout(100);
+  }
+  throw new Error("no app frame for " + appId);
+}
+
+// Posts a JSON-RPC request from inside the app frame and waits for the host's answer.
+async function appRequest(inner, method, params) {
+  return inner.evaluate(([method, params]) => new Promise((resolve) => {
+    const id = "t-" + Math.random();
+    window.addEventListener("message", function onMsg(e) {
+      if (e.data && e.data.id === id) { window.removeEventListener("message", onMsg); resolve(e.data); }
+    });
+    window.parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+  }), [method, params]);
+}
+
+async function selectServer(page, name) {
+  await page.click(`[data-server="${name}"]`);
+  await page.waitForSelector(`[data-status-badge="${name}"]`);
+}
+
+async function callTool(page, tool) {
+  const item = page.locator(`details[data-tool="${tool}"]`);
+  if (!(await item.getAttribute("open") !== null)) await item.locator(":scope > summary").click();
+  await item.locator(`[data-call="${tool}"]`).click();
+  return item;
+}
+
+async function openApp(page, item) {
+  const card = item.locator(".app-card").first();
+  await card.waitFor({ timeout: TIMEOUT });
+  await page.waitForFunction((el) => el.dataset.initialized === "true", await card.elementHandle(), { timeout: TIMEOUT });
+  return card;
+}
+
+// ---------------------------------------------------------------- scenarios
+
+async function settingsScenario(page) {
+  step = "settings page";
+  await page.goto(APP_URL);
+  assert(!(await page.url()).includes("token="), "the token is removed from the address bar");
+  await page.click('a.tabs-link, nav.tabs a[data-nav="settings"]');
+  await page.waitForSelector('[data-server-row="demo"]');
+  await shot(page, "01-servers");
+
+  step = "add form";
+  await page.click("[data-add-server]");
+  const form = page.locator('[data-server-form="new"]');
+  await form.locator('input[name="name"]').fill("added");
+  await form.locator('select[name="transport"]').selectOption("http");
+  await form.locator('input[name="url"]').fill(env.DEMO_URL);
+  await form.locator('textarea[name="headers"]').fill('{"X-Test": "1"}');
+  await form.locator("[data-form-test]").click();
+  await form.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  const ok = await form.locator(".test-message").textContent();
+  assert(ok.includes("Connected. Found 7 tool(s)."), "test success message: " + ok);
+  assert((await form.locator(".tool-names li").count()) === 7, "seven tools listed");
+  await shot(page, "02-test-success");
+
+  step = "test failure";
+  await form.locator('input[name="url"]').fill(env.BAD_URL);
+  await form.locator("[data-form-test]").click();
+  await form.locator('[data-test-result="failure"]').waitFor({ timeout: TIMEOUT });
+  const bad = await form.locator(".test-message").textContent();
+  assert(bad.startsWith("✗"), "failure shown: " + bad);
+  await shot(page, "03-test-failure");
+
+  step = "test ssrf";
+  await form.locator('input[name="url"]').fill("http://169.254.169.254/latest");
+  await form.locator("[data-form-test]").click();
+  await page.waitForFunction(() => {
+    const m = document.querySelector('[data-server-form="new"] .test-result .muted');
+    return m && m.textContent.includes("SSRF blocked");
+  }, null, { timeout: TIMEOUT });
+
+  step = "save";
+  await form.locator('input[name="url"]').fill(env.DEMO_URL);
+  await form.locator('button[type="submit"]').click();
+  const row = page.locator('[data-server-row="added"]');
+  await row.waitFor({ timeout: TIMEOUT });
+  await page.waitForFunction(() => {
+    const r = document.querySelector('[data-server-row="added"] .badge.status-connected');
+    return !!r;
+  }, null, { timeout: TIMEOUT });
+  await shot(page, "04-added");
+
+  step = "edit keeps masked header";
+  await row.locator("[data-edit]").click();
+  const edit = page.locator('[data-server-form="added"]');
+  const headers = await edit.locator('textarea[name="headers"]').inputValue();
+  assert(headers.includes("<unchanged>") && !headers.includes('"1"'), "header values are masked: " + headers);
+  await shot(page, "05-edit-form");
+  await edit.locator('input[name="description"]').fill("from the browser");
+  await edit.locator('button[type="submit"]').click();
+  await page.locator('[data-server-form="added"]').waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "explorer call";
+  await page.click('nav.tabs a[data-nav="explorer"]');
+  await selectServer(page, "added");
+  await page.waitForSelector('[data-status-badge="added"]:text("connected")', { timeout: TIMEOUT });
+  const echo = page.locator('details[data-tool="echo"]');
+  await echo.locator(":scope > summary").click();
+  await echo.locator('[name="message"]').fill("hello from the browser");
+  await echo.locator('[data-call="echo"]').click();
+  await echo.locator(".result-head.is-ok").waitFor({ timeout: TIMEOUT });
+  const text = await echo.locator(".text-block").first().textContent();
+  assert(text === "Echo: hello from the browser", "echo result: " + text);
+  await shot(page, "06-explorer-call");
+
+  step = "explorer resource and prompt";
+  await page.click('[data-tab="resources"]');
+  const readme = page.locator('details[data-resource="demo://readme"]');
+  await readme.locator(":scope > summary").click();
+  await readme.locator('[data-read="demo://readme"]').click();
+  await readme.locator(".resource-block").waitFor({ timeout: TIMEOUT });
+  await page.click('[data-tab="prompts"]');
+  const greet = page.locator('details[data-prompt-name="greet"]');
+  await greet.locator(":scope > summary").click();
+  await greet.locator('[name="name"]').fill("Ada");
+  await greet.locator('[data-prompt="greet"]').click();
+  await greet.locator(".prompt-msg").first().waitFor({ timeout: TIMEOUT });
+  assert((await greet.locator(".prompt-msg").first().textContent()).includes("Ada"), "prompt mentions Ada");
+  await shot(page, "07-explorer-prompt");
+
+  if (env.ELICIT_SERVER) {
+    step = "elicitation form";
+    await selectServer(page, env.ELICIT_SERVER);
+    await page.waitForSelector('details[data-tool="trigger-elicitation-request"]', { timeout: TIMEOUT });
+    const trigger = await callTool(page, "trigger-elicitation-request");
+    const modal = page.locator(".modal:has([data-elicitation])");
+    await modal.waitFor({ timeout: TIMEOUT });
+    assert((await modal.locator("input, select, textarea").count()) >= 5, "a form built from the schema");
+    await modal.locator('input[name="name"]').fill("Grace Hopper");
+    await modal.locator('input[name="check"]').check();
+    await shot(page, "07b-elicitation");
+    await modal.locator("button.primary").click();
+    await trigger.locator(".result-head.is-ok").waitFor({ timeout: TIMEOUT });
+    assert((await trigger.locator(".tool-output").textContent()).includes("Grace Hopper"), "the answer reached the server");
+  }
+
+  step = "delete";
+  await page.click('nav.tabs a[data-nav="settings"]');
+  await page.locator('[data-server-row="added"] [data-delete]').click();
+  await page.locator(".modal button.primary").click();
+  await page.locator('[data-server-row="added"]').waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "chat without key";
+  await page.click('nav.tabs a[data-nav="chat"]');
+  await page.waitForSelector("[data-no-key]");
+  assert((await page.locator("[data-no-key]").textContent()).includes("GEMINI_API_KEY"), "says how to set the key");
+  await shot(page, "08-chat-no-key");
+}
+
+async function appsScenario(page) {
+  step = "demo clock";
+  await page.goto(APP_URL);
+  await selectServer(page, "demo");
+  const clock = await callTool(page, "clock");
+  const card = await openApp(page, clock);
+  const { proxy, inner } = await appFrame(page, card);
+  await inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("time").textContent), null, { timeout: TIMEOUT });
+  const first = await inner.locator("#time").textContent();
+  const log = await card.locator(".app-log li").allTextContents();
+  assert(log.includes("← ui/initialize #1") && log.includes("← ui/notifications/initialized"), "handshake: " + log.join(", "));
+  assert(log.includes("→ ui/notifications/tool-input") && log.includes("→ ui/notifications/tool-result"), "tool input and result sent");
+  await shot(page, "01-clock");
+
+  step = "clock refresh round trip";
+  await page.waitForTimeout(1100);
+  await inner.locator("#refresh").click();
+  await inner.waitForFunction(() => document.getElementById("status").textContent === "updated", null, { timeout: TIMEOUT });
+  await inner.waitForFunction((t) => document.getElementById("time").textContent !== t, first, { timeout: TIMEOUT });
+  const log2 = await card.locator(".app-log li").allTextContents();
+  assert(log2.some((l) => l.startsWith("← tools/call")), "the app called tools/call: " + log2.join(", "));
+
+  step = "isolation";
+  const cookie = await inner.evaluate(() => { try { return document.cookie; } catch (e) { return "blocked: " + e.name; } });
+  assert(cookie.startsWith("blocked") || cookie === "", "the app cannot read cookies: " + cookie);
+  const top = await inner.evaluate(() => { try { return window.top.document.title; } catch (e) { return "blocked: " + e.name; } });
+  assert(top.startsWith("blocked"), "the app cannot reach the host page's DOM: " + top);
+  const parentDom = await inner.evaluate(() => { try { return window.parent.document.body.innerHTML.length; } catch (e) { return "blocked: " + e.name; } });
+  assert(String(parentDom).startsWith("blocked"), "the app cannot reach the proxy's DOM");
+  const proxyCookie = await proxy.evaluate(() => document.cookie);
+  assert(proxyCookie === "", "the sandbox proxy's origin has no cookies: " + proxyCookie);
+  const proxyTop = await proxy.evaluate(() => { try { return window.top.document.title; } catch (e) { return "blocked: " + e.name; } });
+  assert(proxyTop.startsWith("blocked"), "the proxy cannot reach the host page's DOM");
+  const fetched = await inner.evaluate(() => fetch("http://127.0.0.1:1/").then(() => "fetched", (e) => "blocked: " + e.name));
+  assert(fetched.startsWith("blocked"), "connect-src 'none' blocks fetch: " + fetched);
+  const other = await appRequest(inner, "tools/call", { name: "echo", arguments: { message: "x" } });
+  assert(other.result === undefined || other.result.content[0].text === "Echo: x", "sanity");
+
+  step = "maximize";
+  await card.locator('button[aria-label="Maximize"]').click();
+  assert(await card.evaluate((el) => el.classList.contains("maximized")), "maximized");
+  const box = await card.boundingBox();
+  assert(Math.abs(box.x - 1280 * 0.05) < 2 && Math.abs(box.y - 900 * 0.05) < 2, "5% inset: " + JSON.stringify(box));
+  await shot(page, "02-clock-maximized");
+  await page.keyboard.press("Escape");
+  assert(!(await card.evaluate((el) => el.classList.contains("maximized"))), "Escape restores");
+  await card.locator('button[aria-label="Collapse"]').click();
+  assert(await card.evaluate((el) => el.classList.contains("collapsed")), "collapsed");
+  await card.locator('button[aria-label="Collapse"]').click();
+
+  step = "fake app: other server and hidden tools refused";
+  await selectServer(page, env.FAKE_SERVER);
+  const visible = await callTool(page, "visible");
+  const fcard = await openApp(page, visible);
+  const f = await appFrame(page, fcard);
+  const hidden = await appRequest(f.inner, "tools/call", { name: "hidden", arguments: {} });
+  assert(hidden.error && /not visible to apps/.test(hidden.error.message), "hidden tool refused: " + JSON.stringify(hidden));
+  const foreign = await appRequest(f.inner, "tools/call", { name: "echo", arguments: { message: "x" } });
+  assert(foreign.error && /only call its own server/.test(foreign.error.message), "another server's tool refused: " + JSON.stringify(foreign));
+  const own = await appRequest(f.inner, "tools/call", { name: "app_only", arguments: {} });
+  assert(own.result && own.result.content[0].text === "called app_only", "own app tool allowed: " + JSON.stringify(own));
+  const unknown = await appRequest(f.inner, "no/such", {});
+  assert(unknown.error && unknown.error.code === -32601, "unknown method: " + JSON.stringify(unknown));
+  await shot(page, "03-fake-app");
+
+  step = "legacy GemiHub-style app";
+  const legacy = await callTool(page, "legacy");
+  const lcard = legacy.locator(".app-card").first();
+  await lcard.waitFor({ timeout: TIMEOUT });
+  await page.waitForFunction((el) => el.dataset.appState === "legacy", await lcard.elementHandle(), { timeout: TIMEOUT });
+  const l = await appFrame(page, lcard);
+  await l.inner.waitForFunction(() => document.getElementById("r").textContent === "legacy got: called legacy", null, { timeout: TIMEOUT });
+  await l.inner.waitForFunction(() => document.getElementById("c").textContent === "context ok: true", null, { timeout: TIMEOUT });
+
+  step = "server-basic-vanillajs";
+  await selectServer(page, env.BASIC_SERVER);
+  const getTime = await callTool(page, "get-time");
+  const bcard = await openApp(page, getTime);
+  const b = await appFrame(page, bcard);
+  await b.inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("server-time").textContent), null, { timeout: TIMEOUT });
+  const before = await b.inner.locator("#server-time").textContent();
+  await page.waitForTimeout(50);
+  const blog0 = (await bcard.locator(".app-log li").allTextContents()).filter((l) => l.startsWith("← tools/call")).length;
+  await b.inner.locator("#get-time-btn").click();
+  await page.waitForFunction(([el, n]) => [...el.querySelectorAll(".app-log li")].filter((l) => l.textContent.startsWith("← tools/call")).length > n && [...el.querySelectorAll(".app-log li")].some((l) => /^→ result #\d+$/.test(l.textContent)), [await bcard.elementHandle(), blog0], { timeout: TIMEOUT });
+  await b.inner.waitForFunction((t) => document.getElementById("server-time").textContent !== t, before, { timeout: TIMEOUT });
+  await shot(page, "04-basic-vanillajs");
+
+  step = "vanillajs open-link asks first";
+  await b.inner.locator("#open-link-btn").click();
+  await page.waitForSelector('.modal[aria-label="Open a link?"]', { timeout: TIMEOUT });
+  await shot(page, "05-open-link-dialog");
+  await page.locator(".modal button", { hasText: "Cancel" }).click();
+  await page.waitForSelector(".modal", { state: "detached" });
+  assert(page.context().pages().length === 1, "no window was opened");
+
+  step = "vanillajs message";
+  await b.inner.locator("#send-message-btn").click();
+  await page.waitForSelector(".toast", { timeout: TIMEOUT });
+  assert((await page.locator(".toast").first().textContent()).includes("This is message text."), "ui/message shown");
+}
+
+async function chatScenario(page) {
+  step = "chat page";
+  await page.goto(APP_URL.replace("/?token", "/chat?token"));
+  await page.waitForSelector(".chat-toolbar");
+  await page.locator(".tools-menu summary").click();
+  await page.waitForSelector('[data-chat-server="demo"]');
+  await shot(page, "01-chat-empty");
+
+  step = "server checkboxes are remembered";
+  await page.locator('[data-chat-server="other"]').uncheck();
+  await page.reload();
+  await page.waitForSelector(".chat-toolbar");
+  await page.locator(".tools-menu summary").click();
+  await page.waitForSelector('[data-chat-server="other"]');
+  assert(!(await page.locator('[data-chat-server="other"]').isChecked()), "unchecked server remembered");
+  assert(await page.locator('[data-chat-server="demo"]').isChecked(), "demo still checked");
+  const stored = await page.evaluate(() => localStorage.getItem("switchboard.chat.servers"));
+  assert(stored.includes('"other":false'), "stored in localStorage: " + stored);
+  await page.fill(".chat-toolbar .model", "gemma-3-27b-it");
+  await page.waitForSelector("[data-tools-off]");
+  assert(await page.locator('[data-chat-server="demo"]').isDisabled(), "no MCP tools for Gemma");
+  await page.fill(".chat-toolbar .model", "gemini-2.5-flash");
+  await page.locator(".tools-menu summary").click();
+
+  step = "send";
+  await page.fill(".chat-input", "What time is it?");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("[data-confirm]", { timeout: TIMEOUT });
+  assert((await page.locator("[data-confirm] code").first().textContent()) === "demo.clock", "asks before running demo.clock");
+  await shot(page, "02-confirm");
+  await page.locator('[data-decision="once"]').click();
+  const card = page.locator('.tool-card[data-tool-call="clock"]');
+  await page.waitForSelector('.tool-card[data-tool-call="clock"][data-done="true"]', { timeout: TIMEOUT });
+  const app = await openApp(page, card);
+  const { inner } = await appFrame(page, app);
+  await inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("time").textContent), null, { timeout: TIMEOUT });
+  await page.waitForFunction(() => [...document.querySelectorAll(".msg.model .msg-text")].some((m) => m.textContent.includes("The clock app shows the time.")), null, { timeout: TIMEOUT });
+  await inner.locator("#refresh").click();
+  await inner.waitForFunction(() => document.getElementById("status").textContent === "updated", null, { timeout: TIMEOUT });
+  await shot(page, "03-chat-app");
+}
+
+async function oauthScenario(page) {
+  step = "needs login";
+  await page.goto(APP_URL.replace("/?token", "/settings?token"));
+  const row = page.locator('[data-server-row="secure"]');
+  await row.waitFor();
+  await page.waitForSelector('[data-server-row="secure"] [data-login="secure"]', { timeout: TIMEOUT });
+  await row.locator('[data-test="secure"]').click();
+  await row.locator('[data-test-result="needs-oauth"]').waitFor({ timeout: TIMEOUT });
+  const msg = await row.locator(".test-message").textContent();
+  assert(msg.includes("Server requires OAuth authentication."), "needsOAuth message: " + msg);
+  await shot(page, "01-needs-login");
+
+  step = "popup login";
+  const popupPromise = page.context().waitForEvent("page", { timeout: TIMEOUT });
+  await row.locator('[data-login="secure"]').first().click();
+  const popup = await popupPromise;
+  await popup.waitForLoadState("load", { timeout: TIMEOUT }).catch(() => {});
+  log("popup reached", popup.url());
+  await page.waitForSelector('.toast:has-text("Logged in")', { timeout: TIMEOUT });
+  await page.waitForSelector('[data-server-row="secure"] .badge.status-connected', { timeout: TIMEOUT });
+  assert(!(await page.evaluate(() => document.body.innerHTML)).match(/access_token|refresh_token/), "no token in the page");
+  await shot(page, "02-logged-in");
+  if (!popup.isClosed()) {
+    await popup.screenshot({ path: path.join(SHOTS, `${SCENARIO}-03-popup.png`) }).catch(() => {});
+  }
+
+  step = "call with the token";
+  await page.click('nav.tabs a[data-nav="explorer"]');
+  await selectServer(page, "secure");
+  const echo = page.locator('details[data-tool="echo"]');
+  await echo.locator(":scope > summary").click();
+  await echo.locator('[name="message"]').fill("authorized");
+  await echo.locator('[data-call="echo"]').click();
+  await echo.locator(".result-head.is-ok").waitFor({ timeout: TIMEOUT });
+  assert((await echo.locator(".text-block").first().textContent()).includes("authorized"), "echo through OAuth");
+  await shot(page, "04-explorer");
+}
+
+// ---------------------------------------------------------------- main
+
+const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario };
+const run = scenarios[SCENARIO];
+if (!run || !APP_URL) {
+  console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth node run.mjs");
+  process.exit(2);
+}
+const { context, dir } = await launch();
+const page = context.pages()[0] || (await context.newPage());
+const problems = [];
+page.on("pageerror", (e) => problems.push("page error: " + e.message));
+page.on("console", (m) => { if (m.type() === "error") console.log(`[${SCENARIO}] console error:`, m.text()); });
+page.setDefaultTimeout(TIMEOUT);
+let code = 0;
+try {
+  await run(page);
+  assert(problems.length === 0, problems.join("; "));
+  console.log(`[${SCENARIO}] ok`);
+} catch (e) {
+  code = 1;
+  console.error(`[${SCENARIO}] FAILED at step "${step}": ${e.stack || e}`);
+  try { await shot(page, "failure"); } catch (_) { /* ignore */ }
+} finally {
+  await context.close().catch(() => {});
+  fs.rmSync(dir, { recursive: true, force: true });
+}
+process.exit(code);
