@@ -2,9 +2,11 @@
 // /usr/bin/chromium) through playwright-core. Driven by crates/web/tests/browser.rs,
 // which starts the app and the MCP servers and passes them in the environment:
 //   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
-//   SCENARIO        settings | apps | chat | oauth (the last from crates/cli/tests/serve.rs)
+//   SCENARIO        settings | apps | chat | oauth | oauth-callback (the last two from
+//                   crates/cli/tests/serve.rs)
 //   SCREENSHOT_DIR  where every page's screenshot goes
 //   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
+//   RUN_ID          the saved run (SCENARIO=workflows)
 // Every step asserts on the DOM; a failure exits 1 with the step's name.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -385,12 +387,120 @@ async function oauthScenario(page) {
   await shot(page, "04-explorer");
 }
 
+// The login that comes back to the app itself (/auth/mcp-oauth-callback): in a popup
+// whose callback page posts to its opener, then with popups blocked (window.open
+// returns null) in the same tab, resuming at /settings?mcp-oauth-return=1.
+async function oauthCallbackScenario(page) {
+  step = "popup login";
+  await page.goto(APP_URL.replace("/?token", "/settings?token"));
+  const row = page.locator('[data-server-row="popup"]');
+  await page.waitForSelector('[data-server-row="popup"] [data-login="popup"]', { timeout: TIMEOUT });
+  await shot(page, "01-needs-login");
+  const popupPromise = page.context().waitForEvent("page", { timeout: TIMEOUT });
+  await row.locator('[data-login="popup"]').first().click();
+  const popup = await popupPromise;
+  const popupUrls = [];
+  popup.on("framenavigated", (f) => { if (f === popup.mainFrame()) popupUrls.push(f.url()); });
+  await page.waitForSelector('[data-login-pending="popup"] [data-login-result="ok"]', { timeout: TIMEOUT });
+  log("popup went through", popupUrls.join(" → "));
+  assert(popupUrls.some((u) => u.includes("/auth/mcp-oauth-callback")), "the popup came back to the app's callback page: " + popupUrls.join(", "));
+  await page.waitForSelector('[data-server-row="popup"] .badge.status-connected', { timeout: TIMEOUT });
+  const html = await page.evaluate(() => document.body.innerHTML);
+  assert(!html.match(/access_token|refresh_token|code_verifier/), "no token in the page");
+  await shot(page, "02-popup-logged-in");
+  await popup.waitForEvent("close", { timeout: TIMEOUT }).catch(() => {});
+  assert(popup.isClosed(), "the callback popup closes itself");
+
+  step = "call with the token";
+  await page.click('nav.tabs a[data-nav="explorer"]');
+  await selectServer(page, "popup");
+  const echo = page.locator('details[data-tool="echo"]');
+  await echo.locator(":scope > summary").click();
+  await echo.locator('[name="message"]').fill("through the popup");
+  await echo.locator('[data-call="echo"]').click();
+  await echo.locator(".result-head.is-ok").waitFor({ timeout: TIMEOUT });
+  assert((await echo.locator(".text-block").first().textContent()).includes("through the popup"), "echo through OAuth");
+  await shot(page, "03-explorer");
+
+  step = "blocked popup";
+  await page.click('nav.tabs a[data-nav="settings"]');
+  const tabRow = page.locator('[data-server-row="tab"]');
+  await page.waitForSelector('[data-server-row="tab"] [data-login="tab"]', { timeout: TIMEOUT });
+  await page.evaluate(() => { window.open = function () { return null; }; });
+  const back = page.waitForURL(/\/settings\?mcp-oauth-return=1/, { timeout: TIMEOUT, waitUntil: "commit" });
+  await tabRow.locator('[data-login="tab"]').first().click();
+  await back;
+  log("resumed at", page.url());
+  await page.waitForSelector('[data-login-pending="tab"] [data-login-result="ok"]', { timeout: TIMEOUT });
+  assert(new URL(page.url()).pathname === "/settings" && !page.url().includes("mcp-oauth-return"), "the return marker is dropped: " + page.url());
+  await page.waitForSelector('[data-server-row="tab"] .badge.status-connected', { timeout: TIMEOUT });
+  const left = await page.evaluate(() => sessionStorage.getItem("mcp-oauth-callback"));
+  assert(left === null, "the callback result is not kept");
+  await shot(page, "04-same-tab-logged-in");
+
+  step = "replayed callback";
+  // Going back through the callback with a used state: the server refuses it.
+  await page.goto(new URL("/auth/mcp-oauth-callback?code=x&state=used-or-forged", page.url()).href);
+  await page.waitForURL(/\/settings/, { timeout: TIMEOUT });
+  await page.waitForSelector('.toast:has-text("no login is waiting")', { timeout: TIMEOUT });
+  await shot(page, "05-replay-refused");
+}
+
+// Workflows page (crates/web/tests/browser.rs saves a run of examples/demo-tour.yaml
+// first): the list, the run's log, and the clock app rendered from its UI step; then
+// the link `switchboard run` prints, without and with the access cookie.
+async function workflowsScenario(page) {
+  const runId = env.RUN_ID;
+  step = "workflows page";
+  await page.goto(APP_URL);
+  await page.click('nav.tabs a[data-nav="workflows"]');
+  await page.waitForSelector('[data-workflow="examples/demo-tour.yaml"]');
+  await page.waitForSelector(`[data-run="${runId}"]`);
+  await shot(page, "01-list");
+
+  step = "open the run";
+  await page.click(`[data-run="${runId}"]`);
+  await page.waitForSelector(`[data-run-loaded="${runId}"]`);
+  assert((await page.locator('[data-step="greet"][data-step-status="ok"]').count()) === 1, "greet step listed");
+  assert((await page.locator('[data-ui-step="clock"]').count()) === 1, "clock UI step listed");
+  await shot(page, "02-run");
+
+  step = "clock app from the run";
+  await page.click('[data-open-step="clock"]');
+  const card = await openApp(page, page.locator('[data-ui-step="clock"]'));
+  const { inner } = await appFrame(page, card);
+  await inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("time").textContent), null, { timeout: TIMEOUT });
+  const log = await card.locator(".app-log li").allTextContents();
+  assert(log.includes("← ui/initialize #1") && log.includes("← ui/notifications/initialized"), "handshake: " + log.join(", "));
+  assert(log.includes("→ ui/notifications/tool-result"), "the saved tool result is sent: " + log.join(", "));
+  assert(page.url().includes("step=clock"), "the address names the step: " + page.url());
+  await shot(page, "03-clock-app");
+
+  step = "printed link without a cookie";
+  const origin = new URL(APP_URL).origin;
+  const token = new URL(APP_URL).searchParams.get("token");
+  const link = `${origin}/workflows?run=${encodeURIComponent(runId)}&step=clock`;
+  await page.context().clearCookies();
+  const resp = await page.goto(link);
+  assert(resp.status() === 401, "asks for the token link first: " + resp.status());
+  await shot(page, "04-link-needs-token");
+
+  step = "printed link with the token";
+  await page.goto(link + "&token=" + token);
+  const card2 = await openApp(page, page.locator('[data-ui-step="clock"]'));
+  const frames = await appFrame(page, card2);
+  await frames.inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("time").textContent), null, { timeout: TIMEOUT });
+  assert(!page.url().includes("token="), "the token is removed from the address bar");
+  await shot(page, "05-link-clock-app");
+}
+
 // ---------------------------------------------------------------- main
 
-const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario };
+const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
+scenarios.workflows = workflowsScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {
-  console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth node run.mjs");
+  console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth|oauth-callback node run.mjs");
   process.exit(2);
 }
 const { context, dir } = await launch();

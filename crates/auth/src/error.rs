@@ -91,6 +91,11 @@ pub enum AuthError {
         "the authorization response's `state` does not match the request (a stale or forged callback); nothing was saved: run `switchboard mcp login {server}` again"
     )]
     StateMismatch { server: String },
+    /// A completion named a `state` with no authorization waiting for it.
+    #[error(
+        "no login is waiting for this `state`: it is unknown, expired or already used; nothing was saved: start the login again"
+    )]
+    UnknownState,
     /// The authorization response's `iss` is not the authorization server's issuer.
     #[error(
         "the authorization response came from issuer `{got}`, expected `{expected}` (RFC 9207); nothing was saved"

@@ -10,13 +10,18 @@
 //! - Clients: configured `oauth.clientId` (an `https://` id is a Client ID Metadata
 //!   Document), else RFC 7591 registration as the public client "Switchboard".
 //! - Grants: authorization code with PKCE S256, `state` and RFC 8707 `resource`
-//!   through a loopback callback ([`CallbackListener`]); refresh token;
+//!   through a loopback callback ([`CallbackListener`]), or split in two for an app's
+//!   own callback page ([`AuthManager::begin_authorization`] /
+//!   [`AuthManager::complete_authorization`], the verifier and secret kept here,
+//!   keyed by `state`); refresh token;
 //!   `client_credentials`; the enterprise jwt-bearer grant (an ID-JAG from the
 //!   configured identity provider); Google Application Default Credentials.
 //! - Token endpoint authentication: `client_secret_basic`, `client_secret_post`,
 //!   `none`, `private_key_jwt` (ES256 or RS256 from `oauth.privateKeyFile`).
 //! - [`TokenStore`]: `$SWITCHBOARD_HOME/mcp-oauth-tokens.json`, mode 0600, atomic
-//!   writes, an exclusive `flock` held across every refresh.
+//!   writes, an exclusive `flock` held across every refresh; with the `keyring` feature
+//!   and `SWITCHBOARD_TOKEN_STORE=keyring`, secrets in the OS keyring instead
+//!   ([`TokenStore::from_env`]).
 //!
 //! Every request goes through the URL guard ([`switchboard_net::GuardedClient`]).
 //! Tokens never appear in logs, `Debug` output or error messages.
@@ -29,6 +34,8 @@ mod discovery;
 mod error;
 mod google;
 mod http;
+#[cfg(feature = "keyring")]
+mod keyring;
 mod manager;
 mod store;
 mod token;
@@ -42,10 +49,12 @@ pub use discovery::{
 pub use error::AuthError;
 pub use google::{DEFAULT_GOOGLE_SCOPES, GOOGLE_TOKEN_URI, adc_path};
 pub use manager::{
-    AuthManager, AuthSummary, Grant, LoginOptions, LoginReport, MAX_STEP_UPS, OpenUrl, ServerAuth,
+    AuthManager, AuthSummary, Authorization, CompletedAuthorization, Grant, LoginOptions,
+    LoginReport, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations, ServerAuth,
 };
 pub use store::{
-    REFRESH_MARGIN, Stamp, StoreLock, StoredLogin, TOKEN_FILE, TokenSet, TokenStore, now_ms,
+    KEYRING_SERVICE, REFRESH_MARGIN, SecretBackend, Stamp, StoreLock, StoredLogin, TOKEN_FILE,
+    TOKEN_STORE_ENV, TokenSet, TokenStore, keyring_account, now_ms,
 };
 pub use token::{AuthMethod, JWT_BEARER_GRANT, choose_auth_method};
 

@@ -11,12 +11,17 @@
 //!   `state` and `resource`, through a loopback callback; or, with no user, the
 //!   `client_credentials` grant, the enterprise jwt-bearer grant (an ID-JAG from the
 //!   configured identity provider), and Google Application Default Credentials.
+//! - **Split logins** for an app's own callback page
+//!   ([`AuthManager::begin_authorization`] → [`AuthManager::complete_authorization`]):
+//!   the same discovery, registration, PKCE and exchange, with the verifier, client
+//!   secret and resource held in [`PendingAuthorizations`] keyed by `state` for
+//!   [`PENDING_TTL`], each usable once.
 //! - **Step-up**: a 403 `insufficient_scope` re-authorizes with the wider scope (at
 //!   most 3 times per server and process); interactively only when a login UI is set.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::Map;
 use switchboard_config::{AuthProviderType, OAuthConfig, ServerConfig, Transport};
@@ -24,7 +29,7 @@ use switchboard_mcp::{TokenFuture, TokenSource, TokenStatus};
 use switchboard_net::GuardedClient;
 
 use crate::browser::open_in_browser;
-use crate::callback::{CallbackListener, DEFAULT_REDIRECT_URI};
+use crate::callback::{CallbackListener, CallbackParams, DEFAULT_REDIRECT_URI};
 use crate::challenge::BearerChallenge;
 use crate::crypto::{SigningKey, pkce, random_token};
 use crate::discovery::{Discovery, MetadataSource, Overrides, discover};
@@ -236,7 +241,81 @@ pub struct AuthSummary {
     pub has_refresh_token: bool,
 }
 
+/// How long a login started with [`AuthManager::begin_authorization`] waits for its
+/// code.
+pub const PENDING_TTL: Duration = Duration::from_secs(600);
+
+/// An authorization request waiting for its code: what must never reach the browser
+/// (the PKCE verifier, the client secret or key) stays here.
+struct PendingAuth {
+    server: String,
+    server_url: String,
+    resource: String,
+    token_endpoint: String,
+    issuer: String,
+    iss_required: bool,
+    redirect_uri: String,
+    verifier: String,
+    state: String,
+    client: ClientCreds,
+    scope: Option<String>,
+    registration_url: Option<String>,
+    created: Instant,
+}
+
+/// Logins started with [`AuthManager::begin_authorization`], keyed by `state`. Cheap
+/// to clone; share one between managers ([`AuthManager::with_pending`]) so that a
+/// login begun by one completes through another.
+#[derive(Clone, Default)]
+pub struct PendingAuthorizations(Arc<Mutex<HashMap<String, PendingAuth>>>);
+
+impl std::fmt::Debug for PendingAuthorizations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PendingAuthorizations")
+            .field("waiting", &lock(&self.0).len())
+            .finish()
+    }
+}
+
+impl PendingAuthorizations {
+    fn prune(map: &mut HashMap<String, PendingAuth>) {
+        map.retain(|_, p| p.created.elapsed() < PENDING_TTL);
+    }
+
+    fn insert(&self, p: PendingAuth) {
+        let mut map = lock(&self.0);
+        Self::prune(&mut map);
+        map.insert(p.state.clone(), p);
+    }
+
+    /// The waiting login for `state`, removed (so a `state` works once).
+    fn take(&self, state: &str) -> Option<PendingAuth> {
+        let mut map = lock(&self.0);
+        Self::prune(&mut map);
+        map.remove(state)
+    }
+}
+
+/// A login begun for an app's own callback page.
+#[derive(Debug, Clone)]
+pub struct Authorization {
+    /// Where to send the browser.
+    pub authorize_url: String,
+    /// The request's `state` (the key of the waiting login).
+    pub state: String,
+    pub server: String,
+}
+
+/// A login finished by [`AuthManager::complete_authorization`] (no token in it).
+#[derive(Debug, Clone)]
+pub struct CompletedAuthorization {
+    pub server: String,
+    /// Milliseconds since the epoch.
+    pub expires_at: Option<u64>,
+}
+
 struct Inner {
+    pending: PendingAuthorizations,
     store: TokenStore,
     http: Http,
     servers: Mutex<HashMap<String, ServerAuth>>,
@@ -295,8 +374,18 @@ fn union_scope(a: Option<&str>, b: Option<&str>) -> Option<String> {
 impl AuthManager {
     /// A manager over `store`, sending every request through `http`.
     pub fn new(store: TokenStore, http: GuardedClient) -> Self {
+        Self::with_pending(store, http, PendingAuthorizations::default())
+    }
+
+    /// A manager whose browser logins wait in `pending` (shared with other managers).
+    pub fn with_pending(
+        store: TokenStore,
+        http: GuardedClient,
+        pending: PendingAuthorizations,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
+                pending,
                 store,
                 http: Http::new(http),
                 servers: Mutex::new(HashMap::new()),
@@ -886,14 +975,8 @@ impl AuthManager {
         Ok(resp.access_token)
     }
 
-    /// Logs in to `server`: the browser flow for `authorization_code`, or the
-    /// configured machine grant. The token is saved.
-    pub async fn login(
-        &self,
-        server: &str,
-        url: &str,
-        opts: &LoginOptions,
-    ) -> Result<LoginReport, AuthError> {
+    /// `server`'s settings, if OAuth logins are allowed for it.
+    fn loginable(&self, server: &str, url: &str) -> Result<ServerAuth, AuthError> {
         let sa = self.server(server, url);
         if sa.own_authorization {
             return Err(AuthError::Config(format!(
@@ -905,6 +988,47 @@ impl AuthManager {
                 "OAuth is turned off for `{server}` (`oauth.enabled: false`)"
             )));
         }
+        Ok(sa)
+    }
+
+    /// `server`'s settings, if it logs in through a browser.
+    fn interactive(&self, server: &str, url: &str) -> Result<ServerAuth, AuthError> {
+        let sa = self.loginable(server, url)?;
+        let grant = sa.grant()?;
+        if grant.is_machine() {
+            return Err(AuthError::Config(format!(
+                "`{server}` uses the {} grant, which needs no browser",
+                grant.as_str()
+            )));
+        }
+        Ok(sa)
+    }
+
+    /// Whether a browser login for `server` must come back to the loopback callback:
+    /// a configured `oauth.clientId` (registered with that redirect URI) or
+    /// `oauth.redirectUri`.
+    pub fn needs_loopback(&self, server: &str, url: &str) -> bool {
+        let sa = self.server(server, url);
+        sa.oauth.client_id.is_some() || sa.oauth.redirect_uri.is_some()
+    }
+
+    /// Whether `server` gets its tokens without a browser.
+    pub fn is_machine_grant(&self, server: &str, url: &str) -> bool {
+        self.server(server, url)
+            .grant()
+            .map(Grant::is_machine)
+            .unwrap_or(false)
+    }
+
+    /// Logs in to `server`: the browser flow for `authorization_code`, or the
+    /// configured machine grant. The token is saved.
+    pub async fn login(
+        &self,
+        server: &str,
+        url: &str,
+        opts: &LoginOptions,
+    ) -> Result<LoginReport, AuthError> {
+        let sa = self.loginable(server, url)?;
         let grant = sa.grant()?;
         let login = if grant.is_machine() {
             let challenge = if grant == Grant::Google || sa.oauth.token_url.is_some() {
@@ -940,6 +1064,35 @@ impl AuthManager {
         challenge: Option<BearerChallenge>,
         opts: &LoginOptions,
     ) -> Result<StoredLogin, AuthError> {
+        let (pending, auth_url, listener) =
+            self.prepare(sa, scope_override, challenge, None).await?;
+        let listener = listener
+            .ok_or_else(|| AuthError::Config("the loopback callback listener is missing".into()))?;
+        let waiting = tokio::spawn(listener.wait(opts.timeout));
+        (opts.open_url)(auth_url.as_str());
+        let params = waiting
+            .await
+            .map_err(|e| AuthError::Config(format!("the callback listener stopped: {e}")))??;
+        if params.error.is_none() && params.state.as_deref() != Some(pending.state.as_str()) {
+            return Err(AuthError::StateMismatch {
+                server: sa.name.clone(),
+            });
+        }
+        self.finish(pending, params, opts.verifier_override.clone())
+            .await
+    }
+
+    /// Everything before the browser: discovery, endpoint checks, the client
+    /// (configured or registered for the redirect URI), PKCE, `state` and the
+    /// authorization URL. `redirect_uri: None` binds the loopback callback listener
+    /// (returned) for the configured or default redirect URI.
+    async fn prepare(
+        &self,
+        sa: &ServerAuth,
+        scope_override: Option<String>,
+        challenge: Option<BearerChallenge>,
+        redirect_uri: Option<&str>,
+    ) -> Result<(PendingAuth, url::Url, Option<CallbackListener>), AuthError> {
         let (status, d) = self.discover_for(sa, challenge).await?;
         if !(401..=403).contains(&status)
             && d.resource_metadata.is_none()
@@ -987,13 +1140,18 @@ impl AuthManager {
             &meta.scopes_supported,
         );
 
-        let redirect = sa
-            .oauth
-            .redirect_uri
-            .clone()
-            .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
-        let listener = CallbackListener::bind(&redirect, &sa.name).await?;
-        let redirect_uri = listener.redirect_uri().to_string();
+        let (redirect_uri, listener) = match redirect_uri {
+            Some(r) => (r.to_string(), None),
+            None => {
+                let redirect = sa
+                    .oauth
+                    .redirect_uri
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_REDIRECT_URI.to_string());
+                let listener = CallbackListener::bind(&redirect, &sa.name).await?;
+                (listener.redirect_uri().to_string(), Some(listener))
+            }
+        };
 
         // The client: configured, else registered now.
         let key = sa.signing_key()?;
@@ -1024,7 +1182,7 @@ impl AuthManager {
         };
         let client = ClientCreds {
             id: client_id.clone(),
-            secret: secret.clone(),
+            secret,
             method,
             key,
         };
@@ -1049,37 +1207,48 @@ impl AuthManager {
             }
             q.append_pair("resource", &d.resource);
         }
-        let waiting = tokio::spawn(listener.wait(opts.timeout));
-        (opts.open_url)(auth_url.as_str());
-        let params = waiting
-            .await
-            .map_err(|e| AuthError::Config(format!("the callback listener stopped: {e}")))??;
+        let pending = PendingAuth {
+            server: sa.name.clone(),
+            server_url: sa.url.clone(),
+            resource: d.resource.clone(),
+            token_endpoint: meta.token_endpoint.clone(),
+            issuer: meta.issuer.clone(),
+            iss_required: meta.authorization_response_iss_parameter_supported,
+            redirect_uri,
+            verifier: pkce.verifier.clone(),
+            state,
+            client,
+            scope,
+            registration_url,
+            created: Instant::now(),
+        };
+        Ok((pending, auth_url, listener))
+    }
 
+    /// Everything after the browser: the authorization response's error and `iss`,
+    /// then the code exchange. (`state` was checked by the caller.)
+    async fn finish(
+        &self,
+        p: PendingAuth,
+        params: CallbackParams,
+        verifier_override: Option<String>,
+    ) -> Result<StoredLogin, AuthError> {
         if params.error.is_some() {
             return Err(AuthError::Denied {
                 error: params.error,
                 description: params.error_description,
             });
         }
-        if params.state.as_deref() != Some(state.as_str()) {
-            return Err(AuthError::StateMismatch {
-                server: sa.name.clone(),
-            });
-        }
         match &params.iss {
-            Some(iss)
-                if !iss
-                    .trim_end_matches('/')
-                    .eq(meta.issuer.trim_end_matches('/')) =>
-            {
+            Some(iss) if !iss.trim_end_matches('/').eq(p.issuer.trim_end_matches('/')) => {
                 return Err(AuthError::IssuerMismatch {
-                    expected: meta.issuer.clone(),
+                    expected: p.issuer.clone(),
                     got: crate::error::sanitize(iss),
                 });
             }
-            None if meta.authorization_response_iss_parameter_supported => {
+            None if p.iss_required => {
                 return Err(AuthError::IssuerMismatch {
-                    expected: meta.issuer.clone(),
+                    expected: p.issuer.clone(),
                     got: "(none)".into(),
                 });
             }
@@ -1090,51 +1259,109 @@ impl AuthManager {
             .clone()
             .ok_or_else(|| AuthError::InvalidResponse {
                 what: "the authorization response",
-                url: redirect_uri.clone(),
+                url: p.redirect_uri.clone(),
                 reason: "it has no `code`".into(),
             })?;
-        let verifier = opts
-            .verifier_override
-            .clone()
-            .unwrap_or_else(|| pkce.verifier.clone());
+        let verifier = verifier_override.unwrap_or_else(|| p.verifier.clone());
         let form = vec![
             ("grant_type".to_string(), "authorization_code".to_string()),
             ("code".to_string(), code),
-            ("redirect_uri".to_string(), redirect_uri.clone()),
+            ("redirect_uri".to_string(), p.redirect_uri.clone()),
             ("code_verifier".to_string(), verifier),
-            ("resource".to_string(), d.resource.clone()),
+            ("resource".to_string(), p.resource.clone()),
         ];
         let resp = request_token(
             &self.inner.http,
-            &meta.token_endpoint,
+            &p.token_endpoint,
             "authorization_code",
             form,
-            Some(&client),
+            Some(&p.client),
             true,
         )
         .await?;
         let now = now_ms();
         Ok(StoredLogin {
-            server_name: sa.name.clone(),
+            server_name: p.server.clone(),
             token: TokenSet {
                 expires_at: resp.expires_at(now),
                 access_token: resp.access_token,
                 refresh_token: resp.refresh_token,
                 token_type: "Bearer".into(),
-                scope: resp.scope.or(scope),
+                scope: resp.scope.or(p.scope),
             },
-            client_id: Some(client_id),
-            client_secret: secret,
-            token_url: Some(meta.token_endpoint.clone()),
-            mcp_server_url: sa.url.clone(),
+            client_id: Some(p.client.id.clone()),
+            client_secret: p.client.secret.clone(),
+            token_url: Some(p.token_endpoint.clone()),
+            mcp_server_url: p.server_url.clone(),
             updated_at: now,
             grant_type: Some(Grant::AuthorizationCode.as_str().into()),
-            token_endpoint_auth_method: Some(method.as_str().into()),
-            resource: Some(d.resource.clone()),
-            issuer: Some(meta.issuer.clone()),
-            registration_url,
+            token_endpoint_auth_method: Some(p.client.method.as_str().into()),
+            resource: Some(p.resource.clone()),
+            issuer: Some(p.issuer.clone()),
+            registration_url: p.registration_url,
             extra: Map::new(),
         })
+    }
+
+    /// Starts an authorization-code login whose browser comes back to `redirect_uri`
+    /// (an app's own callback page, not the loopback listener): discovery, the client
+    /// (registered for `redirect_uri` when none is configured), PKCE and `state`. The
+    /// verifier, client secret and resource stay here, keyed by `state`, for
+    /// [`PENDING_TTL`]; finish with [`AuthManager::complete_authorization`].
+    pub async fn begin_authorization(
+        &self,
+        server: &str,
+        url: &str,
+        redirect_uri: &str,
+        scopes: Option<Vec<String>>,
+    ) -> Result<Authorization, AuthError> {
+        let sa = self.interactive(server, url)?;
+        let scope = scopes.map(|s| s.join(" "));
+        let (pending, auth_url, _) = self.prepare(&sa, scope, None, Some(redirect_uri)).await?;
+        let state = pending.state.clone();
+        self.inner.pending.insert(pending);
+        Ok(Authorization {
+            authorize_url: auth_url.to_string(),
+            state,
+            server: sa.name,
+        })
+    }
+
+    /// Completes a login started by [`AuthManager::begin_authorization`]: takes the
+    /// waiting authorization for `state` (once: [`AuthError::UnknownState`] when it is
+    /// unknown, expired or used), exchanges `code` and saves the tokens. Returns the
+    /// server name and the token's expiry; never the tokens.
+    pub async fn complete_authorization(
+        &self,
+        state: &str,
+        code: &str,
+        iss: Option<&str>,
+    ) -> Result<CompletedAuthorization, AuthError> {
+        let pending = self
+            .inner
+            .pending
+            .take(state)
+            .ok_or(AuthError::UnknownState)?;
+        let params = CallbackParams {
+            code: Some(code.to_string()),
+            state: Some(state.to_string()),
+            error: None,
+            error_description: None,
+            iss: iss.map(str::to_string),
+        };
+        let login = self.finish(pending, params, None).await?;
+        self.inner.store.put(login.clone()).await?;
+        self.cache_put(&login);
+        lock(&self.inner.step_ups).remove(&login.server_name);
+        Ok(CompletedAuthorization {
+            server: login.server_name.clone(),
+            expires_at: login.token.expires_at,
+        })
+    }
+
+    /// Drops the waiting authorization for `state` (the user was denied, or gave up).
+    pub fn cancel_authorization(&self, state: &str) -> bool {
+        self.inner.pending.take(state).is_some()
     }
 
     /// The server answered 403 `insufficient_scope`: re-authorize with the wider

@@ -10,6 +10,11 @@
 //!   finds the new token.
 //! - Unknown fields of an entry are kept.
 //! - `Debug` of an entry shows no token or secret.
+//! - The secret parts of a login (access token, refresh token, client secret) can live
+//!   in a [`SecretBackend`] instead of the file: the OS keyring with the `keyring`
+//!   feature and `SWITCHBOARD_TOKEN_STORE=keyring` ([`TokenStore::from_env`]). The file
+//!   then keeps only metadata and `"secretStorage": "keyring"`. When the backend fails,
+//!   the login is written to the file whole, with a warning: a token is never dropped.
 
 use std::fmt;
 use std::fs::{self, File, OpenOptions};
@@ -17,6 +22,7 @@ use std::io::Write as _;
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -26,6 +32,54 @@ use crate::error::AuthError;
 
 /// The file name under `$SWITCHBOARD_HOME`.
 pub const TOKEN_FILE: &str = "mcp-oauth-tokens.json";
+
+/// The keyring service under which secrets are kept.
+pub const KEYRING_SERVICE: &str = "switchboard-mcp-oauth";
+
+/// The environment variable that chooses where secrets go: `file` (the default) or
+/// `keyring`.
+pub const TOKEN_STORE_ENV: &str = "SWITCHBOARD_TOKEN_STORE";
+
+/// The field marking a file entry whose secrets live in the keyring.
+const SECRETS_FIELD: &str = "secretStorage";
+
+/// Where the secret parts of logins can be kept instead of the token file. Errors are
+/// human-readable reasons, shown in warnings; they never contain a secret.
+pub trait SecretBackend: Send + Sync + fmt::Debug {
+    /// The name written in the file's marker and in messages (`keyring`).
+    fn name(&self) -> &'static str;
+    /// Save `secret` under `account` (replacing what was there).
+    fn set(&self, account: &str, secret: &str) -> Result<(), String>;
+    /// The secret under `account`, `None` when there is none.
+    fn get(&self, account: &str) -> Result<Option<String>, String>;
+    /// Delete `account`'s secret (no error when there is none).
+    fn delete(&self, account: &str) -> Result<(), String>;
+}
+
+/// The keyring account of a login: the server name and a hash of its URL, so that the
+/// same name pointing at another server never reads the other's secrets.
+pub fn keyring_account(server: &str, server_url: &str) -> String {
+    use aws_lc_rs::digest;
+    let hash = digest::digest(&digest::SHA256, server_url.as_bytes());
+    let hex: String = hash
+        .as_ref()
+        .iter()
+        .take(8)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    format!("{server}#{hex}")
+}
+
+/// What the backend holds for one login (no `Debug`: it is all secret).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Secrets {
+    access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+}
 
 /// Refresh this long before expiry (or at half the lifetime of shorter tokens).
 pub const REFRESH_MARGIN: Duration = Duration::from_secs(300);
@@ -157,11 +211,13 @@ pub struct Stamp {
     mtime_ns: i64,
 }
 
-/// The token file and its lock file.
+/// The token file and its lock file, and where secrets go.
 #[derive(Debug, Clone)]
 pub struct TokenStore {
     path: PathBuf,
     lock_path: PathBuf,
+    /// `None`: secrets are kept in the file.
+    secrets: Option<Arc<dyn SecretBackend>>,
 }
 
 impl TokenStore {
@@ -173,12 +229,56 @@ impl TokenStore {
         Self {
             path,
             lock_path: PathBuf::from(lock),
+            secrets: None,
         }
     }
 
-    /// The store under a Switchboard home folder.
+    /// The store under a Switchboard home folder, secrets in the file.
     pub fn in_home(home: &Path) -> Self {
         Self::new(home.join(TOKEN_FILE))
+    }
+
+    /// The store under `home` with secrets where [`TOKEN_STORE_ENV`] says.
+    pub fn from_env(home: &Path) -> Self {
+        let choice = std::env::var(TOKEN_STORE_ENV).ok();
+        Self::in_home(home).select(choice.as_deref())
+    }
+
+    /// Keep secrets where `choice` says: `None`, `""` or `file` for the file,
+    /// `keyring` for the OS keyring. When that is not possible (no `keyring` feature,
+    /// no usable keyring, an unknown value) it is the file, with a one-line warning.
+    pub fn select(self, choice: Option<&str>) -> Self {
+        match choice.map(str::trim) {
+            None | Some("" | "file") => self,
+            Some("keyring") => match open_keyring() {
+                Ok(backend) => self.with_secret_backend(backend),
+                Err(e) => {
+                    tracing::warn!(
+                        "{TOKEN_STORE_ENV}=keyring: the OS keyring cannot be used ({e}); keeping tokens in {}",
+                        self.path.display()
+                    );
+                    self
+                }
+            },
+            Some(other) => {
+                tracing::warn!(
+                    "{TOKEN_STORE_ENV}={other:?} is not `file` or `keyring`; keeping tokens in {}",
+                    self.path.display()
+                );
+                self
+            }
+        }
+    }
+
+    /// Keep the secret parts of logins in `backend`.
+    pub fn with_secret_backend(mut self, backend: Arc<dyn SecretBackend>) -> Self {
+        self.secrets = Some(backend);
+        self
+    }
+
+    /// Where secrets go: `file` or the backend's name.
+    pub fn secrets_in(&self) -> &'static str {
+        self.secrets.as_ref().map_or("file", |b| b.name())
     }
 
     /// The token file.
@@ -205,8 +305,108 @@ impl TokenStore {
         }
     }
 
-    /// Every saved login (no lock needed: writes replace the file atomically).
+    /// Every saved login with its secrets (no lock needed: writes replace the file
+    /// atomically). A login whose secrets are in a keyring that cannot give them back
+    /// is left out (with a warning) but stays in the file.
     pub fn load_all(&self) -> Result<Vec<StoredLogin>, AuthError> {
+        Ok(self
+            .load_raw()?
+            .into_iter()
+            .filter_map(|e| self.resolve(e))
+            .collect())
+    }
+
+    /// An entry as read from the file → the login, secrets filled in from the backend.
+    fn resolve(&self, mut entry: StoredLogin) -> Option<StoredLogin> {
+        let Some(place) = secrets_marker(&entry) else {
+            return Some(entry);
+        };
+        let account = keyring_account(&entry.server_name, &entry.mcp_server_url);
+        let found = match &self.secrets {
+            Some(b) if b.name() == place => b.get(&account),
+            _ => Err(format!(
+                "they are in the {place} and this store uses the {}; set {TOKEN_STORE_ENV}={place}",
+                self.secrets_in()
+            )),
+        };
+        let secrets = match found {
+            Ok(Some(text)) => serde_json::from_str::<Secrets>(&text)
+                .map_err(|_| format!("the {place} entry {account} is not Switchboard's")),
+            Ok(None) => Err(format!("the {place} has no entry {account}")),
+            Err(e) => Err(e),
+        };
+        match secrets {
+            Ok(s) => {
+                entry.extra.remove(SECRETS_FIELD);
+                entry.token.access_token = s.access_token;
+                entry.token.refresh_token = s.refresh_token;
+                entry.client_secret = s.client_secret;
+                Some(entry)
+            }
+            Err(e) => {
+                tracing::warn!(
+                    server = %entry.server_name,
+                    "the saved tokens cannot be read ({e}); log in again"
+                );
+                None
+            }
+        }
+    }
+
+    /// The login as the file gets it: without its secrets and with the marker when the
+    /// backend took them, whole otherwise.
+    fn file_entry(&self, mut login: StoredLogin) -> StoredLogin {
+        login.extra.remove(SECRETS_FIELD);
+        let Some(backend) = &self.secrets else {
+            return login;
+        };
+        let account = keyring_account(&login.server_name, &login.mcp_server_url);
+        let secrets = Secrets {
+            access_token: std::mem::take(&mut login.token.access_token),
+            refresh_token: login.token.refresh_token.take(),
+            client_secret: login.client_secret.take(),
+        };
+        let saved = serde_json::to_string(&secrets)
+            .map_err(|e| e.to_string())
+            .and_then(|text| backend.set(&account, &text));
+        match saved {
+            Ok(()) => {
+                login
+                    .extra
+                    .insert(SECRETS_FIELD.into(), Value::from(backend.name()));
+            }
+            Err(e) => {
+                tracing::warn!(
+                    server = %login.server_name,
+                    "cannot save the tokens in the {} ({e}); saving them in {} instead",
+                    backend.name(),
+                    self.path.display()
+                );
+                login.token.access_token = secrets.access_token;
+                login.token.refresh_token = secrets.refresh_token;
+                login.client_secret = secrets.client_secret;
+            }
+        }
+        login
+    }
+
+    /// Delete the backend secrets a file entry points to (best effort: a leftover
+    /// secret is harmless, a failure only warned about).
+    fn forget_secrets(&self, entry: &StoredLogin) {
+        let (Some(place), Some(backend)) = (secrets_marker(entry), &self.secrets) else {
+            return;
+        };
+        if backend.name() != place {
+            return;
+        }
+        let account = keyring_account(&entry.server_name, &entry.mcp_server_url);
+        if let Err(e) = backend.delete(&account) {
+            tracing::warn!(server = %entry.server_name, "cannot delete the old {place} entry ({e})");
+        }
+    }
+
+    /// The entries as they are in the file.
+    fn load_raw(&self) -> Result<Vec<StoredLogin>, AuthError> {
         let text = match fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -335,27 +535,53 @@ impl StoreLock<'_> {
         self.store.load(server)
     }
 
-    /// Save (add or replace) one login.
+    /// Save (add or replace) one login. Other entries are rewritten exactly as they
+    /// were, including those whose secrets cannot be read now.
     pub fn put(&self, login: StoredLogin) -> Result<(), AuthError> {
-        let mut all = self.store.load_all()?;
-        match all.iter_mut().find(|e| e.server_name == login.server_name) {
-            Some(slot) => *slot = login,
-            None => all.push(login),
+        let mut all = self.store.load_raw()?;
+        let entry = self.store.file_entry(login);
+        match all.iter_mut().find(|e| e.server_name == entry.server_name) {
+            Some(slot) => {
+                let old = std::mem::replace(slot, entry);
+                let moved =
+                    secrets_marker(slot).is_none() || old.mcp_server_url != slot.mcp_server_url;
+                if moved {
+                    self.store.forget_secrets(&old);
+                }
+            }
+            None => all.push(entry),
         }
         self.store.write_all(&all)
     }
 
-    /// Remove `server`'s login; whether there was one.
+    /// Remove `server`'s login (and its keyring secrets); whether there was one.
     pub fn remove(&self, server: &str) -> Result<bool, AuthError> {
-        let mut all = self.store.load_all()?;
-        let before = all.len();
-        all.retain(|e| e.server_name != server);
-        if all.len() == before {
+        let mut all = self.store.load_raw()?;
+        let Some(at) = all.iter().position(|e| e.server_name == server) else {
             return Ok(false);
-        }
+        };
+        let old = all.remove(at);
         self.store.write_all(&all)?;
+        self.store.forget_secrets(&old);
         Ok(true)
     }
+}
+
+/// Where a file entry's secrets are, when not in the file.
+fn secrets_marker(entry: &StoredLogin) -> Option<&str> {
+    entry.extra.get(SECRETS_FIELD).and_then(Value::as_str)
+}
+
+/// The OS keyring, checked to work.
+#[cfg(feature = "keyring")]
+fn open_keyring() -> Result<Arc<dyn SecretBackend>, String> {
+    crate::keyring::OsKeyring::open()
+}
+
+/// No keyring in this build.
+#[cfg(not(feature = "keyring"))]
+fn open_keyring() -> Result<Arc<dyn SecretBackend>, String> {
+    Err("this switchboard was built without the `keyring` feature".into())
 }
 
 fn create_private_dir(dir: &Path) -> std::io::Result<()> {
@@ -489,6 +715,181 @@ mod tests {
         assert!(l.is_expired(now + 60_000));
         l.token.expires_at = None;
         assert!(!l.refresh_due(u64::MAX));
+    }
+
+    /// Secrets in memory, for the backend-independent tests.
+    #[derive(Debug, Default)]
+    struct Memory(std::sync::Mutex<std::collections::HashMap<String, String>>);
+
+    impl SecretBackend for Memory {
+        fn name(&self) -> &'static str {
+            "keyring"
+        }
+        fn set(&self, account: &str, secret: &str) -> Result<(), String> {
+            self.0.lock().unwrap().insert(account.into(), secret.into());
+            Ok(())
+        }
+        fn get(&self, account: &str) -> Result<Option<String>, String> {
+            Ok(self.0.lock().unwrap().get(account).cloned())
+        }
+        fn delete(&self, account: &str) -> Result<(), String> {
+            self.0.lock().unwrap().remove(account);
+            Ok(())
+        }
+    }
+
+    /// A keyring that is there but refuses everything (a locked or absent service).
+    #[derive(Debug)]
+    struct Broken;
+
+    impl SecretBackend for Broken {
+        fn name(&self) -> &'static str {
+            "keyring"
+        }
+        fn set(&self, _: &str, _: &str) -> Result<(), String> {
+            Err("no Secret Service".into())
+        }
+        fn get(&self, _: &str) -> Result<Option<String>, String> {
+            Err("no Secret Service".into())
+        }
+        fn delete(&self, _: &str) -> Result<(), String> {
+            Err("no Secret Service".into())
+        }
+    }
+
+    fn file_json(store: &TokenStore) -> (String, Value) {
+        let text = fs::read_to_string(store.path()).unwrap();
+        let v = serde_json::from_str(&text).unwrap();
+        (text, v)
+    }
+
+    /// The file format when secrets live in a backend: metadata only, and the marker.
+    #[tokio::test]
+    async fn secrets_in_backend_leave_no_token_in_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let mem = Arc::new(Memory::default());
+        let store = TokenStore::in_home(dir.path()).with_secret_backend(mem.clone());
+        assert_eq!(store.secrets_in(), "keyring");
+        store.put(login("a", "tok-a")).await.unwrap();
+
+        let (text, v) = file_json(&store);
+        for secret in ["tok-a", "refresh-tok-a", "very-secret"] {
+            assert!(!text.contains(secret), "{secret} in {text}");
+        }
+        assert_eq!(v[0]["secretStorage"], "keyring");
+        assert_eq!(v[0]["token"]["accessToken"], "");
+        assert!(v[0]["token"].get("refreshToken").is_none());
+        assert!(v[0].get("clientSecret").is_none());
+        assert_eq!(v[0]["clientId"], "client");
+        assert_eq!(v[0]["tokenUrl"], "http://127.0.0.1:1/token");
+        assert_eq!(v[0]["mcpServerUrl"], "http://127.0.0.1:1/mcp");
+        assert_eq!(v[0]["token"]["scope"], "mcp");
+        assert!(v[0]["token"]["expiresAt"].is_u64());
+        let mode = fs::metadata(store.path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+
+        // Account: server name + URL hash, under the one service.
+        let account = keyring_account("a", "http://127.0.0.1:1/mcp");
+        assert!(
+            account.starts_with("a#") && account.len() == 2 + 16,
+            "{account}"
+        );
+        assert_ne!(account, keyring_account("a", "http://127.0.0.1:2/mcp"));
+        let blob = mem.get(&account).unwrap().unwrap();
+        assert!(blob.contains("tok-a") && blob.contains("very-secret"));
+
+        // Round trip: the login comes back whole, without the marker.
+        let back = store.load("a").unwrap().unwrap();
+        assert_eq!(back, login_like(&back, "a", "tok-a"));
+        assert!(back.extra.get("secretStorage").is_none());
+
+        // A new URL for the same name: the old account is deleted.
+        let mut moved = login("a", "tok-a3");
+        moved.mcp_server_url = "http://127.0.0.1:2/mcp".into();
+        store.put(moved).await.unwrap();
+        assert!(mem.get(&account).unwrap().is_none());
+        assert_eq!(
+            store.load("a").unwrap().unwrap().token.access_token,
+            "tok-a3"
+        );
+
+        // Logout deletes the secrets too.
+        assert!(store.remove("a").await.unwrap());
+        assert!(mem.0.lock().unwrap().is_empty());
+    }
+
+    /// `login(server, access)` with `back`'s timestamps (they are `now_ms()`).
+    fn login_like(back: &StoredLogin, server: &str, access: &str) -> StoredLogin {
+        let mut l = login(server, access);
+        l.updated_at = back.updated_at;
+        l.token.expires_at = back.token.expires_at;
+        l
+    }
+
+    /// A keyring that fails: the login goes to the file whole, nothing is lost.
+    #[tokio::test]
+    async fn failing_backend_falls_back_to_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = TokenStore::in_home(dir.path()).with_secret_backend(Arc::new(Broken));
+        store.put(login("a", "tok-a")).await.unwrap();
+        let (_, v) = file_json(&store);
+        assert_eq!(v[0]["token"]["accessToken"], "tok-a");
+        assert_eq!(v[0]["clientSecret"], "very-secret");
+        assert!(v[0].get("secretStorage").is_none());
+        let back = store.load("a").unwrap().unwrap();
+        assert_eq!(back.token.refresh_token.as_deref(), Some("refresh-tok-a"));
+        assert!(store.remove("a").await.unwrap());
+    }
+
+    /// Entries whose secrets cannot be read now are not offered, but kept in the file.
+    #[tokio::test]
+    async fn unreadable_keyring_entries_are_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let mem = Arc::new(Memory::default());
+        let keyring = TokenStore::in_home(dir.path()).with_secret_backend(mem.clone());
+        keyring.put(login("a", "tok-a")).await.unwrap();
+
+        // The same file with the file store (or a keyring without the entry).
+        let file = TokenStore::in_home(dir.path());
+        assert!(file.load("a").unwrap().is_none());
+        file.put(login("b", "tok-b")).await.unwrap();
+        let (_, v) = file_json(&file);
+        assert_eq!(v.as_array().unwrap().len(), 2);
+        assert_eq!(v[0]["secretStorage"], "keyring");
+        assert_eq!(v[1]["token"]["accessToken"], "tok-b");
+
+        // Back with the keyring: both readable.
+        assert_eq!(keyring.load_all().unwrap().len(), 2);
+        assert_eq!(
+            keyring.load("a").unwrap().unwrap().token.access_token,
+            "tok-a"
+        );
+        mem.0.lock().unwrap().clear();
+        assert!(keyring.load("a").unwrap().is_none());
+        assert_eq!(keyring.load_all().unwrap().len(), 1);
+    }
+
+    #[test]
+    fn selection() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path();
+        assert_eq!(TokenStore::in_home(home).select(None).secrets_in(), "file");
+        assert_eq!(
+            TokenStore::in_home(home).select(Some("file")).secrets_in(),
+            "file"
+        );
+        assert_eq!(
+            TokenStore::in_home(home).select(Some("vault")).secrets_in(),
+            "file"
+        );
+        let chosen = TokenStore::in_home(home).select(Some("keyring"));
+        if cfg!(feature = "keyring") {
+            // The keyring when it works here, else the file (warned about).
+            let works = open_keyring().is_ok();
+            assert_eq!(chosen.secrets_in(), if works { "keyring" } else { "file" });
+        } else {
+            assert_eq!(chosen.secrets_in(), "file");
+        }
     }
 
     #[tokio::test]

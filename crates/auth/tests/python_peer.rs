@@ -354,3 +354,77 @@ async fn legacy_sse_server_with_oauth() {
     assert_eq!(stats["refreshes"], 1, "{stats}");
     conn.close(Duration::from_millis(200)).await;
 }
+
+/// The split flow for an app's own callback page: `begin_authorization` registers the
+/// app's redirect URI and keeps the verifier; the "browser" brings back a code that
+/// `complete_authorization` exchanges and saves, once.
+#[tokio::test]
+async fn split_flow_comes_back_to_the_apps_callback_once() {
+    let peer = spawn_oauth_python(&[]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let pending = switchboard_auth::PendingAuthorizations::default();
+    let m = switchboard_auth::AuthManager::with_pending(
+        TokenStore::in_home(dir.path()),
+        guard(),
+        pending.clone(),
+    );
+    m.add_server(switchboard_auth::ServerAuth::adhoc("py", &peer.url));
+    assert!(!m.needs_loopback("py", &peer.url));
+    let redirect = "http://127.0.0.1:9/auth/mcp-oauth-callback";
+    let a = m
+        .begin_authorization("py", &peer.url, redirect, None)
+        .await
+        .unwrap();
+    let auth_url = url::Url::parse(&a.authorize_url).unwrap();
+    let q: std::collections::HashMap<_, _> = auth_url.query_pairs().into_owned().collect();
+    assert_eq!(q["redirect_uri"], redirect);
+    assert_eq!(q["state"], a.state);
+    assert!(!a.authorize_url.contains("code_verifier"));
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let resp = client.get(&a.authorize_url).send().await.unwrap();
+    let location = resp.headers()["location"].to_str().unwrap().to_string();
+    assert!(location.starts_with(redirect), "{location}");
+    let back: std::collections::HashMap<_, _> = url::Url::parse(&location)
+        .unwrap()
+        .query_pairs()
+        .into_owned()
+        .collect();
+    assert_eq!(back["state"], a.state);
+
+    // An unknown state changes nothing.
+    let e = m
+        .complete_authorization("nope", &back["code"], None)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, AuthError::UnknownState), "{e}");
+
+    // Another manager sharing the pending logins completes it.
+    let other = switchboard_auth::AuthManager::with_pending(
+        TokenStore::in_home(dir.path()),
+        guard(),
+        pending,
+    );
+    let done = other
+        .complete_authorization(&a.state, &back["code"], back.get("iss").map(String::as_str))
+        .await
+        .unwrap();
+    assert_eq!(done.server, "py");
+    assert!(done.expires_at.is_some());
+    assert_eq!(m.status("py", &peer.url), Some(TokenStatus::Authenticated));
+    let conn = connect("py", &peer.url, Arc::new(m.clone())).await.unwrap();
+    assert_eq!(
+        call_text(&conn, "echo", json!({"message": "split"})).await,
+        "split"
+    );
+    conn.close(Duration::from_millis(200)).await;
+
+    // A used state is refused.
+    let e = m
+        .complete_authorization(&a.state, &back["code"], None)
+        .await
+        .unwrap_err();
+    assert!(matches!(e, AuthError::UnknownState), "{e}");
+}

@@ -40,7 +40,7 @@ pub struct LoginArgs {
 /// The auth manager over the user's token store, knowing every HTTP server of
 /// `settings`.
 pub fn manager(settings: Option<&Settings>, guard: &GuardedClient) -> Result<AuthManager> {
-    let store = TokenStore::in_home(&ctx::home_dir()?);
+    let store = TokenStore::from_env(&ctx::home_dir()?);
     let m = AuthManager::new(store, guard.clone());
     if let Some(s) = settings {
         m.add_configs(s.servers.iter().filter_map(|e| e.config.as_ref().ok()));

@@ -114,7 +114,11 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
             return Decision::Cancel;
         }
         let answer = line.trim();
-        let lowered = if answer == "S" { "S".to_string() } else { answer.to_ascii_lowercase() };
+        let lowered = if answer == "S" {
+            "S".to_string()
+        } else {
+            answer.to_ascii_lowercase()
+        };
         match lowered.as_str() {
             "y" | "yes" => return Decision::ProceedOnce,
             "t" => return Decision::AlwaysTool,
@@ -122,10 +126,18 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
             "save" | "S" => {
                 match save_trust(&r.server) {
                     Ok(path) => {
-                        let _ = writeln!(err, "  saved: `{}` is trusted in {}", r.server, path.display());
+                        let _ = writeln!(
+                            err,
+                            "  saved: `{}` is trusted in {}",
+                            r.server,
+                            path.display()
+                        );
                     }
                     Err(e) => {
-                        let _ = writeln!(err, "  could not save ({e:#}); trusting it for this session only");
+                        let _ = writeln!(
+                            err,
+                            "  could not save ({e:#}); trusting it for this session only"
+                        );
                     }
                 }
                 return Decision::AlwaysServer;
@@ -202,7 +214,11 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
         client: client.clone(),
         model: model.clone(),
         yolo: a.yolo,
-        trusted: specs.iter().filter(|s| s.trust).map(|s| s.name.clone()).collect(),
+        trusted: specs
+            .iter()
+            .filter(|s| s.trust)
+            .map(|s| s.name.clone())
+            .collect(),
     };
     let host = Host::new(
         specs,
@@ -253,9 +269,10 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
 async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
     for s in chat.host().snapshot() {
         if s.status == ServerStatus::Disconnected
-            && let Some(e) = &s.error {
-                eprintln!("note: MCP server `{}` is not available: {e}", s.name);
-            }
+            && let Some(e) = &s.error
+        {
+            eprintln!("note: MCP server `{}` is not available: {e}", s.name);
+        }
     }
     let parts = match expand_input(chat, prompt).await? {
         Some(parts) => parts,
@@ -551,7 +568,11 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         .filter(|s| s.status == ServerStatus::Connected)
         .map(|s| {
             if s.origin == "default" {
-                format!("{} ({} tools; the bundled demo server, as no settings file exists)", s.name, s.tools.len())
+                format!(
+                    "{} ({} tools; the bundled demo server, as no settings file exists)",
+                    s.name,
+                    s.tools.len()
+                )
             } else {
                 format!("{} ({} tools)", s.name, s.tools.len())
             }
@@ -570,11 +591,27 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
     println!("Switchboard chat — model {}", chat.options().model);
     println!(
         "MCP: {}{}",
-        if ready.is_empty() { "no servers connected".to_string() } else { ready.join(", ") },
-        if waiting.is_empty() { String::new() } else { format!("; still connecting: {}", waiting.join(", ")) }
+        if ready.is_empty() {
+            "no servers connected".to_string()
+        } else {
+            ready.join(", ")
+        },
+        if waiting.is_empty() {
+            String::new()
+        } else {
+            format!("; still connecting: {}", waiting.join(", "))
+        }
     );
-    for s in snapshot.iter().filter(|s| s.status != ServerStatus::Connected && s.error.is_some()) {
-        println!("  {} is {}: {}", s.name, s.status, s.error.as_deref().unwrap_or(""));
+    for s in snapshot
+        .iter()
+        .filter(|s| s.status != ServerStatus::Connected && s.error.is_some())
+    {
+        println!(
+            "  {} is {}: {}",
+            s.name,
+            s.status,
+            s.error.as_deref().unwrap_or("")
+        );
     }
     println!("/help for commands, Ctrl-D to quit.");
     let notifier = tokio::spawn(async move {
@@ -585,10 +622,11 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     server,
                     status: ServerStatus::Connected,
                     ..
+                } if announced.insert(server.clone()) => {
+                    eprintln!(
+                        "\r[MCP server `{server}` connected; its tools join the next message]"
+                    );
                 }
-                    if announced.insert(server.clone()) => {
-                        eprintln!("\r[MCP server `{server}` connected; its tools join the next message]");
-                    }
                 switchboard_host::HostEvent::Status {
                     server,
                     status: ServerStatus::Disconnected,

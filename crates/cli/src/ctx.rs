@@ -52,9 +52,10 @@ pub fn guard(g: &Globals, settings: Option<&Settings>) -> Result<GuardedClient> 
 /// `$SWITCHBOARD_HOME`, else `~/.switchboard`.
 pub fn home_dir() -> Result<PathBuf> {
     if let Some(h) = std::env::var_os("SWITCHBOARD_HOME")
-        && !h.is_empty() {
-            return Ok(PathBuf::from(h));
-        }
+        && !h.is_empty()
+    {
+        return Ok(PathBuf::from(h));
+    }
     let home = std::env::var_os("HOME")
         .filter(|h| !h.is_empty())
         .context("neither SWITCHBOARD_HOME nor HOME is set: set SWITCHBOARD_HOME to a folder for Switchboard's settings")?;

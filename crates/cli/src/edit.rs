@@ -320,9 +320,9 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
                     }
                     if let Some(idp) = obj.get_mut("idp").and_then(Value::as_object_mut)
                         && let Some(s) = idp.get("idToken").and_then(Value::as_str).map(mask_secret)
-                        {
-                            idp.insert("idToken".into(), json!(s));
-                        }
+                    {
+                        idp.insert("idToken".into(), json!(s));
+                    }
                 }
                 out.insert("oauth".into(), v);
             }

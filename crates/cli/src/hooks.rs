@@ -93,10 +93,11 @@ fn parse_field(raw: &str, prop: &Value) -> Result<Value, String> {
         },
         _ => {
             if let Some(options) = prop.get("enum").and_then(Value::as_array)
-                && !options.iter().any(|o| o.as_str() == Some(raw)) {
-                    let names: Vec<String> = options.iter().map(|o| o.to_string()).collect();
-                    return Err(format!("choose one of {}", names.join(", ")));
-                }
+                && !options.iter().any(|o| o.as_str() == Some(raw))
+            {
+                let names: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+                return Err(format!("choose one of {}", names.join(", ")));
+            }
             Ok(Value::String(raw.to_string()))
         }
     }

@@ -166,9 +166,10 @@ pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String
             let _ = writeln!(out, "    Working directory: {cwd}");
         }
         if let Some(t) = s.timeout
-            && t.as_millis() != 600_000 {
-                let _ = writeln!(out, "    Timeout: {} ms", t.as_millis());
-            }
+            && t.as_millis() != 600_000
+        {
+            let _ = writeln!(out, "    Timeout: {} ms", t.as_millis());
+        }
         if let Some((name, version)) = &s.server_info {
             let _ = writeln!(
                 out,

@@ -12,9 +12,10 @@ mod edit;
 mod hooks;
 mod list;
 mod render;
-mod serve;
 mod run;
+mod run_log;
 mod sampling;
+mod serve;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -3,12 +3,14 @@
 //! server) with a live step log on stderr, and print the final variables as one JSON
 //! object on stdout with `--json`. A failing node stops the run: exit 1, naming it.
 //! Ctrl-C cancels the running step (exit 130).
+//! Every run is saved as a run log ([`crate::run_log`]); UI steps get a link that
+//! opens them in `switchboard serve`.
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
 use switchboard_gemini::GeminiOptions;
@@ -20,6 +22,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::ctx::{self, Globals};
+use crate::run_log;
 
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
@@ -221,17 +224,17 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             }
         })
     };
-    eprintln!(
-        "Running workflow `{}` ({} nodes)",
-        wf.name.clone().unwrap_or_else(|| a
-            .file
+    let wf_name = wf.name.clone().unwrap_or_else(|| {
+        a.file
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "workflow".into())),
-        wf.nodes.len()
-    );
+            .unwrap_or_else(|| "workflow".into())
+    });
+    eprintln!("Running workflow `{wf_name}` ({} nodes)", wf.nodes.len());
     let started = Instant::now();
-    let outcome = runner.run(&wf, inputs).await;
+    let started_at = SystemTime::now();
+    let outcome = runner.run(&wf, inputs.clone()).await;
+    let finished_at = SystemTime::now();
     ctrl_c.abort();
     host.shutdown().await;
     let _ = stop_tx.send(());
@@ -243,6 +246,27 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             serde_json::to_string_pretty(&outcome.variables.to_json())?
         );
     }
+    let log = run_log::build(
+        &run_log::RunInfo {
+            file: &a.file,
+            name: wf_name,
+            inputs: &inputs,
+            started: started_at,
+            finished: finished_at,
+            cancelled: cancel.is_cancelled(),
+        },
+        &outcome,
+    );
+    let saved = match ctx::home_dir().and_then(|home| Ok(run_log::save(&home, log)?)) {
+        Ok((id, path)) => {
+            eprintln!("Run log: {}", path.display());
+            Some(id)
+        }
+        Err(e) => {
+            eprintln!("warning: could not save the run log: {e:#}");
+            None
+        }
+    };
     if !outcome.apps.is_empty() {
         eprintln!("MCP App UIs produced by this run (open them with `switchboard serve`):");
         for app in &outcome.apps {
@@ -253,6 +277,15 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
                 .or_else(|| app.server_url.clone())
                 .unwrap_or_default();
             eprintln!("  {}: {} from {from}", app.node, app.resource_uri);
+            if let Some(id) = &saved {
+                eprintln!("    open: {}", run_log::app_link(id, &app.node));
+            }
+        }
+        if saved.is_some() {
+            eprintln!(
+                "  (the links need `switchboard serve` running on its default port {}; if the browser has no access cookie yet, the page asks for the token link `switchboard serve` printed: open that first, or append `&token=…` to the link)",
+                switchboard_web::DEFAULT_PORT
+            );
         }
     }
     match &outcome.failure {

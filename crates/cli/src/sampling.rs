@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 use switchboard_gemini::ModelClient;
 use switchboard_gemini::types::{Content, GenerateRequest, GenerationConfig, Part};
 use switchboard_mcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
-    ErrorCode, ErrorData,
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
+    ErrorData,
 };
 use switchboard_mcp::{ClientHooks, ServerEvent};
 
@@ -28,7 +28,11 @@ pub struct ChatHooks {
 }
 
 impl ClientHooks for ChatHooks {
-    fn elicit(&self, server: &str, request: ElicitRequestParams) -> BoxFuture<'static, ElicitResult> {
+    fn elicit(
+        &self,
+        server: &str,
+        request: ElicitRequestParams,
+    ) -> BoxFuture<'static, ElicitResult> {
         CliHooks.elicit(server, request)
     }
 
@@ -47,7 +51,8 @@ impl ClientHooks for ChatHooks {
         let skip_asking = self.yolo || self.trusted.contains(&server);
         let value = serde_json::to_value(&params).unwrap_or(Value::Null);
         Box::pin(async move {
-            let request = to_request(&value).map_err(|e| ErrorData::new(ErrorCode::INVALID_PARAMS, e, None))?;
+            let request = to_request(&value)
+                .map_err(|e| ErrorData::new(ErrorCode::INVALID_PARAMS, e, None))?;
             if !skip_asking {
                 let summary = summarize(&value);
                 let srv = server.clone();
@@ -62,10 +67,13 @@ impl ClientHooks for ChatHooks {
                     ));
                 }
             }
-            let response = client
-                .generate(&model, &request)
-                .await
-                .map_err(|e| ErrorData::new(ErrorCode::INTERNAL_ERROR, format!("the model failed: {e}"), None))?;
+            let response = client.generate(&model, &request).await.map_err(|e| {
+                ErrorData::new(
+                    ErrorCode::INTERNAL_ERROR,
+                    format!("the model failed: {e}"),
+                    None,
+                )
+            })?;
             let text = response.text();
             let stop = match response.finish_reason() {
                 Some("MAX_TOKENS") => "maxTokens",
@@ -106,9 +114,14 @@ pub fn to_request(params: &Value) -> Result<GenerateRequest, String> {
         let mut parts = Vec::new();
         for b in blocks {
             match b.get("type").and_then(Value::as_str) {
-                Some("text") => parts.push(Part::text(b.get("text").and_then(Value::as_str).unwrap_or(""))),
+                Some("text") => parts.push(Part::text(
+                    b.get("text").and_then(Value::as_str).unwrap_or(""),
+                )),
                 Some("image") | Some("audio") => {
-                    let mime = b.get("mimeType").and_then(Value::as_str).unwrap_or("application/octet-stream");
+                    let mime = b
+                        .get("mimeType")
+                        .and_then(Value::as_str)
+                        .unwrap_or("application/octet-stream");
                     let data = b.get("data").and_then(Value::as_str).unwrap_or("");
                     parts.push(Part::inline_data(mime, data));
                 }
@@ -127,11 +140,15 @@ pub fn to_request(params: &Value) -> Result<GenerateRequest, String> {
         .and_then(Value::as_str)
         .filter(|s| !s.is_empty())
         .map(Content::system);
-    let generation_config = params.get("maxTokens").and_then(Value::as_u64).map(|n| GenerationConfig {
-        max_output_tokens: Some(n.min(u32::MAX as u64) as u32),
-        temperature: params.get("temperature").and_then(Value::as_f64),
-        ..Default::default()
-    });
+    let generation_config =
+        params
+            .get("maxTokens")
+            .and_then(Value::as_u64)
+            .map(|n| GenerationConfig {
+                max_output_tokens: Some(n.min(u32::MAX as u64) as u32),
+                temperature: params.get("temperature").and_then(Value::as_f64),
+                ..Default::default()
+            });
     Ok(GenerateRequest {
         contents,
         system_instruction,
@@ -148,7 +165,11 @@ fn summarize(params: &Value) -> String {
         .chars()
         .take(200)
         .collect::<String>();
-    let n = params.get("messages").and_then(Value::as_array).map(Vec::len).unwrap_or(0);
+    let n = params
+        .get("messages")
+        .and_then(Value::as_array)
+        .map(Vec::len)
+        .unwrap_or(0);
     format!("{n} message(s); first: {first:?}")
 }
 

@@ -9,12 +9,15 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use futures::future::BoxFuture;
-use switchboard_auth::{AuthManager, LoginOptions, TokenStore};
+use switchboard_auth::{AuthError, AuthManager, LoginOptions, PendingAuthorizations, TokenStore};
 use switchboard_config::{LoadOptions, Settings};
 use switchboard_gemini::GeminiOptions;
 use switchboard_mcp::TokenSource;
 use switchboard_net::{GuardedClient, UrlPolicy};
-use switchboard_web::{DEFAULT_PORT, OAuthHandle, OAuthHooks, OpenUrlFn, ServeOptions};
+use switchboard_web::{
+    BeganLogin, CompleteError, CompletedLogin, DEFAULT_PORT, OAuthHandle, OAuthHooks, OpenUrlFn,
+    ServeOptions,
+};
 
 use crate::ctx::{self, Globals};
 
@@ -55,7 +58,8 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.gemini = (!gemini.api_key.is_empty()).then_some(gemini);
     opts.transport_cache = ctx::transport_cache();
     opts.oauth = Some(OAuthHandle(Arc::new(WebOAuth {
-        store: TokenStore::in_home(&ctx::home_dir()?),
+        store: TokenStore::from_env(&ctx::home_dir()?),
+        pending: PendingAuthorizations::default(),
     })));
     switchboard_web::serve(opts)
         .await
@@ -64,14 +68,17 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
 }
 
 /// OAuth for the web app through `switchboard-auth`: the same token store as
-/// `mcp login`, and browser logins whose authorization URL goes to the page.
+/// `mcp login`, and browser logins whose authorization URL goes to the page. Logins
+/// that come back to the app's callback page wait in `pending` (verifier and client
+/// secret, keyed by `state`) between `begin_login` and `complete_login`.
 struct WebOAuth {
     store: TokenStore,
+    pending: PendingAuthorizations,
 }
 
 impl WebOAuth {
     fn manager(&self, settings: &Settings, guard: &GuardedClient) -> AuthManager {
-        let m = AuthManager::new(self.store.clone(), guard.clone());
+        let m = AuthManager::with_pending(self.store.clone(), guard.clone(), self.pending.clone());
         m.add_configs(
             settings
                 .servers
@@ -116,6 +123,62 @@ impl OAuthHooks for WebOAuth {
                 .await
                 .map(|r| format!("Logged in to `{}`.", r.server))
                 .map_err(|e| e.to_string())
+        })
+    }
+
+    fn begin_login(
+        &self,
+        settings: &Settings,
+        guard: &GuardedClient,
+        server: &str,
+        url: &str,
+        redirect_uri: &str,
+    ) -> BoxFuture<'static, Result<Option<BeganLogin>, String>> {
+        let m = self.manager(settings, guard);
+        let (server, url, redirect_uri) = (
+            server.to_string(),
+            url.to_string(),
+            redirect_uri.to_string(),
+        );
+        Box::pin(async move {
+            // A client registered with the loopback redirect, or no browser at all.
+            if m.needs_loopback(&server, &url) || m.is_machine_grant(&server, &url) {
+                return Ok(None);
+            }
+            m.begin_authorization(&server, &url, &redirect_uri, None)
+                .await
+                .map(|a| {
+                    Some(BeganLogin {
+                        authorization_url: a.authorize_url,
+                        state: a.state,
+                    })
+                })
+                .map_err(|e| e.to_string())
+        })
+    }
+
+    fn complete_login(
+        &self,
+        settings: &Settings,
+        guard: &GuardedClient,
+        state: &str,
+        code: &str,
+        iss: Option<&str>,
+    ) -> BoxFuture<'static, Result<CompletedLogin, CompleteError>> {
+        let m = self.manager(settings, guard);
+        let (state, code, iss) = (state.to_string(), code.to_string(), iss.map(str::to_string));
+        Box::pin(async move {
+            match m
+                .complete_authorization(&state, &code, iss.as_deref())
+                .await
+            {
+                Ok(done) => Ok(CompletedLogin {
+                    server: done.server,
+                    expires_at: done.expires_at,
+                }),
+                Err(e @ AuthError::UnknownState) => Err(CompleteError::UnknownState(e.to_string())),
+                Err(e) => Err(CompleteError::Failed(e.to_string())),
+            }
         })
     }
 }

@@ -295,10 +295,16 @@ fn a_missing_api_key_is_a_clear_error() {
 async fn server_sampling_is_answered_by_the_model_for_trusted_servers() {
     let (cmd, args) = switchboard_testkit::everything_stdio_command();
     let fake = FakeGemini::start(vec![
-        FakeTurn::call("mcp_everything_trigger-sampling-request", json!({"prompt": "Name a colour", "maxTokens": 20})),
+        FakeTurn::call(
+            "mcp_everything_trigger-sampling-request",
+            json!({"prompt": "Name a colour", "maxTokens": 20}),
+        ),
         // The server's sampling/createMessage reaches the model (a plain request, no tools).
         FakeTurn::dynamic(|req| {
-            assert!(req.get("tools").is_none(), "sampling requests carry no tools");
+            assert!(
+                req.get("tools").is_none(),
+                "sampling requests carry no tools"
+            );
             FakeTurn::text("Teal.")
         }),
         FakeTurn::dynamic(|req| {
@@ -308,19 +314,33 @@ async fn server_sampling_is_answered_by_the_model_for_trusted_servers() {
     ])
     .await;
     let run = Run::new();
-    run.settings(json!({"mcpServers": {"everything": {"command": cmd, "args": args, "trust": true}}}));
+    run.settings(
+        json!({"mcpServers": {"everything": {"command": cmd, "args": args, "trust": true}}}),
+    );
     let o = run.chat(&fake, &["-p", "sample something"]).await;
     assert!(o.status.success(), "{}", err(&o));
     assert!(out(&o).contains("Teal."), "{}", out(&o));
     let reqs = fake.requests();
     assert_eq!(reqs.len(), 3);
-    assert!(reqs[1]["contents"].to_string().contains("Name a colour"), "{}", reqs[1]);
+    assert!(
+        reqs[1]["contents"].to_string().contains("Name a colour"),
+        "{}",
+        reqs[1]
+    );
 
     // An untrusted server under --yolo: the tool call and its sampling request both run.
     let fake = FakeGemini::start(vec![
-        FakeTurn::call("mcp_everything_trigger-sampling-request", json!({"prompt": "Name a fruit", "maxTokens": 20})),
+        FakeTurn::call(
+            "mcp_everything_trigger-sampling-request",
+            json!({"prompt": "Name a fruit", "maxTokens": 20}),
+        ),
         FakeTurn::text("Mango."),
-        FakeTurn::dynamic(|req| FakeTurn::text(format!("tool said: {}", last_function_responses(req)[0]["response"]))),
+        FakeTurn::dynamic(|req| {
+            FakeTurn::text(format!(
+                "tool said: {}",
+                last_function_responses(req)[0]["response"]
+            ))
+        }),
     ])
     .await;
     run.settings(json!({"mcpServers": {"everything": {"command": cmd, "args": args}}}));

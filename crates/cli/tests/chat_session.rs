@@ -21,11 +21,20 @@ impl Tmux {
         c
     }
     fn send(&self, keys: &[&str]) {
-        let st = self.cmd().args(["send-keys", "-t", "s"]).args(keys).status().unwrap();
+        let st = self
+            .cmd()
+            .args(["send-keys", "-t", "s"])
+            .args(keys)
+            .status()
+            .unwrap();
         assert!(st.success());
     }
     fn capture(&self) -> String {
-        let o = self.cmd().args(["capture-pane", "-p", "-t", "s", "-S", "-200"]).output().unwrap();
+        let o = self
+            .cmd()
+            .args(["capture-pane", "-p", "-t", "s", "-S", "-200"])
+            .output()
+            .unwrap();
         String::from_utf8_lossy(&o.stdout).into_owned()
     }
     async fn wait_for(&self, needle: &str) -> String {
@@ -52,7 +61,10 @@ impl Drop for Tmux {
 #[tokio::test(flavor = "multi_thread")]
 async fn interactive_session_matches_the_doc() {
     assert!(
-        Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success()),
+        Command::new("tmux")
+            .arg("-V")
+            .output()
+            .is_ok_and(|o| o.status.success()),
         "tmux is required for this test (apt-get install tmux)"
     );
     let fake = FakeGemini::start(vec![
@@ -60,14 +72,19 @@ async fn interactive_session_matches_the_doc() {
         FakeTurn::call("mcp_demo_echo", json!({"message": "from the terminal"})),
         FakeTurn::dynamic(|req| {
             let frs = last_function_responses(req);
-            let out = frs[0]["response"]["output"].as_str().unwrap_or("?").to_string();
+            let out = frs[0]["response"]["output"]
+                .as_str()
+                .unwrap_or("?")
+                .to_string();
             FakeTurn::text(format!("The echo tool answered: {out}"))
         }),
     ])
     .await;
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();
-    let tmux = Tmux { socket: format!("sb-test-{}", std::process::id()) };
+    let tmux = Tmux {
+        socket: format!("sb-test-{}", std::process::id()),
+    };
     let command = format!(
         "cd {} && env SWITCHBOARD_HOME={} GEMINI_API_KEY={} GEMINI_BASE_URL={} {} chat --model gemini-2.5-flash",
         project.path().display(),
@@ -78,7 +95,17 @@ async fn interactive_session_matches_the_doc() {
     );
     let st = tmux
         .cmd()
-        .args(["new-session", "-d", "-s", "s", "-x", "100", "-y", "40", &command])
+        .args([
+            "new-session",
+            "-d",
+            "-s",
+            "s",
+            "-x",
+            "100",
+            "-y",
+            "40",
+            &command,
+        ])
         .status()
         .unwrap();
     assert!(st.success());
@@ -88,7 +115,8 @@ async fn interactive_session_matches_the_doc() {
     tmux.wait_for("I can use your MCP servers' tools.").await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     tmux.send(&["please echo something", "Enter"]);
-    tmux.wait_for("The echo tool answered: Echo: from the terminal").await;
+    tmux.wait_for("The echo tool answered: Echo: from the terminal")
+        .await;
     tokio::time::sleep(Duration::from_millis(300)).await;
     tmux.send(&["/tools", "Enter"]);
     tmux.wait_for("mcp_demo_tiny_image").await;
@@ -97,8 +125,16 @@ async fn interactive_session_matches_the_doc() {
     // Ctrl-D at the prompt ends the program (and so the tmux session).
     tmux.send(&["C-d"]);
     let start = Instant::now();
-    while tmux.cmd().args(["has-session", "-t", "s"]).output().is_ok_and(|o| o.status.success()) {
-        assert!(start.elapsed() < Duration::from_secs(10), "chat did not exit on Ctrl-D");
+    while tmux
+        .cmd()
+        .args(["has-session", "-t", "s"])
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "chat did not exit on Ctrl-D"
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 
@@ -111,10 +147,14 @@ async fn interactive_session_matches_the_doc() {
         .replace(&fake.base_url, "<fake-gemini>")
         .to_string();
     // The real server answered through the real connection.
-    assert!(transcript.contains("✓ demo.echo: Echo: from the terminal"), "{transcript}");
+    assert!(
+        transcript.contains("✓ demo.echo: Echo: from the terminal"),
+        "{transcript}"
+    );
     assert!(transcript.contains("MCP: demo (7 tools"), "{transcript}");
 
-    let doc_path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/chat-session.md");
+    let doc_path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/chat-session.md");
     let doc = format!(
         "# A `switchboard chat` session\n\nCaptured by `crates/cli/tests/chat_session.rs` in a real terminal (tmux), with the\nbundled demo server and a local fake of the Gemini API; the test fails if this\ntranscript and the program drift apart.\n\n```text\n{transcript}\n```\n"
     );
@@ -122,7 +162,10 @@ async fn interactive_session_matches_the_doc() {
         std::fs::write(&doc_path, &doc).unwrap();
     }
     let kept = std::fs::read_to_string(&doc_path).unwrap_or_default();
-    assert_eq!(kept, doc, "docs/chat-session.md is stale: rerun with SWITCHBOARD_UPDATE_DOCS=1 and review");
+    assert_eq!(
+        kept, doc,
+        "docs/chat-session.md is stale: rerun with SWITCHBOARD_UPDATE_DOCS=1 and review"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -130,11 +173,21 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
     let fake = FakeGemini::start(vec![
         FakeTurn::call("mcp_mine_echo", json!({"message": "first"})),
         FakeTurn::dynamic(|req| {
-            FakeTurn::text(format!("one: {}", last_function_responses(req)[0]["response"]["output"].as_str().unwrap_or("?")))
+            FakeTurn::text(format!(
+                "one: {}",
+                last_function_responses(req)[0]["response"]["output"]
+                    .as_str()
+                    .unwrap_or("?")
+            ))
         }),
         FakeTurn::call("mcp_mine_echo", json!({"message": "second"})),
         FakeTurn::dynamic(|req| {
-            FakeTurn::text(format!("two: {}", last_function_responses(req)[0]["response"]["output"].as_str().unwrap_or("?")))
+            FakeTurn::text(format!(
+                "two: {}",
+                last_function_responses(req)[0]["response"]["output"]
+                    .as_str()
+                    .unwrap_or("?")
+            ))
         }),
     ])
     .await;
@@ -146,7 +199,9 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
         json!({"keep": 1, "mcpServers": {"mine": {"command": env!("CARGO_BIN_EXE_switchboard"), "args": ["demo-server"]}}}).to_string(),
     )
     .unwrap();
-    let tmux = Tmux { socket: format!("sb-confirm-{}", std::process::id()) };
+    let tmux = Tmux {
+        socket: format!("sb-confirm-{}", std::process::id()),
+    };
     let command = format!(
         "cd {} && env SWITCHBOARD_HOME={} GEMINI_API_KEY={} GEMINI_BASE_URL={} {} chat",
         project.path().display(),
@@ -155,7 +210,23 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
         fake.base_url,
         env!("CARGO_BIN_EXE_switchboard")
     );
-    assert!(tmux.cmd().args(["new-session", "-d", "-s", "s", "-x", "160", "-y", "50", &command]).status().unwrap().success());
+    assert!(
+        tmux.cmd()
+            .args([
+                "new-session",
+                "-d",
+                "-s",
+                "s",
+                "-x",
+                "160",
+                "-y",
+                "50",
+                &command
+            ])
+            .status()
+            .unwrap()
+            .success()
+    );
     tmux.wait_for("Ctrl-D to quit.").await;
     tmux.send(&["echo first", "Enter"]);
     tmux.wait_for("Run it?").await;
@@ -166,14 +237,19 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
     // Asked again (approved once only), now saved.
     let start = Instant::now();
     while tmux.capture().matches("Run it?").count() < 2 {
-        assert!(start.elapsed() < Duration::from_secs(20), "{}", tmux.capture());
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "{}",
+            tmux.capture()
+        );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     tmux.send(&["S", "Enter"]);
     tmux.wait_for("two: Echo: second").await;
     let screen = tmux.capture();
     assert!(screen.contains("saved: `mine` is trusted in"), "{screen}");
-    let file: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
+    let file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&settings).unwrap()).unwrap();
     assert_eq!(file["mcpServers"]["mine"]["trust"], true);
     assert_eq!(file["keep"], 1);
     tmux.send(&["C-d"]);

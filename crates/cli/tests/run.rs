@@ -293,3 +293,74 @@ nodes:
     );
     assert!(err(&o).contains("GEMINI_API_KEY"), "{}", err(&o));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_run_is_saved_as_a_run_log_with_its_ui_step_and_a_link() {
+    let env = Env::new();
+    let file = examples().join("demo-tour.yaml");
+    let o = env
+        .run(&[file.to_str().unwrap(), "--var", "name=Ada"])
+        .await;
+    assert!(o.status.success(), "{}", err(&o));
+    let runs = env.home.path().join("runs");
+    let files: Vec<PathBuf> = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(files.len(), 1, "{files:?}");
+    let name = files[0].file_name().unwrap().to_str().unwrap().to_string();
+    assert!(name.ends_with("-demo-tour.json"), "{name}");
+    let id = name.trim_end_matches(".json");
+    let log: Value = serde_json::from_str(&std::fs::read_to_string(&files[0]).unwrap()).unwrap();
+    assert_eq!(log["id"], id);
+    assert_eq!(log["workflowName"], "demo-tour");
+    assert!(
+        log["workflowPath"]
+            .as_str()
+            .unwrap()
+            .ends_with("demo-tour.yaml")
+    );
+    assert_eq!(log["inputs"], json!({"name": "Ada"}));
+    assert_eq!(log["status"], "ok");
+    assert!(log["failure"].is_null());
+    assert!(log["started"].as_str().unwrap().ends_with('Z'));
+    assert!(log["finished"].as_str().unwrap() >= log["started"].as_str().unwrap());
+    let steps = log["steps"].as_array().unwrap();
+    let greet = steps.iter().find(|s| s["node"] == "greet").unwrap();
+    assert_eq!(greet["kind"], "mcp");
+    assert_eq!(greet["status"], "ok");
+    assert!(greet["durationMs"].is_u64());
+    assert_eq!(log["variables"]["greeting"], "Echo: Hello, Ada!");
+    let apps = log["apps"].as_array().unwrap();
+    assert_eq!(apps.len(), 1, "{apps:?}");
+    let app = &apps[0];
+    assert_eq!(app["node"], "clock");
+    assert_eq!(app["server"], "demo");
+    assert_eq!(app["tool"], "clock");
+    assert!(app["resourceUri"].as_str().unwrap().starts_with("ui://"));
+    assert!(app["result"]["content"].is_array(), "{app}");
+    let log_text = err(&o);
+    let link = format!("open: http://127.0.0.1:8765/workflows?run={id}&step=clock");
+    assert!(log_text.contains(&link), "{log_text}");
+    assert!(
+        log_text.contains("`switchboard serve` running"),
+        "{log_text}"
+    );
+    assert!(log_text.contains("token link"), "{log_text}");
+
+    // A failed run is saved too, naming the failing node.
+    let flow = env.write(
+        "broken.yaml",
+        "name: broken\nnodes:\n  - id: boom\n    type: mcp\n    server: demo\n    tool: no-such-tool\n",
+    );
+    let o = env.run(&[flow.to_str().unwrap()]).await;
+    assert_eq!(o.status.code(), Some(1), "{}", err(&o));
+    let failed = std::fs::read_dir(&runs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.to_str().unwrap().ends_with("-broken.json"))
+        .unwrap();
+    let log: Value = serde_json::from_str(&std::fs::read_to_string(failed).unwrap()).unwrap();
+    assert_eq!(log["status"], "failed");
+    assert_eq!(log["failure"]["node"], "boom");
+}

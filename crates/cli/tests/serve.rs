@@ -231,3 +231,86 @@ async fn serve_logs_in_to_an_oauth_server_through_a_browser_popup() {
     assert!(!settings.to_lowercase().contains("access"), "{settings}");
     drop(peer);
 }
+
+/// The OAuth login that comes back to the web app itself, in real headless Chromium
+/// against the Python-SDK OAuth server with dynamic registration: the registered
+/// redirect is `{app}/auth/mcp-oauth-callback`; "Log in" opens a popup whose callback
+/// page posts the code to the app, which exchanges it server-side; a tool call goes
+/// through. Then, with `window.open` blocked, the same login in the tab itself resumes
+/// at `/settings?mcp-oauth-return=1`. A replayed or forged `state` is refused with 400.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn serve_logs_in_through_the_apps_own_oauth_callback() {
+    use switchboard_testkit::{ensure_peers, repo_root, spawn_oauth_python};
+    ensure_peers();
+    let chromium = Path::new("/usr/bin/chromium");
+    assert!(
+        chromium.exists(),
+        "/usr/bin/chromium is missing: `apt-get install -y chromium` (.ci/run does this)"
+    );
+    let peer = spawn_oauth_python(&[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("settings.json"),
+        serde_json::to_string_pretty(&json!({"mcpServers": {
+            "popup": {"httpUrl": peer.url},
+            "tab": {"httpUrl": peer.url},
+        }}))
+        .unwrap(),
+    )
+    .unwrap();
+    let (mut child, url) = start_serve(home.path(), project.path()).await;
+    let origin = url.split("/?token=").next().unwrap().to_string();
+    let token = url.split("token=").nth(1).unwrap().to_string();
+
+    // Straight to the token endpoint with a state nobody issued: 400, nothing saved.
+    let http = reqwest::Client::new();
+    let r = http
+        .post(format!("{origin}/api/settings/mcp-oauth-token"))
+        .bearer_auth(&token)
+        .json(&json!({"state": "forged", "code": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 400);
+    let v: Value = r.json().await.unwrap();
+    assert_eq!(v["error"], "unknown_state", "{v}");
+
+    let browser = repo_root().join("tests").join("browser");
+    let shots = repo_root().join("target").join("screenshots");
+    let mut cmd = Command::new("node");
+    cmd.arg(browser.join("run.mjs"))
+        .current_dir(&browser)
+        .env("APP_URL", &url)
+        .env("SCENARIO", "oauth-callback")
+        .env("SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", chromium);
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let out = String::from_utf8_lossy(&output.stdout);
+    let err = String::from_utf8_lossy(&output.stderr);
+    stop(&mut child);
+    assert!(
+        output.status.success(),
+        "oauth-callback scenario failed:\n{out}\n{err}"
+    );
+    assert!(out.contains("[oauth-callback] ok"), "{out}");
+    let store = std::fs::read_to_string(home.path().join("mcp-oauth-tokens.json")).unwrap();
+    assert!(store.contains("popup") && store.contains("tab"), "{store}");
+    let settings = std::fs::read_to_string(home.path().join("settings.json")).unwrap();
+    assert!(!settings.to_lowercase().contains("access"), "{settings}");
+    // Two logins, each registered with the app's callback and exchanged once.
+    let base = peer.url.trim_end_matches("/mcp");
+    let stats: Value = http
+        .get(format!("{base}/test/stats"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stats["code_exchanges"], 2, "{stats}");
+    drop(peer);
+}

@@ -1,6 +1,6 @@
 //! The UI: plain HTML, CSS and JavaScript embedded in the binary (no build step).
 //!
-//! Pages (`/`, `/explorer`, `/chat`, `/settings`) are one shell, `index.html`, served
+//! Pages (`/`, `/explorer`, `/chat`, `/settings`, `/workflows`) are one shell, `index.html`, served
 //! only with the access cookie (or the printed `?token=` link, which sets it), with a
 //! strict CSP: scripts from the app's own origin only, frames only from the sandbox
 //! proxy's origin, and no framing of the app itself.
@@ -50,9 +50,19 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../ui/settings.js"),
     ),
     (
+        "oauth-callback.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../ui/oauth-callback.js"),
+    ),
+    (
         "chat.js",
         "text/javascript; charset=utf-8",
         include_str!("../ui/chat.js"),
+    ),
+    (
+        "workflows.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../ui/workflows.js"),
     ),
     (
         "favicon.svg",

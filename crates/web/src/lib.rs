@@ -9,6 +9,8 @@
 //! - **MCP Apps**: tool results with a UI resource render in a sandbox proxy served from
 //!   a second loopback origin, bridged by the official host protocol;
 //! - **Chat**: Gemini with the servers' tools, streamed over SSE.
+//! - **Workflows**: the project's workflow files and the runs `switchboard run` saved
+//!   ([`runs`]), with their MCP App UIs rendered again.
 //!
 //! Access control ([`access`](crate::access)): a random token printed at start becomes
 //! an `HttpOnly; SameSite=Strict` cookie whose name carries the port; every `/api`
@@ -29,14 +31,18 @@ mod events;
 mod explorer;
 mod oauth;
 mod random;
+pub mod runs;
 mod serve;
 mod settings;
 mod state;
 mod test_conn;
+mod workflows;
 
 pub use apps::{DEFAULT_CSP, build_csp, permissions_to_allow};
 pub use error::WebError;
-pub use oauth::{OAuthHandle, OAuthHooks, OpenUrlFn};
+pub use oauth::{
+    BeganLogin, CALLBACK_PATH, CompleteError, CompletedLogin, OAuthHandle, OAuthHooks, OpenUrlFn,
+};
 pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, serve, start};
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};

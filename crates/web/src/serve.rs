@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, WebError};
 use crate::state::{AppConfig, AppState};
-use crate::{access, apps, assets, chat, events, explorer, oauth, settings, test_conn};
+use crate::{access, apps, assets, chat, events, explorer, oauth, settings, test_conn, workflows};
 
 /// The default port of `switchboard serve`.
 pub const DEFAULT_PORT: u16 = 8765;
@@ -340,6 +340,7 @@ pub fn app(state: AppState) -> Router {
         )
         .route("/settings/mcp-test", post(test_conn::mcp_test))
         .route("/settings/mcp-login", post(oauth::login))
+        .route("/settings/mcp-oauth-token", post(oauth::token))
         .route("/mcp/servers", get(explorer::servers))
         .route("/mcp/servers/{name}/restart", post(explorer::restart))
         .route("/mcp/tool-call", post(explorer::tool_call))
@@ -354,6 +355,9 @@ pub fn app(state: AppState) -> Router {
         .route("/chat/cancel", post(chat::cancel))
         .route("/chat/reset", post(chat::reset))
         .route("/chat/context", post(chat::context))
+        .route("/workflows", get(workflows::list))
+        .route("/workflows/runs", get(workflows::runs))
+        .route("/workflows/runs/{id}", get(workflows::run))
         .fallback(api_not_found)
         .layer(middleware::from_fn_with_state(
             state.clone(),
@@ -365,6 +369,8 @@ pub fn app(state: AppState) -> Router {
         .route("/explorer", get(assets::page))
         .route("/chat", get(assets::page))
         .route("/settings", get(assets::page))
+        .route(oauth::CALLBACK_PATH, get(oauth::callback_page))
+        .route("/workflows", get(assets::page))
         .route("/assets/{file}", get(assets::asset))
         .with_state(state)
 }

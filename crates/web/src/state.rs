@@ -158,6 +158,23 @@ impl AppState {
         }
     }
 
+    /// The app's origin as the browser behind `headers` reaches it (bound to an
+    /// unspecified address, the `Host` header, if allowed; else the configured one).
+    pub(crate) fn app_origin_for(&self, headers: &axum::http::HeaderMap) -> String {
+        let cfg = &self.inner.cfg;
+        if cfg.origin_from_host
+            && let Some(host) = headers
+                .get(axum::http::header::HOST)
+                .and_then(|v| v.to_str().ok())
+        {
+            let origin = format!("http://{host}");
+            if crate::access::origin_allowed(self, headers, &origin) {
+                return origin;
+            }
+        }
+        cfg.app_origin.clone()
+    }
+
     /// The sandbox proxy's origin as the browser behind `headers` reaches it.
     pub(crate) fn proxy_origin_for(&self, headers: &axum::http::HeaderMap) -> String {
         let cfg = &self.inner.cfg;

@@ -1078,3 +1078,202 @@ async fn served_beyond_loopback_stdio_servers_cannot_be_added_or_edited() {
     assert_eq!(status, 400, "{v}");
     assert_eq!(v["error"], "SSRF blocked");
 }
+
+/// OAuth hooks that stand in for `switchboard-auth`: one login waiting under the
+/// state `st-1` (its "verifier" never leaves here), completed once.
+struct FakeOAuth {
+    redirect: std::sync::Mutex<Option<String>>,
+    used: std::sync::Mutex<bool>,
+}
+
+impl switchboard_web::OAuthHooks for FakeOAuth {
+    fn token_source(
+        &self,
+        _settings: &switchboard_config::Settings,
+        _guard: &switchboard_net::GuardedClient,
+    ) -> Option<std::sync::Arc<dyn switchboard_mcp::TokenSource>> {
+        None
+    }
+
+    fn login(
+        &self,
+        _settings: &switchboard_config::Settings,
+        _guard: &switchboard_net::GuardedClient,
+        _server: &str,
+        _url: &str,
+        _open: switchboard_web::OpenUrlFn,
+    ) -> futures::future::BoxFuture<'static, Result<String, String>> {
+        Box::pin(async { Err("loopback login not expected".to_string()) })
+    }
+
+    fn begin_login(
+        &self,
+        _settings: &switchboard_config::Settings,
+        _guard: &switchboard_net::GuardedClient,
+        _server: &str,
+        _url: &str,
+        redirect_uri: &str,
+    ) -> futures::future::BoxFuture<'static, Result<Option<switchboard_web::BeganLogin>, String>>
+    {
+        *self.redirect.lock().unwrap() = Some(redirect_uri.to_string());
+        let url = format!("http://127.0.0.1:9/authorize?state=st-1&redirect_uri={redirect_uri}");
+        Box::pin(async move {
+            Ok(Some(switchboard_web::BeganLogin {
+                authorization_url: url,
+                state: "st-1".into(),
+            }))
+        })
+    }
+
+    fn complete_login(
+        &self,
+        _settings: &switchboard_config::Settings,
+        _guard: &switchboard_net::GuardedClient,
+        state: &str,
+        code: &str,
+        _iss: Option<&str>,
+    ) -> futures::future::BoxFuture<
+        'static,
+        Result<switchboard_web::CompletedLogin, switchboard_web::CompleteError>,
+    > {
+        let mut used = self.used.lock().unwrap();
+        let out = if state == "st-1" && code == "good-code" && !*used {
+            *used = true;
+            Ok(switchboard_web::CompletedLogin {
+                server: "secure".into(),
+                expires_at: Some(4_102_444_800_000),
+            })
+        } else {
+            Err(switchboard_web::CompleteError::UnknownState(
+                "no login is waiting for this `state`: it is unknown, expired or already used"
+                    .into(),
+            ))
+        };
+        Box::pin(async move { out })
+    }
+}
+
+#[tokio::test]
+async fn oauth_callback_flow_checks_state_and_never_returns_tokens() {
+    let secure = fake_mcp(true).await;
+    let home = Home::new(Some(
+        &json!({"mcpServers": {"secure": {"httpUrl": secure}}}),
+    ));
+    let hooks = std::sync::Arc::new(FakeOAuth {
+        redirect: std::sync::Mutex::new(None),
+        used: std::sync::Mutex::new(false),
+    });
+    let mut opts = switchboard_web::ServeOptions::new(home.load());
+    opts.port = 0;
+    opts.oauth = Some(switchboard_web::OAuthHandle(hooks.clone()));
+    let app = switchboard_web::start(opts).await.unwrap();
+    let api = Api::new(&app);
+
+    // The login comes back to the app's own callback page.
+    let (status, v) = api
+        .post("/api/settings/mcp-login", &json!({"name": "secure"}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["flow"], "callback");
+    assert_eq!(v["state"], "st-1");
+    let redirect = hooks.redirect.lock().unwrap().clone().unwrap();
+    assert_eq!(
+        redirect,
+        format!("{}/auth/mcp-oauth-callback", app.app_origin)
+    );
+
+    // The callback page works without the cookie (a cross-site redirect carries none)
+    // and holds nothing secret.
+    let r = api
+        .http
+        .get(format!("{redirect}?code=good-code&state=st-1"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    assert!(csp.contains("script-src 'self'"), "{csp}");
+    let html = r.text().await.unwrap();
+    assert!(html.contains("/assets/oauth-callback.js"), "{html}");
+    assert!(!html.contains(&app.token));
+    let js = api
+        .http
+        .get(format!("{}/assets/oauth-callback.js", app.app_origin))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(js.contains("mcp-oauth-callback") && js.contains("mcp-oauth-return=1"));
+
+    // The token endpoint needs the token (or cookie) and the app's Origin.
+    let body = json!({"state": "st-1", "code": "good-code"});
+    let r = api
+        .http
+        .post(format!("{}/api/settings/mcp-oauth-token", api.base))
+        .header("Origin", &app.app_origin)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 401);
+    let cookie = format!("switchboard_token_{}={}", app.addr.port(), app.token);
+    let r = api
+        .http
+        .post(format!("{}/api/settings/mcp-oauth-token", api.base))
+        .header("Cookie", &cookie)
+        .header("Origin", "http://evil.example")
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+
+    // Missing fields and an unknown state: 400 with a clear body.
+    let (status, v) = api
+        .post("/api/settings/mcp-oauth-token", &json!({"state": "st-1"}))
+        .await;
+    assert_eq!(status, 400, "{v}");
+    assert!(v["message"].as_str().unwrap().contains("`code`"), "{v}");
+    let (status, v) = api
+        .post(
+            "/api/settings/mcp-oauth-token",
+            &json!({"state": "forged", "code": "good-code"}),
+        )
+        .await;
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"], "unknown_state");
+    assert!(
+        v["message"].as_str().unwrap().contains("already used"),
+        "{v}"
+    );
+
+    // The right one: {ok, expiresAt}, no token in it.
+    let r = api
+        .req(Method::POST, "/api/settings/mcp-oauth-token")
+        .header("Origin", &app.app_origin)
+        .json(&body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let text = r.text().await.unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(v["ok"], true, "{v}");
+    assert_eq!(v["expiresAt"], 4_102_444_800_000u64);
+    let lower = text.to_lowercase();
+    assert!(
+        !lower.contains("token\"") && !lower.contains("access") && !lower.contains("verifier"),
+        "{text}"
+    );
+
+    // Used once: a replay is refused.
+    let (status, v) = api.post("/api/settings/mcp-oauth-token", &body).await;
+    assert_eq!(status, 400, "{v}");
+    assert_eq!(v["error"], "unknown_state");
+    app.shutdown().await;
+}

@@ -174,3 +174,41 @@ async fn browser_chat_with_fake_gemini_renders_an_app_from_a_tool_result() {
     assert!(!names.iter().any(|n| n.contains("other")), "{names:?}");
     app.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_workflows_page_shows_a_run_and_renders_its_clock_app() {
+    use std::time::SystemTime;
+    use switchboard_web::runs::{RunInfo, from_outcome, save_run};
+    use switchboard_workflow::{RunOptions, Runner, Variables, Workflow};
+
+    let demo = demo_http().await;
+    let home = Home::new(Some(&json!({"mcpServers": {"demo": {"httpUrl": demo}}})));
+    let examples = home.load().project_dir.join("examples");
+    std::fs::create_dir_all(&examples).unwrap();
+    let file = examples.join("demo-tour.yaml");
+    std::fs::copy(repo_root().join("examples").join("demo-tour.yaml"), &file).unwrap();
+    let app = start_app(&home, None).await;
+    wait_connected(&app, &["demo"]).await;
+    // The run, saved as `switchboard run` saves it.
+    let wf = Workflow::load(&file).unwrap();
+    let inputs = Variables::new();
+    let started = SystemTime::now();
+    let outcome = Runner::new(app.state.host(), RunOptions::default())
+        .run(&wf, inputs.clone())
+        .await;
+    assert!(outcome.is_ok(), "{:?}", outcome.failure);
+    let mut log = from_outcome(
+        &RunInfo {
+            file: &file,
+            name: "demo-tour".into(),
+            inputs: &inputs,
+            started,
+            finished: SystemTime::now(),
+            cancelled: false,
+        },
+        &outcome,
+    );
+    save_run(&home.load().home, &mut log).unwrap();
+    run_scenario("workflows", &app.url, &[("RUN_ID", log.id.clone())]).await;
+    app.shutdown().await;
+}

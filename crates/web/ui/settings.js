@@ -97,17 +97,108 @@
     out.appendChild(box);
   }
 
-  // OAuth login: the server starts it and hands back the authorization URL, opened in
-  // a popup without an opener; the result comes back as an `oauth` event.
+  // OAuth login. Usually the authorization server comes back to the app itself
+  // (`/auth/mcp-oauth-callback`): the login opens in a popup whose callback page posts
+  // {type:"mcp-oauth-callback", code, state, ...} back here; this page hands `state`
+  // and `code` to the server, which holds the PKCE verifier and client secret,
+  // exchanges the code and keeps the tokens. With popups blocked the login runs in
+  // this tab and resumes at /settings?mcp-oauth-return=1. A client registered with the
+  // loopback redirect ("flow":"loopback") is finished by the server's own listener and
+  // reported as an `oauth` event.
+  var PENDING_KEY = "mcp-oauth-pending";
+  var RESULT_KEY = "mcp-oauth-callback";
+  var waiting = {}; // state -> server name, for logins started from this page
+
+  function pendingNote(name, out) {
+    var note = document.querySelector('[data-login-pending="' + name + '"]');
+    if (note) return note;
+    note = el("div", { class: "test-result oauth", dataset: { loginPending: name } });
+    if (out) SB.clear(out).appendChild(note);
+    else if (page.root) page.root.notes.appendChild(note);
+    return note;
+  }
+
   function login(name, out) {
-    var note = el("div", { class: "test-result oauth", dataset: { loginPending: name } }, "Starting the login…");
-    SB.clear(out).appendChild(note);
+    var note = pendingNote(name, out);
+    SB.clear(note).appendChild(document.createTextNode("Starting the login…"));
     SB.api("POST", "/settings/mcp-login", { name: name }).then(function (r) {
       if (r.done) { SB.clear(note).appendChild(el("div", null, "✓ " + r.message)); load(); return; }
+      if (r.flow === "callback") {
+        waiting[r.state] = name;
+        var w = window.open(r.authorizationUrl, "switchboard-oauth", "popup,width=520,height=720");
+        if (!w) {
+          // Popup blocked: log in in this tab; the callback page brings us back.
+          try { sessionStorage.setItem(PENDING_KEY, JSON.stringify({ state: r.state, server: name })); } catch (_) { /* ignore */ }
+          SB.clear(note).appendChild(el("div", null, "Popups are blocked: continuing the login in this tab…"));
+          location.assign(r.authorizationUrl);
+          return;
+        }
+        SB.clear(note).appendChild(el("div", null, "A login window opened. Finish there; this page updates when it is done."));
+        return;
+      }
       window.open(r.authorizationUrl, "switchboard-oauth", "popup,width=520,height=720,noopener,noreferrer");
       SB.clear(note).appendChild(el("div", null, "A login window opened. Finish there; this page updates when it is done. ",
         el("a", { href: r.authorizationUrl, target: "_blank", rel: "noopener noreferrer", dataset: { loginLink: name } }, "Open the login page"), " if no window appeared."));
     }, function (e) { SB.clear(note).appendChild(el("div", { class: "error" }, "✗ " + e.message)); });
+  }
+
+  // The outcome goes to the notes above the list (rows are redrawn on reload).
+  function loginResult(name, ok, message) {
+    var old = document.querySelector('[data-login-pending="' + name + '"]');
+    if (old) old.remove();
+    if (!page.root) { SB.toast((ok ? "✓ " : "✗ ") + message, ok ? "" : "error"); return; }
+    var note = el("div", { class: "test-result oauth", dataset: { loginPending: name } });
+    SB.clear(page.root.notes).appendChild(note);
+    note.appendChild(el("div", { class: ok ? "" : "error", dataset: { loginResult: ok ? "ok" : "failed" } }, (ok ? "✓ " : "✗ ") + message));
+  }
+
+  // The callback's result (from the popup, or kept for this tab): finish the login.
+  function finishLogin(m, server) {
+    var name = server || waiting[m.state] || "";
+    delete waiting[m.state];
+    if (m.error) {
+      var why = "The authorization server refused the login: " + m.error + (m.errorDescription ? " (" + m.errorDescription + ")" : "");
+      if (name) loginResult(name, false, why);
+      SB.toast("✗ " + why, "error");
+      return Promise.resolve();
+    }
+    return SB.api("POST", "/settings/mcp-oauth-token", { state: m.state || "", code: m.code || "", iss: m.iss || null }).then(function (r) {
+      loginResult(r.server || name, true, r.message || "Logged in.");
+      load();
+    }, function (e) {
+      if (name) loginResult(name, false, e.message);
+      SB.toast("✗ " + e.message, "error");
+    });
+  }
+
+  window.addEventListener("message", function (ev) {
+    if (ev.origin !== location.origin) return;
+    var m = ev.data;
+    if (!m || m.type !== "mcp-oauth-callback") return;
+    finishLogin(m, null);
+  });
+
+  // Back from a same-tab login (popup blocked): /settings?mcp-oauth-return=1.
+  function resumeLogin() {
+    var params = new URLSearchParams(location.search);
+    if (!params.has("mcp-oauth-return")) return;
+    history.replaceState(null, "", "/settings");
+    var raw = null, pending = null;
+    try {
+      raw = sessionStorage.getItem(RESULT_KEY);
+      pending = JSON.parse(sessionStorage.getItem(PENDING_KEY) || "null");
+      sessionStorage.removeItem(RESULT_KEY);
+      sessionStorage.removeItem(PENDING_KEY);
+    } catch (_) { /* ignore */ }
+    var m = null;
+    try { m = raw ? JSON.parse(raw) : null; } catch (_) { m = null; }
+    if (!m || m.type !== "mcp-oauth-callback") {
+      SB.toast("✗ No login to resume in this tab: log in again.", "error");
+      return;
+    }
+    var server = pending && pending.state === m.state ? pending.server : null;
+    if (server) SB.clear(pendingNote(server, null)).appendChild(document.createTextNode("Finishing the login…"));
+    finishLogin(m, server);
   }
 
   SB.on("oauth", function (ev) {
@@ -245,14 +336,16 @@
     title: "Settings",
     enter: function (view) {
       var meta = el("div");
+      var notes = el("div", { class: "login-notes" });
       var list = el("ul", { class: "srv-list" });
       var formBox = el("div", { class: "form-box", hidden: true });
       view.appendChild(el("div", { class: "settings" },
         el("div", { class: "section-head" }, el("h1", null, "MCP Servers"), el("span", { class: "spacer" }),
           el("button", { type: "button", class: "primary", dataset: { addServer: "" }, onclick: function () { openForm(null); } }, "Add server")),
-        meta, formBox, list));
-      page.root = { meta: meta, list: list, form: formBox };
+        meta, notes, formBox, list));
+      page.root = { meta: meta, notes: notes, list: list, form: formBox };
       load();
+      resumeLogin();
     },
     leave: function () { page.root = null; },
   };

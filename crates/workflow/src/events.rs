@@ -32,6 +32,12 @@ pub struct AppInfo {
     pub server_url: Option<String>,
     pub resource_uri: String,
     pub mime_type: Option<String>,
+    /// The tool that was called.
+    pub tool: String,
+    /// The arguments it was called with.
+    pub arguments: Value,
+    /// The tool result (`content`, `structuredContent`, `_meta`…), as JSON.
+    pub result: Value,
 }
 
 /// Something that happened during a run.

@@ -219,6 +219,7 @@ pub(crate) async fn run(
             .map(str::to_string);
     }
 
+    let arguments = Value::Object(args.clone());
     let outcome = call(runner, &via, &label, &tool, args, timeout, scoped).await;
     let result = match outcome {
         Ok(v) => v,
@@ -290,6 +291,9 @@ pub(crate) async fn run(
             server_url: url,
             resource_uri: uri,
             mime_type: mime,
+            tool: tool.clone(),
+            arguments,
+            result: result.clone(),
         });
     }
     close(via).await;
