@@ -5,12 +5,16 @@
 #
 # Environment knobs:
 #   BENCH_SKIP_BUILD=1   reuse target/release binaries (release builds take minutes)
+#   BENCH_SKIP_PEERS=1   don't run scripts/install-peers.sh (use tests/peers as it is)
 #   BENCH_N=1000         timed calls per client run      BENCH_WARMUP=50  untimed calls first
 #   BENCH_REPEATS=3      runs per client and scenario (interleaved; the median run is kept)
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
 #   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
 #   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario
+#   BENCH_QUIET_WAIT=900 before each section, wait up to this many seconds for the machine
+#   BENCH_QUIET_PCT=25   to be under this % CPU busy for 3 s (0 s: don't wait)
 #   BENCH_COMMIT=text    what to print as the commit (default: git rev-parse of this tree)
+#   BENCH_RESULTS=path   also keep the raw results (JSON lines; bench/report.py renders them)
 #
 # What it does, all on 127.0.0.1: starts server-everything (Streamable HTTP) and the
 # demo server (Streamable HTTP); runs Switchboard's client (switchboard-bench calls), the
@@ -18,8 +22,10 @@
 # (bench/peers/py_client.py) against the same servers, and over stdio against the same
 # server programs (Switchboard twice: on the multi-thread tokio runtime the CLI uses, and
 # on a current-thread runtime); then discovery wall time for 1/5/20 stdio demo servers (0 ms and
-# 1000 ms start-up delay), `switchboard mcp list` with 20 Python-SDK stdio servers, and
-# host peak RSS with 20 servers. Every server it starts is killed on exit.
+# 1000 ms start-up delay), `switchboard mcp list` with 20 Python-SDK stdio servers (and,
+# as a Gemini-CLI-like baseline, the same 20 servers connected serially with the TS SDK:
+# bench/peers/ts_serial_list.mjs), and host peak RSS with 20 servers. Every server it
+# starts is killed on exit.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,6 +53,7 @@ die() {
   exit 1
 }
 
+LOAD_START="$(cut -d' ' -f1-3 /proc/loadavg)"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/switchboard-bench.XXXXXX")"
 RESULTS="$WORK/results.jsonl"
 : >"$RESULTS"
@@ -79,7 +86,9 @@ fi
 for b in "$SB" "$BENCH" "$DEMO"; do
   [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
 done
-"$ROOT/scripts/install-peers.sh" >&2
+if [ "${BENCH_SKIP_PEERS:-0}" != "1" ]; then
+  "$ROOT/scripts/install-peers.sh" >&2
+fi
 [ -f "$EVERYTHING" ] || die "server-everything is not installed ($EVERYTHING)"
 [ -x "$PY" ] || die "the Python venv is not installed ($PY)"
 command -v node >/dev/null || die "node is not on PATH"
@@ -125,6 +134,40 @@ EV_URL="http://127.0.0.1:$EV_PORT/mcp"
 DEMO_URL="http://127.0.0.1:$DEMO_PORT/mcp"
 say "server-everything at $EV_URL, demo server at $DEMO_URL"
 
+# CPU busy % of the whole machine over one second (from /proc/stat).
+busy_pct() {
+  local a b
+  a=($(head -1 /proc/stat))
+  sleep 1
+  b=($(head -1 /proc/stat))
+  local idle=$(((b[4] + b[5]) - (a[4] + a[5])))
+  local total=0 i
+  for i in 1 2 3 4 5 6 7 8; do total=$((total + b[i] - a[i])); done
+  [ "$total" -gt 0 ] || total=1
+  echo $((100 - 100 * idle / total))
+}
+
+# On a shared machine, wait (at most BENCH_QUIET_WAIT seconds) until the CPUs have
+# been under BENCH_QUIET_PCT % busy for 3 s in a row, and record how busy it was.
+wait_quiet() {
+  local section="$1" limit="${BENCH_QUIET_WAIT:-900}" pct="${BENCH_QUIET_PCT:-25}"
+  local start=$SECONDS calm=0 b
+  b="$(busy_pct)"
+  [ "$b" -le "$pct" ] && calm=1
+  while [ "$calm" -lt 3 ] && [ $((SECONDS - start)) -lt "$limit" ]; do
+    b="$(busy_pct)"
+    if [ "$b" -le "$pct" ]; then
+      calm=$((calm + 1))
+    else
+      calm=0
+    fi
+  done
+  local waited=$((SECONDS - start))
+  [ "$calm" -ge 3 ] || [ "$limit" -eq 0 ] ||
+    say "the machine stayed busy (${b}% CPU) for ${limit}s; measuring $section anyway"
+  record quiet "$(printf '{"section":"%s","busy_pct":%s,"waited_s":%s,"quiet":%s}' "$section" "$b" "$waited" "$([ "$calm" -ge 3 ] && echo true || echo false)")"
+}
+
 record() {
   # record KIND JSON: one line of results for bench/report.py
   printf '{"kind":"%s","data":%s}\n' "$1" "$2" >>"$RESULTS"
@@ -163,6 +206,7 @@ run_client() {
 
 for scenario in "stdio demo" "stdio everything" "http demo" "http everything"; do
   read -r transport target <<<"$scenario"
+  wait_quiet "calls $transport $target"
   say "calls: $transport / $target ($REPEATS x $N calls per client, interleaved)"
   for _ in $(seq 1 "$REPEATS"); do
     for client in switchboard ts python switchboard-ct; do
@@ -173,6 +217,7 @@ done
 
 # ---------------------------------------------------------------- discovery
 for delay in 0 1000; do
+  wait_quiet "discover ${delay} ms"
   for servers in 1 5 20; do
     say "discover: $servers servers, ${delay} ms start-up delay"
     out="$("$BENCH" discover --servers "$servers" --delay-ms "$delay" --runs "$RUNS" --switchboard "$SB")" ||
@@ -183,6 +228,7 @@ for delay in 0 1000; do
 done
 
 # ---------------------------------------------------------------- host RSS
+wait_quiet rss
 say "rss: host with 20 demo servers"
 out="$("$BENCH" rss --servers 20 --switchboard "$SB")" || die "rss failed"
 say "  $out"
@@ -209,28 +255,49 @@ make_home() {
 }
 mkdir -p "$WORK/project"
 
-measure_list() {
-  # measure_list LABEL COUNT KIND
-  local label="$1" count="$2" kind="$3" home="$WORK/home-$1" connected rss_kb
-  make_home "$home" "$count" "$kind"
-  connected="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list --json 2>/dev/null |
-    python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin)["servers"] if s.get("status") == "connected"))')"
-  [ "$connected" = "$count" ] || die "mcp list ($label): only $connected of $count servers connected"
-  rss_kb="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" /usr/bin/time -f '%M' "$SB" mcp list 2>&1 >/dev/null | tail -1)"
+# Peak RSS (VmHWM) of the command itself, not of its children: polls
+# /proc/PID/status every 5 ms while it runs (GNU time's %M would report the largest
+# reaped child, i.e. a server).
+peak_rss_kb() {
+  python3 - "$@" <<'PY'
+import subprocess, sys, time
+p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+peak = 0
+while p.poll() is None:
+    try:
+        with open(f"/proc/{p.pid}/status") as f:
+            for line in f:
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]))
+    except OSError:
+        pass
+    time.sleep(0.005)
+print(peak)
+PY
+}
+
+# time_cmd LABEL COUNT KIND RSS_KB CMD...: wall time of CMD (hyperfine if installed, else
+# a `date +%s%N` loop), run from the empty project folder; recorded as a `list` result.
+time_cmd() {
+  local label="$1" count="$2" kind="$3" rss_kb="$4"
+  shift 4
+  local cmd
+  cmd="$(printf '%q ' "$@")"
   if command -v hyperfine >/dev/null; then
-    (cd "$WORK/project" && SWITCHBOARD_HOME="$home" hyperfine --style none --warmup 1 --runs "${BENCH_LIST_RUNS:-5}" \
-      --export-json "$WORK/list-$label.json" "$SB mcp list" >&2)
+    (cd "$WORK/project" && hyperfine --style none --warmup 1 --runs "${BENCH_LIST_RUNS:-5}" \
+      --export-json "$WORK/list-$label.json" "$cmd" >&2)
     record list "$(python3 -c '
 import json, sys
 r = json.load(open(sys.argv[1]))["results"][0]
 print(json.dumps({"label": sys.argv[2], "servers": int(sys.argv[3]), "kind": sys.argv[4], "tool": "hyperfine",
   "mean_s": r["mean"], "stddev_s": r["stddev"], "median_s": r["median"], "min_s": r["min"], "max_s": r["max"],
-  "runs": len(r["times"]), "max_rss_kb": int(sys.argv[5])}))' "$WORK/list-$label.json" "$label" "$count" "$kind" "$rss_kb")"
+  "runs": len(r["times"]), "user_s": r["user"], "system_s": r["system"],
+  "max_rss_kb": int(sys.argv[5])}))' "$WORK/list-$label.json" "$label" "$count" "$kind" "$rss_kb")"
   else
     local times=() t0 t1
     for _ in $(seq 1 "${BENCH_LIST_RUNS:-5}"); do
       t0="$(date +%s%N)"
-      (cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list >/dev/null 2>&1)
+      (cd "$WORK/project" && "$@" >/dev/null 2>&1)
       t1="$(date +%s%N)"
       times+=("$(((t1 - t0) / 1000000))")
     done
@@ -241,12 +308,29 @@ print(json.dumps({"label": sys.argv[1], "servers": int(sys.argv[2]), "kind": sys
   "mean_s": statistics.mean(t), "stddev_s": statistics.pstdev(t), "median_s": statistics.median(t),
   "min_s": min(t), "max_s": max(t), "runs": len(t), "max_rss_kb": int(sys.argv[4])}))' "$label" "$count" "$kind" "$rss_kb" "${times[@]}")"
   fi
-  say "  mcp list ($label): $(tail -1 "$RESULTS")"
+  say "  $label: $(tail -1 "$RESULTS")"
+}
+
+measure_list() {
+  # measure_list LABEL COUNT KIND
+  local label="$1" count="$2" kind="$3" home="$WORK/home-$1" connected rss_kb
+  make_home "$home" "$count" "$kind"
+  wait_quiet "mcp list $label"
+  connected="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list --json 2>/dev/null |
+    python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin)["servers"] if s.get("status") == "connected"))')"
+  [ "$connected" = "$count" ] || die "mcp list ($label): only $connected of $count servers connected"
+  rss_kb="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" peak_rss_kb "$SB" mcp list)"
+  time_cmd "$label" "$count" "$kind" "$rss_kb" env SWITCHBOARD_HOME="$home" "$SB" mcp list
 }
 
 say "mcp list: 1 and 20 Python-SDK stdio servers, 20 demo servers"
 measure_list py1 1 python
 measure_list py20 20 python
+# The same 20 servers connected one after another with the TS SDK, as Gemini CLI's
+# `gemini mcp list` does (Gemini CLI itself cannot run here), right after the above.
+say "serial baseline: TS SDK client, 20 Python-SDK stdio servers one after another"
+time_cmd ts-serial-py20 20 python 0 node "$ROOT/bench/peers/ts_serial_list.mjs" --servers 20 \
+  --command "$PY" --arg "$PY_SERVER" --arg --transport --arg stdio
 measure_list demo20 20 demo
 
 # ---------------------------------------------------------------- report
@@ -257,7 +341,7 @@ py_mcp="$("$PY" -c 'import importlib.metadata as m; print(m.version("mcp"))')"
 record machine "$(python3 -c '
 import json, sys
 keys = ["nproc", "cpu", "kernel", "mem", "date", "rustc", "node", "python", "node_sdk", "everything", "py_mcp",
-        "switchboard", "hyperfine", "git", "load"]
+        "switchboard", "hyperfine", "git", "load_start", "load"]
 print(json.dumps(dict(zip(keys, sys.argv[1:]))))' \
   "$(nproc)" \
   "$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ *//')" \
@@ -270,7 +354,10 @@ print(json.dumps(dict(zip(keys, sys.argv[1:]))))' \
   "$node_sdk" "$everything_version" "$py_mcp" "$sb_version" \
   "$(hyperfine --version 2>/dev/null || echo 'not installed (date loop)')" \
   "${BENCH_COMMIT:-$(git -C "$ROOT" rev-parse --short HEAD 2>/dev/null || echo unknown)$(git -C "$ROOT" diff --quiet HEAD 2>/dev/null || echo ' (with uncommitted changes)')}" \
-  "$(cut -d' ' -f1-3 /proc/loadavg)")"
+  "$LOAD_START" "$(cut -d' ' -f1-3 /proc/loadavg)")"
 
+if [ -n "${BENCH_RESULTS:-}" ]; then
+  cp "$RESULTS" "$BENCH_RESULTS"
+fi
 python3 "$ROOT/bench/report.py" "$RESULTS" "$OUT" "$N" "$WARMUP" "$REPEATS" "$RUNS"
 say "wrote $OUT"

@@ -6,6 +6,9 @@
 //!                         [--warmup 50] [--url URL] [--switchboard PATH] [--peers DIR]
 //! switchboard-bench discover --servers N --delay-ms D [--runs 3] [--switchboard PATH]
 //! switchboard-bench rss [--servers 20] [--switchboard PATH]
+//! switchboard-bench registry [--tools 1000] [--servers 20] [--iterations 200]
+//! switchboard-bench chat-turn [--tools 100] [--calls 3] [--sessions 200] [--session-turns 3]
+//!                             [--model in-process|fake-http|both] [--stream true|false|both]
 //! (every subcommand also takes --runtime multi|current)
 //! ```
 //!
@@ -14,6 +17,7 @@
 
 mod args;
 mod calls;
+mod chat_bench;
 mod host_bench;
 mod stats;
 
@@ -35,6 +39,16 @@ usage:
       concurrently by Host::start(); prints the wall time of each run and the median
   switchboard-bench rss [--servers 20] [--switchboard PATH]
       peak RSS (VmHWM) of this host process with N demo servers connected
+  switchboard-bench registry [--tools 1000] [--servers 20] [--iterations 200] [--warmup 20]
+                             [--cap 128] [--fixtures DIR]
+      ToolRegistry::new over N corpus tools + declarations(cap) + declarations(MAX)
+  switchboard-bench chat-turn [--tools 100] [--calls 3] [--sessions 200] [--session-turns 3]
+                              [--warmup 10] [--synthetic-servers 3]
+                              [--model in-process|fake-http|both]
+                              [--stream true|false|both] [--switchboard PATH] [--fixtures DIR]
+      host overhead of one chat turn (demo server + synthetic stdio servers, a model
+      answering at once): turn time minus model time minus tool-call time, for the
+      first turn of a conversation and for the later ones
 
   --switchboard defaults to the `switchboard` binary next to this one; --peers to
   the repository's tests/peers; --runtime multi|current picks the tokio runtime
@@ -111,6 +125,23 @@ async fn run(command: &str, mut args: Args) -> Result<serde_json::Value> {
             let opts = host_bench::RssOpts::from_args(&mut args)?;
             args.finish()?;
             host_bench::rss(opts).await?
+        }
+        "registry" => {
+            let opts = chat_bench::RegistryOpts::from_args(&mut args)?;
+            args.finish()?;
+            chat_bench::registry(opts)?
+        }
+        "chat-turn" => {
+            let opts = chat_bench::ChatTurnOpts::from_args(&mut args)?;
+            args.finish()?;
+            chat_bench::chat_turn(opts).await?
+        }
+        // Internal: the synthetic stdio MCP server `chat-turn` spawns (never returns).
+        "tool-server" => {
+            let opts = chat_bench::ToolServerOpts::from_args(&mut args)?;
+            args.finish()?;
+            chat_bench::tool_server(opts).await?;
+            bail!("tool-server returned")
         }
         other => bail!("unknown subcommand `{other}`"),
     };

@@ -8,7 +8,10 @@
 //!
 //! Invariants:
 //! - the registry is rebuilt from the host's current snapshot before every request,
-//!   so servers that connect late join (and the person is told);
+//!   so servers that connect late join (and the person is told); when the connected,
+//!   enabled servers' tool lists are unchanged the registry (and the declarations built
+//!   from it) is reused instead, since normalizing every schema again would cost
+//!   milliseconds per request with a hundred tools;
 //! - tool names map back through the registry's table, never by parsing;
 //! - an argument-check failure, a refused confirmation, an unknown tool or a failing
 //!   call all go back to the model as a function *error* it can act on;
@@ -22,15 +25,16 @@ use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 use switchboard_host::{Host, ServerStatus};
+use switchboard_mcp::model::Tool as McpTool;
 use switchboard_mcp::{CallOptions, Progress};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
 use crate::client::GeminiError;
-use crate::provider::ModelClient;
 use crate::commands::model_supports_tools;
 use crate::naming::{SEARCH_TOOLS_NAME, ToolRegistry};
+use crate::provider::ModelClient;
 use crate::results::map_call_result;
 use crate::types::{
     Content, FunctionCall, FunctionResponse, GenerateRequest, Part, StreamAccumulator, Tool,
@@ -156,6 +160,13 @@ pub struct Chat {
     confirmer: Arc<dyn Confirmer>,
     history: Vec<Content>,
     registry: ToolRegistry,
+    /// The tool lists the registry was built from: the connected, enabled servers in
+    /// snapshot order.
+    registry_source: Vec<(String, Vec<McpTool>)>,
+    /// Bumped whenever the registry is rebuilt.
+    registry_generation: u64,
+    /// The `tools` of the last request with MCP declarations, for the next one.
+    decl_cache: Option<DeclCache>,
     allowed_tools: HashSet<(String, String)>,
     allowed_servers: HashSet<String>,
     disabled_servers: HashSet<String>,
@@ -188,6 +199,9 @@ impl Chat {
             confirmer,
             history: Vec::new(),
             registry: ToolRegistry::default(),
+            registry_source: Vec::new(),
+            registry_generation: 0,
+            decl_cache: None,
             allowed_tools: HashSet::new(),
             allowed_servers: HashSet::new(),
             disabled_servers: HashSet::new(),
@@ -239,29 +253,38 @@ impl Chat {
         self.model_context.push(text);
     }
 
-    /// Rebuilds the registry from the host's connected, enabled servers. Returns the
-    /// names of servers that joined since last time.
+    /// Rebuilds the registry from the host's connected, enabled servers (or keeps it
+    /// when their tool lists are the same as last time: the registry depends on nothing
+    /// else). Returns the names of servers that joined since last time.
     pub fn refresh_tools(&mut self) -> Vec<String> {
-        let snapshot = self.host.snapshot();
-        let connected: Vec<_> = snapshot
-            .iter()
+        let source: Vec<(String, Vec<McpTool>)> = self
+            .host
+            .snapshot()
+            .into_iter()
             .filter(|s| {
                 s.status == ServerStatus::Connected && !self.disabled_servers.contains(&s.name)
             })
+            .map(|s| (s.name, s.tools))
             .collect();
-        let pairs: Vec<(&str, &[switchboard_mcp::model::Tool])> = connected
-            .iter()
-            .map(|s| (s.name.as_str(), s.tools.as_slice()))
-            .collect();
-        let mut registry = ToolRegistry::new(&pairs);
-        registry.carry_enabled_from(&self.registry);
-        self.registry = registry;
+        // Unchanged tools share their schemas (`Arc`s) with the last snapshot, so this
+        // comparison is cheap.
+        if source != self.registry_source || self.registry_generation == 0 {
+            let pairs: Vec<(&str, &[McpTool])> = source
+                .iter()
+                .map(|(name, tools)| (name.as_str(), tools.as_slice()))
+                .collect();
+            let mut registry = ToolRegistry::new(&pairs);
+            registry.carry_enabled_from(&self.registry);
+            self.registry = registry;
+            self.registry_generation += 1;
+        }
         let mut joined = Vec::new();
-        for s in &connected {
-            if self.known_servers.insert(s.name.clone()) && !s.tools.is_empty() {
-                joined.push(s.name.clone());
+        for (name, tools) in &source {
+            if self.known_servers.insert(name.clone()) && !tools.is_empty() {
+                joined.push(name.clone());
             }
         }
+        self.registry_source = source;
         joined
     }
 
@@ -294,37 +317,67 @@ impl Chat {
         }
     }
 
+    /// The `tools` of the next request, and whether they are the MCP declarations
+    /// (lent from [`DeclCache`]: give them back with [`Chat::return_declarations`]).
     fn tools_for_request(
         &mut self,
         events: &mpsc::UnboundedSender<ChatEvent>,
-    ) -> Option<Vec<Tool>> {
+    ) -> (Option<Vec<Tool>>, bool) {
         if self.opts.web_search {
             if !self.registry.is_empty() {
                 let _ = events.send(ChatEvent::Notice(
                     "MCP tools are off in web-search mode".into(),
                 ));
             }
-            return Some(vec![Tool::google_search()]);
+            return (Some(vec![Tool::google_search()]), false);
         }
         if !model_supports_tools(&self.opts.model) {
             let _ = events.send(ChatEvent::Notice(format!(
                 "MCP tools are off: model `{}` has no function calling",
                 self.opts.model
             )));
-            return None;
+            return (None, false);
         }
         if self.registry.is_empty() {
-            return None;
+            return (None, false);
         }
-        let (decls, omitted) = self.registry.declarations(self.opts.max_declarations);
-        if let Some(n) = omitted.notice(self.opts.max_declarations) {
-            let _ = events.send(ChatEvent::Notice(n));
+        let cap = self.opts.max_declarations;
+        let reusable = self.decl_cache.as_ref().is_some_and(|c| {
+            c.tools.is_some()
+                && c.generation == self.registry_generation
+                && c.cap == cap
+                && c.enabled == self.registry.enabled()
+        });
+        if !reusable {
+            let (decls, omitted) = self.registry.declarations(cap);
+            let decls = decls
+                .iter()
+                .filter_map(|d| serde_json::from_value(d.to_json()).ok())
+                .collect();
+            self.decl_cache = Some(DeclCache {
+                generation: self.registry_generation,
+                cap,
+                enabled: self.registry.enabled().to_vec(),
+                notice: omitted.notice(cap),
+                tools: Some(vec![Tool::functions(decls)]),
+            });
         }
-        let decls = decls
-            .iter()
-            .filter_map(|d| serde_json::from_value(d.to_json()).ok())
-            .collect();
-        Some(vec![Tool::functions(decls)])
+        let Some(cache) = self.decl_cache.as_mut() else {
+            return (None, false);
+        };
+        if let Some(n) = &cache.notice {
+            let _ = events.send(ChatEvent::Notice(n.clone()));
+        }
+        (cache.tools.take(), true)
+    }
+
+    /// Puts the declarations lent to a request back for the next one.
+    fn return_declarations(&mut self, tools: Option<Vec<Tool>>) {
+        if let Some(cache) = self.decl_cache.as_mut()
+            && cache.tools.is_none()
+        {
+            cache.tools = tools;
+        }
     }
 
     /// Sends one user message (parts) and runs the turn to its end.
@@ -366,16 +419,21 @@ impl Chat {
                     )));
                 }
             }
-            let request = GenerateRequest {
+            let (tools, lent) = self.tools_for_request(events);
+            let mut request = GenerateRequest {
                 contents: self.history.clone(),
                 system_instruction: self.system_instruction(),
-                tools: self.tools_for_request(events),
+                tools,
                 ..Default::default()
             };
             let model_turn = tokio::select! {
-                r = self.call_model(&request, events) => r?,
-                _ = cancel.cancelled() => return Err(ChatError::Cancelled),
+                r = self.call_model(&request, events) => r,
+                _ = cancel.cancelled() => Err(ChatError::Cancelled),
             };
+            if lent {
+                self.return_declarations(request.tools.take());
+            }
+            let model_turn = model_turn?;
             let calls: Vec<FunctionCall> = model_turn
                 .parts
                 .iter()
@@ -579,6 +637,19 @@ impl Chat {
             output_schema: reg.output_schema(),
         }
     }
+}
+
+/// The function declarations of the last request, reused while the registry, the cap
+/// and the tools enabled through `search_tools` stay the same (building them clones
+/// every normalized schema).
+struct DeclCache {
+    generation: u64,
+    cap: usize,
+    enabled: Vec<String>,
+    /// The notice about tools left out by the cap, sent with every request.
+    notice: Option<String>,
+    /// `None` while lent to a request in flight.
+    tools: Option<Vec<Tool>>,
 }
 
 enum Plan {

@@ -34,12 +34,15 @@ pub use args::{ArgsChecker, check_args};
 pub use chat::{
     AlwaysApprove, Chat, ChatError, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
 };
+pub use client::ApiKind;
 pub use client::{DEFAULT_MODEL, GeminiClient, GeminiError, GeminiOptions};
 pub use client::{GenerateStream, RetryNotice};
 pub use naming::{
     DEFAULT_MAX_DECLARATIONS, Decl, Omitted, RegisteredTool, SEARCH_TOOLS_NAME, SearchHit,
     ToolRegistry,
 };
+pub use openai::{OpenAiClient, OpenAiOptions};
+pub use provider::{ChunkStream, ModelClient};
 pub use results::{Mapped, map_call_result, map_result};
 pub use schema::{
     Normalized, normalize, to_openapi, validate_for_gemini, validate_function_declaration,
@@ -49,6 +52,3 @@ pub use types::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest,
     GenerateResponse, Part, StreamAccumulator, Tool, ToolConfig,
 };
-pub use provider::{ChunkStream, ModelClient};
-pub use client::ApiKind;
-pub use openai::{OpenAiClient, OpenAiOptions};

@@ -41,7 +41,11 @@ async fn a_dropped_stdio_server_is_reconnected_and_the_host_says_so() {
             .expect("events before the deadline")
             .expect("event stream open");
         match ev {
-            HostEvent::Reconnecting { server, attempt, delay } => {
+            HostEvent::Reconnecting {
+                server,
+                attempt,
+                delay,
+            } => {
                 assert_eq!(server, "py");
                 assert_eq!(attempt, 1);
                 assert_eq!(delay, Duration::from_secs(1));
@@ -57,7 +61,11 @@ async fn a_dropped_stdio_server_is_reconnected_and_the_host_says_so() {
     let snap = connected(&host, "py");
     assert!(!snap.tools.is_empty());
     let conn = host.connection("py").unwrap();
-    assert_ne!(conn.pid().unwrap(), first_pid, "a new process serves the connection");
+    assert_ne!(
+        conn.pid().unwrap(),
+        first_pid,
+        "a new process serves the connection"
+    );
     let r = conn
         .call_tool(
             "echo",
@@ -81,7 +89,10 @@ async fn one_shot_hosts_report_the_drop_and_do_not_reconnect() {
     let conn = host.connection("py").unwrap();
     kill_group(conn.pid().unwrap());
     assert!(eventually(Duration::from_secs(5), || conn.is_closed()).await);
-    assert!(host.connection("py").is_none(), "a closed connection is not handed out");
+    assert!(
+        host.connection("py").is_none(),
+        "a closed connection is not handed out"
+    );
     let snap = host.server("py").unwrap();
     assert_eq!(snap.status, ServerStatus::Disconnected);
     assert_eq!(snap.error.as_deref(), Some("the connection was lost"));
