@@ -189,14 +189,26 @@ def render(res, n, warmup, repeats, runs):
             f"| `switchboard-bench rss` (a `Host` with 20 stdio demo servers, one echo call each;"
             f" /proc/self/status) | {rss['connected']} | {rss['vm_hwm_kb'] / 1024:.1f} MB |"
         )
+    splits = {row["label"]: row for row in res.get("rss_split", [])}
     for label, what in [("demo20", "20 stdio demo servers"), ("py20", "20 Python-SDK stdio servers")]:
         row = lists.get(label)
         if row:
+            split = splits.get(label)
+            extra = ""
+            if split:
+                extra = (
+                    f" (at the largest sample: {split['rss_anon_kb'] / 1024:.1f} MB anonymous +"
+                    f" {split['rss_file_kb'] / 1024:.1f} MB file-backed)"
+                )
             out.append(
                 f"| `switchboard mcp list` with {what} (its own VmHWM, polled every 5 ms) | {row['servers']} |"
-                f" {row['max_rss_kb'] / 1024:.1f} MB |"
+                f" {row['max_rss_kb'] / 1024:.1f} MB{extra} |"
             )
-    out.append("\nMB = 2^20 bytes. Only the host process is counted, not the servers.\n")
+    out.append(
+        "\nMB = 2^20 bytes. Only the host process is counted, not the servers. File-backed pages are"
+        " the parts of the executable that were touched (shared, reclaimable); anonymous pages are the"
+        " heap and stacks.\n"
+    )
 
     # ------------------------------------------------------------------ mcp list
     out.append("## `switchboard mcp list` wall time\n")

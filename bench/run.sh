@@ -255,24 +255,26 @@ make_home() {
 }
 mkdir -p "$WORK/project"
 
-# Peak RSS (VmHWM) of the command itself, not of its children: polls
-# /proc/PID/status every 5 ms while it runs (GNU time's %M would report the largest
-# reaped child, i.e. a server).
+# Peak RSS of the command itself, not of its children: polls /proc/PID/status every
+# 5 ms while it runs (GNU time's %M would report the largest reaped child, i.e. a
+# server). Prints "VmHWM RssAnon RssFile" in kB, the last two from the sample with the
+# largest VmRSS.
 peak_rss_kb() {
   python3 - "$@" <<'PY'
 import subprocess, sys, time
 p = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-peak = 0
+hwm, best_rss, anon, file_ = 0, -1, 0, 0
 while p.poll() is None:
     try:
         with open(f"/proc/{p.pid}/status") as f:
-            for line in f:
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]))
-    except OSError:
+            d = {k: int(v.split()[0]) for k, _, v in (l.partition(":") for l in f) if v.strip().endswith("kB")}
+        hwm = max(hwm, d.get("VmHWM", 0))
+        if d.get("VmRSS", 0) > best_rss:
+            best_rss, anon, file_ = d["VmRSS"], d.get("RssAnon", 0), d.get("RssFile", 0)
+    except (OSError, KeyError, ValueError):
         pass
     time.sleep(0.005)
-print(peak)
+print(hwm, anon, file_)
 PY
 }
 
@@ -313,13 +315,14 @@ print(json.dumps({"label": sys.argv[1], "servers": int(sys.argv[2]), "kind": sys
 
 measure_list() {
   # measure_list LABEL COUNT KIND
-  local label="$1" count="$2" kind="$3" home="$WORK/home-$1" connected rss_kb
+  local label="$1" count="$2" kind="$3" home="$WORK/home-$1" connected rss_kb anon_kb file_kb
   make_home "$home" "$count" "$kind"
   wait_quiet "mcp list $label"
   connected="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" "$SB" mcp list --json 2>/dev/null |
     python3 -c 'import json,sys; print(sum(1 for s in json.load(sys.stdin)["servers"] if s.get("status") == "connected"))')"
   [ "$connected" = "$count" ] || die "mcp list ($label): only $connected of $count servers connected"
-  rss_kb="$(cd "$WORK/project" && SWITCHBOARD_HOME="$home" peak_rss_kb "$SB" mcp list)"
+  read -r rss_kb anon_kb file_kb < <(cd "$WORK/project" && SWITCHBOARD_HOME="$home" peak_rss_kb "$SB" mcp list)
+  record rss_split "$(printf '{"label":"%s","vm_hwm_kb":%s,"rss_anon_kb":%s,"rss_file_kb":%s}' "$label" "$rss_kb" "$anon_kb" "$file_kb")"
   time_cmd "$label" "$count" "$kind" "$rss_kb" env SWITCHBOARD_HOME="$home" "$SB" mcp list
 }
 
