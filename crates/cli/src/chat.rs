@@ -12,19 +12,16 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, anyhow, bail};
-use base64::Engine as _;
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_gemini::commands::{
-    PromptArg, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
-};
+use switchboard_gemini::chat_input::Expanded;
+use switchboard_gemini::commands::prompt_command_name;
 use switchboard_gemini::types::Part;
 use switchboard_gemini::{
     AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, GeminiClient,
     GeminiOptions, ModelClient, OpenAiClient, OpenAiOptions,
 };
 use switchboard_host::{Host, HostOptions, ServerStatus};
-use switchboard_mcp::CallOptions;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -348,146 +345,18 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
     r.map(|_| ()).map_err(anyhow::Error::from)
 }
 
-/// Turns a line into message parts: `/prompt …` commands become the prompt's messages,
-/// `@server:uri` references are read and attached. `None` when the line was handled
-/// locally (help).
+/// Turns a line into message parts (see `switchboard_gemini::chat_input`): `/prompt …`
+/// commands become the prompt's messages, `@server:uri` references are attached.
+/// `None` when the line was answered locally (a prompt's `help`), which is printed.
 async fn expand_input(chat: &mut Chat, line: &str) -> Result<Option<Vec<Part>>> {
-    let host = chat.host().clone();
-    if let Some(rest) = line.strip_prefix('/') {
-        let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-        for s in host.snapshot() {
-            if s.status != ServerStatus::Connected {
-                continue;
-            }
-            for p in &s.prompts {
-                if prompt_command_name(&p.name) != cmd {
-                    continue;
-                }
-                let pargs: Vec<PromptArg> = p
-                    .arguments
-                    .iter()
-                    .flatten()
-                    .map(|a| PromptArg {
-                        name: a.name.clone(),
-                        required: a.required.unwrap_or(false),
-                        description: a.description.clone(),
-                    })
-                    .collect();
-                if args.trim() == "help" {
-                    println!("{}", prompt_help(cmd, p.description.as_deref(), &pargs));
-                    return Ok(None);
-                }
-                let values = parse_prompt_args(args, &pargs).map_err(|e| anyhow!("/{cmd}: {e}"))?;
-                let conn = host
-                    .connection(&s.name)
-                    .with_context(|| format!("server `{}` is not connected", s.name))?;
-                let result = conn
-                    .get_prompt(&p.name, values, &CallOptions::default())
-                    .await?;
-                let value = serde_json::to_value(&result)?;
-                let mut parts = Vec::new();
-                for m in value
-                    .get("messages")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-                {
-                    let content = m.get("content").cloned().unwrap_or(Value::Null);
-                    parts.extend(content_to_parts(&content));
-                }
-                return Ok(Some(parts));
-            }
+    match switchboard_gemini::chat_input::expand_input(chat.host(), line).await {
+        Ok(Expanded::Parts(parts)) => Ok(Some(parts)),
+        Ok(Expanded::Reply(text)) => {
+            println!("{text}");
+            Ok(None)
         }
-        bail!("unknown command `/{cmd}`; /help lists commands");
+        Err(e) => Err(anyhow!(e)),
     }
-    let snapshot = host.snapshot();
-    let servers: Vec<String> = snapshot.iter().map(|s| s.name.clone()).collect();
-    let owner = |uri: &str| -> Option<String> {
-        snapshot
-            .iter()
-            .find(|s| s.resources.iter().any(|r| r.uri == uri))
-            .map(|s| s.name.clone())
-    };
-    let refs = find_resource_refs(line, &servers, &owner);
-    let mut parts = vec![Part::text(line.to_string())];
-    for r in refs {
-        let conn = host
-            .connection(&r.server)
-            .with_context(|| format!("{}: server `{}` is not connected", r.token, r.server))?;
-        let result = conn
-            .read_resource(&r.uri, &CallOptions::default())
-            .await
-            .with_context(|| format!("reading {}", r.token))?;
-        let value = serde_json::to_value(&result)?;
-        for c in value
-            .get("contents")
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default()
-        {
-            if let Some(text) = c.get("text").and_then(Value::as_str) {
-                parts.push(Part::text(format!(
-                    "Content of {} ({}):\n{text}",
-                    r.token, r.uri
-                )));
-            } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
-                let mime = c
-                    .get("mimeType")
-                    .and_then(Value::as_str)
-                    .unwrap_or("application/octet-stream");
-                parts.push(Part::text(format!(
-                    "Content of {} ({}) follows as {mime}.",
-                    r.token, r.uri
-                )));
-                parts.push(Part::inline_data(mime, blob));
-            }
-        }
-    }
-    Ok(Some(parts))
-}
-
-fn content_to_parts(content: &Value) -> Vec<Part> {
-    let blocks = match content {
-        Value::Array(a) => a.clone(),
-        other => vec![other.clone()],
-    };
-    let mut parts = Vec::new();
-    for b in blocks {
-        match b.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(Part::text(
-                b.get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )),
-            Some("image") | Some("audio") => {
-                let mime = b
-                    .get("mimeType")
-                    .and_then(Value::as_str)
-                    .unwrap_or("application/octet-stream");
-                let data = b.get("data").and_then(Value::as_str).unwrap_or("");
-                if base64::engine::general_purpose::STANDARD
-                    .decode(data)
-                    .is_ok()
-                {
-                    parts.push(Part::inline_data(mime, data));
-                }
-            }
-            Some("resource") => {
-                let res = b.get("resource").cloned().unwrap_or(Value::Null);
-                if let Some(t) = res.get("text").and_then(Value::as_str) {
-                    let uri = res.get("uri").and_then(Value::as_str).unwrap_or("");
-                    parts.push(Part::text(format!("Resource {uri}:\n{t}")));
-                }
-            }
-            Some("resource_link") => {
-                let uri = b.get("uri").and_then(Value::as_str).unwrap_or("");
-                parts.push(Part::text(format!("Resource Link: {uri}")));
-            }
-            _ => {}
-        }
-    }
-    parts
 }
 
 fn is_settled(s: &switchboard_host::ServerSnapshot) -> bool {

@@ -17,6 +17,7 @@
 
 pub mod args;
 pub mod chat;
+pub mod chat_input;
 pub mod client;
 pub mod commands;
 #[cfg(feature = "fake")]

@@ -34,10 +34,10 @@ use tokio_util::sync::CancellationToken;
 
 use crate::access::ApiJson;
 use crate::apps::{result_ui_uri, tool_ui};
-use crate::chat_input::{Expanded, expand_input};
 use crate::error::{ApiError, ApiResult};
 use crate::random::random_id;
 use crate::state::AppState;
+use switchboard_gemini::chat_input::{Expanded, expand_input};
 
 /// How long a confirmation waits for the person before it counts as "cancel".
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);

@@ -24,7 +24,6 @@ mod access;
 mod apps;
 mod assets;
 mod chat;
-mod chat_input;
 mod dto;
 mod error;
 mod events;

@@ -1,13 +1,14 @@
-//! Chat input rules, as in the CLI's chat: `/prompt args` runs an MCP prompt and sends
-//! its messages; `/prompt help` explains its arguments; `@server:uri` (or `@uri` of a
-//! listed resource) attaches the resource's content to the message.
+//! Expanding one line of chat input, for every front end (the CLI's `chat` and the web
+//! app's chat): `/prompt args` runs an MCP prompt and sends its messages; `/prompt help`
+//! explains its arguments; `@server:uri` (or `@uri` of a listed resource) attaches the
+//! resource's content to the message. The parsing rules live in [`crate::commands`].
 
-use base64::Engine as _;
-use serde_json::Value;
-use switchboard_gemini::commands::{
+use crate::commands::{
     PromptArg, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
 };
-use switchboard_gemini::types::Part;
+use crate::types::Part;
+use base64::Engine as _;
+use serde_json::Value;
 use switchboard_host::{Host, ServerStatus};
 use switchboard_mcp::CallOptions;
 
