@@ -8,9 +8,11 @@
 #   BENCH_SKIP_PEERS=1   don't run scripts/install-peers.sh (use tests/peers as it is)
 #   BENCH_N=1000         timed calls per client run      BENCH_WARMUP=50  untimed calls first
 #   BENCH_REPEATS=3      runs per client and scenario (interleaved; the median run is kept)
+#   BENCH_LONG_N=20000   calls per run in the steady-state stdio scenario (BENCH_LONG_REPEATS=3 runs)
+#   BENCH_SECTIONS="calls steady discover rss list"   which sections to run
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
 #   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
-#   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario
+#   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario (BENCH_NO_HYPERFINE=1: date loop)
 #   BENCH_QUIET_WAIT=900 before each section, wait up to this many seconds for the machine
 #   BENCH_QUIET_PCT=25   to be under this % CPU busy for 3 s (0 s: don't wait)
 #   BENCH_COMMIT=text    what to print as the commit (default: git rev-parse of this tree)
@@ -32,6 +34,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 
 N="${BENCH_N:-1000}"
+LONG_N="${BENCH_LONG_N:-20000}"
+SECTIONS="${BENCH_SECTIONS:-calls steady discover rss list}"
+has_section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 WARMUP="${BENCH_WARMUP:-50}"
 REPEATS="${BENCH_REPEATS:-3}"
 RUNS="${BENCH_RUNS:-3}"
@@ -175,7 +180,8 @@ record() {
 
 # ---------------------------------------------------------------- calls
 run_client() {
-  local client="$1" transport="$2" target="$3"
+  # run_client CLIENT TRANSPORT TARGET N KIND
+  local client="$1" transport="$2" target="$3" n="$4" kind="$5"
   local where=() run=() out
   if [ "$transport" = http ]; then
     if [ "$target" = everything ]; then where=(--url "$EV_URL"); else where=(--url "$DEMO_URL"); fi
@@ -195,44 +201,63 @@ run_client() {
     ts) run=(node "$ROOT/bench/peers/ts_client.mjs" "${where[@]}") ;;
     python) run=("$PY" "$ROOT/bench/peers/py_client.py" "${where[@]}") ;;
   esac
-  if ! out="$("${run[@]}" --transport "$transport" --target "$target" --n "$N" --warmup "$WARMUP" 2>>"$WORK/clients.log")" ||
+  if ! out="$("${run[@]}" --transport "$transport" --target "$target" --n "$n" --warmup "$WARMUP" 2>>"$WORK/clients.log")" ||
     [ -z "$out" ]; then
     tail -20 "$WORK/clients.log" >&2
     die "$client $transport $target failed"
   fi
   say "  $client $transport $target: $out"
-  record calls "$(printf '{"client":"%s","transport":"%s","target":"%s","result":%s}' "$client" "$transport" "$target" "$out")"
+  record "$kind" "$(printf '{"client":"%s","transport":"%s","target":"%s","result":%s}' "$client" "$transport" "$target" "$out")"
 }
 
-for scenario in "stdio demo" "stdio everything" "http demo" "http everything"; do
-  read -r transport target <<<"$scenario"
-  wait_quiet "calls $transport $target"
-  say "calls: $transport / $target ($REPEATS x $N calls per client, interleaved)"
-  for _ in $(seq 1 "$REPEATS"); do
-    for client in switchboard ts python switchboard-ct; do
-      run_client "$client" "$transport" "$target"
+if has_section calls; then
+  for scenario in "stdio demo" "stdio everything" "http demo" "http everything"; do
+    read -r transport target <<<"$scenario"
+    wait_quiet "calls $transport $target"
+    say "calls: $transport / $target ($REPEATS x $N calls per client, interleaved)"
+    for _ in $(seq 1 "$REPEATS"); do
+      for client in switchboard ts python switchboard-ct; do
+        run_client "$client" "$transport" "$target" "$N" calls
+      done
     done
   done
-done
+fi
+
+# ---------------------------------------------------------------- steady state
+# The same stdio loop against the demo server, but long (BENCH_LONG_N calls): the TS
+# client's JIT warms up within the first few thousand calls, so short runs flatter us.
+if has_section steady; then
+  wait_quiet "steady stdio demo"
+  say "steady state: stdio / demo (${BENCH_LONG_REPEATS:-3} x $LONG_N calls per client, interleaved)"
+  for _ in $(seq 1 "${BENCH_LONG_REPEATS:-3}"); do
+    for client in switchboard ts python; do
+      run_client "$client" stdio demo "$LONG_N" steady
+    done
+  done
+fi
 
 # ---------------------------------------------------------------- discovery
-for delay in 0 1000; do
-  wait_quiet "discover ${delay} ms"
-  for servers in 1 5 20; do
-    say "discover: $servers servers, ${delay} ms start-up delay"
-    out="$("$BENCH" discover --servers "$servers" --delay-ms "$delay" --runs "$RUNS" --switchboard "$SB")" ||
-      die "discover ($servers servers, $delay ms) failed"
-    say "  $out"
-    record discover "$out"
+if has_section discover; then
+  for delay in 0 1000; do
+    wait_quiet "discover ${delay} ms"
+    for servers in 1 5 20; do
+      say "discover: $servers servers, ${delay} ms start-up delay"
+      out="$("$BENCH" discover --servers "$servers" --delay-ms "$delay" --runs "$RUNS" --switchboard "$SB")" ||
+        die "discover ($servers servers, $delay ms) failed"
+      say "  $out"
+      record discover "$out"
+    done
   done
-done
+fi
 
 # ---------------------------------------------------------------- host RSS
-wait_quiet rss
-say "rss: host with 20 demo servers"
-out="$("$BENCH" rss --servers 20 --switchboard "$SB")" || die "rss failed"
-say "  $out"
-record rss "$out"
+if has_section rss; then
+  wait_quiet rss
+  say "rss: host with 20 demo servers"
+  out="$("$BENCH" rss --servers 20 --switchboard "$SB")" || die "rss failed"
+  say "  $out"
+  record rss "$out"
+fi
 
 # ---------------------------------------------------------------- mcp list
 # Settings with COUNT stdio servers, in a fresh SWITCHBOARD_HOME; run from an empty
@@ -285,7 +310,7 @@ time_cmd() {
   shift 4
   local cmd
   cmd="$(printf '%q ' "$@")"
-  if command -v hyperfine >/dev/null; then
+  if [ "${BENCH_NO_HYPERFINE:-0}" != 1 ] && command -v hyperfine >/dev/null; then
     (cd "$WORK/project" && hyperfine --style none --warmup 1 --runs "${BENCH_LIST_RUNS:-5}" \
       --export-json "$WORK/list-$label.json" "$cmd" >&2)
     record list "$(python3 -c '
@@ -326,15 +351,17 @@ measure_list() {
   time_cmd "$label" "$count" "$kind" "$rss_kb" env SWITCHBOARD_HOME="$home" "$SB" mcp list
 }
 
-say "mcp list: 1 and 20 Python-SDK stdio servers, 20 demo servers"
-measure_list py1 1 python
-measure_list py20 20 python
-# The same 20 servers connected one after another with the TS SDK, as Gemini CLI's
-# `gemini mcp list` does (Gemini CLI itself cannot run here), right after the above.
-say "serial baseline: TS SDK client, 20 Python-SDK stdio servers one after another"
-time_cmd ts-serial-py20 20 python 0 node "$ROOT/bench/peers/ts_serial_list.mjs" --servers 20 \
-  --command "$PY" --arg "$PY_SERVER" --arg --transport --arg stdio
-measure_list demo20 20 demo
+if has_section list; then
+  say "mcp list: 1 and 20 Python-SDK stdio servers, 20 demo servers"
+  measure_list py1 1 python
+  measure_list py20 20 python
+  # The same 20 servers connected one after another with the TS SDK, as Gemini CLI's
+  # `gemini mcp list` does (Gemini CLI itself cannot run here), right after the above.
+  say "serial baseline: TS SDK client, 20 Python-SDK stdio servers one after another"
+  time_cmd ts-serial-py20 20 python 0 node "$ROOT/bench/peers/ts_serial_list.mjs" --servers 20 \
+    --command "$PY" --arg "$PY_SERVER" --arg --transport --arg stdio
+  measure_list demo20 20 demo
+fi
 
 # ---------------------------------------------------------------- report
 sb_version="$("$SB" --version 2>/dev/null || echo unknown)"
