@@ -145,6 +145,30 @@ fn handler(opts: &ConnectOptions, progress: &Arc<ProgressRouter>) -> HostHandler
 }
 
 impl Connection {
+    /// A connection whose handshake has completed.
+    fn ready(
+        opts: &ConnectOptions,
+        service: RunningService<RoleClient, HostHandler>,
+        kind: TransportKind,
+        progress: Arc<ProgressRouter>,
+        child: Option<(Arc<ChildGuard>, SharedDiagnostics)>,
+    ) -> Connection {
+        let (child, diag) = match child {
+            Some((guard, diag)) => (Some(guard), Some(diag)),
+            None => (None, None),
+        };
+        Connection {
+            name: Arc::from(opts.name.as_str()),
+            peer: service.peer().clone(),
+            service: std::sync::Mutex::new(Some(service)),
+            kind,
+            child,
+            diag,
+            progress,
+            request_timeout: opts.request_timeout,
+        }
+    }
+
     /// Connects to the server described by `opts`, within its start-up timeout.
     pub async fn connect(opts: ConnectOptions) -> Result<Connection, ConnectError> {
         match opts.target.clone() {
@@ -482,16 +506,13 @@ async fn connect_stdio(
     )
     .await;
     match attempt {
-        Ok(Ok(service)) => Ok(Connection {
-            name: Arc::from(opts.name.as_str()),
-            peer: service.peer().clone(),
-            service: std::sync::Mutex::new(Some(service)),
-            kind: TransportKind::Stdio,
-            child: Some(guard),
-            diag: Some(diag),
+        Ok(Ok(service)) => Ok(Connection::ready(
+            opts,
+            service,
+            TransportKind::Stdio,
             progress,
-            request_timeout: opts.request_timeout,
-        }),
+            Some((guard, diag)),
+        )),
         Ok(Err(e)) => {
             let status = guard.wait_exit(Duration::from_millis(500)).await;
             // Let the stderr reader drain what the process wrote before it went.
@@ -674,16 +695,13 @@ async fn connect_http(
         }
         match probe {
             Ok(Ok(service)) => {
-                return Ok(Connection {
-                    name: Arc::from(opts.name.as_str()),
-                    peer: service.peer().clone(),
-                    service: std::sync::Mutex::new(Some(service)),
-                    kind: TransportKind::StatelessHttp,
-                    child: None,
-                    diag: None,
+                return Ok(Connection::ready(
+                    opts,
+                    service,
+                    TransportKind::StatelessHttp,
                     progress,
-                    request_timeout: opts.request_timeout,
-                });
+                    None,
+                ));
             }
             Ok(Err(e)) if e.is_authorization_required() => {
                 return Err(ConnectError::AuthRequired {
@@ -726,16 +744,13 @@ async fn connect_http(
         });
     }
     match attempt {
-        Ok(Ok(service)) => Ok(Connection {
-            name: Arc::from(opts.name.as_str()),
-            peer: service.peer().clone(),
-            service: std::sync::Mutex::new(Some(service)),
-            kind: TransportKind::StreamableHttp,
-            child: None,
-            diag: None,
+        Ok(Ok(service)) => Ok(Connection::ready(
+            opts,
+            service,
+            TransportKind::StreamableHttp,
             progress,
-            request_timeout: opts.request_timeout,
-        }),
+            None,
+        )),
         Ok(Err(e)) if e.is_authorization_required() => Err(ConnectError::AuthRequired {
             server: opts.name.clone(),
             www_authenticate: e.auth_challenge().map(str::to_string),
@@ -965,16 +980,13 @@ async fn connect_sse(
     )
     .await;
     match attempt {
-        Ok(Ok(service)) => Ok(Connection {
-            name: Arc::from(opts.name.as_str()),
-            peer: service.peer().clone(),
-            service: std::sync::Mutex::new(Some(service)),
-            kind: TransportKind::Sse,
-            child: None,
-            diag: None,
+        Ok(Ok(service)) => Ok(Connection::ready(
+            opts,
+            service,
+            TransportKind::Sse,
             progress,
-            request_timeout: opts.request_timeout,
-        }),
+            None,
+        )),
         Ok(Err(e)) => Err(ConnectError::Initialize {
             message: format!("legacy SSE: {}", init_error_message(&e)),
             stderr: vec![],
