@@ -11,6 +11,8 @@
 //!   [`spawn_oauth_python`]) and the TS SDK's `--oauth` example ([`spawn_ts_oauth`]),
 //!   with a stand-in browser ([`fake_browser_command`]).
 //!
+//! - a hostile-input witness: [`RecordingListener`] records every byte sent to it.
+//!
 //! Every spawned peer is a [`PeerProcess`]: its own process group, output captured, the
 //! whole group SIGKILLed and reaped on drop. HTTP peers bind 127.0.0.1 only.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -21,6 +23,7 @@ mod oauth;
 mod probe;
 mod process;
 mod python;
+mod recorder;
 
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
@@ -33,3 +36,4 @@ pub use process::{PeerProcess, free_port, process_group_alive, wait_group_gone};
 pub use python::{
     PyMode, bad_peer, python_bin, python_server_script, python_stdio_command, spawn_python,
 };
+pub use recorder::{CannedReply, RecordingListener};
