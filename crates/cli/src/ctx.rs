@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 use switchboard_config::{EnvPolicy, LoadOptions, Settings, child_env, load};
 use switchboard_host::{ServerSpec, spec_from_entry};
 use switchboard_mcp::{StdioTarget, Target};
-use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
+use switchboard_net::{ClientOptions, GuardedClient, PolicySources, UrlPolicy, choose_policy};
 
 /// Global options every command shares.
 #[derive(Debug, Clone, Default)]
@@ -17,22 +17,25 @@ pub struct Globals {
     pub url_policy: Option<String>,
 }
 
-/// The URL policy in force: `--url-policy`, else `urlPolicy` in settings, else `local`
-/// (the CLI's default). Warns when an explicit choice weakens the default.
+/// The URL policy in force: `--url-policy`, else `urlPolicy` in the user settings (or
+/// `local`, the CLI's default), made stricter (never looser) by a trusted project's
+/// `urlPolicy`. Warns when the result weakens the default or a project value was
+/// ignored.
 pub fn url_policy(g: &Globals, settings: Option<&Settings>) -> Result<UrlPolicy> {
-    let parse = |s: &str, from: &str| -> Result<UrlPolicy> {
-        s.parse::<UrlPolicy>()
-            .map_err(|e| anyhow::anyhow!("{from}: {e} (use strict, local or off)"))
-    };
     let default = UrlPolicy::Local;
-    let policy = match (
-        &g.url_policy,
-        settings.and_then(|s| s.url_policy.as_deref()),
-    ) {
-        (Some(flag), _) => parse(flag, "--url-policy")?,
-        (None, Some(setting)) => parse(setting, "urlPolicy in settings")?,
-        (None, None) => default,
-    };
+    let choice = choose_policy(
+        PolicySources {
+            flag: g.url_policy.as_deref(),
+            user: settings.and_then(|s| s.url_policy.as_deref()),
+            project: settings.and_then(|s| s.project_url_policy.as_deref()),
+        },
+        default,
+    )
+    .map_err(anyhow::Error::msg)?;
+    for w in &choice.warnings {
+        eprintln!("warning: {w}");
+    }
+    let policy = choice.policy;
     if policy.is_weaker_than(default) {
         eprintln!(
             "warning: URL policy `{policy}` is weaker than the default `{default}`: requests to link-local and cloud metadata addresses are allowed"
@@ -77,6 +80,9 @@ pub fn load_settings(g: &Globals) -> Result<Settings> {
     let settings = load(&opts, &env)?;
     for w in &settings.warnings {
         eprintln!("warning: {w}");
+    }
+    if let Some(ignored) = &settings.ignored_project {
+        eprintln!("note: {}", ignored.message());
     }
     Ok(settings)
 }
@@ -174,6 +180,17 @@ pub fn resolve_one(
         .into_iter()
         .find(|s| s.name == server)
         .with_context(|| {
+            if let Some(ignored) = settings
+                .ignored_project
+                .as_ref()
+                .filter(|i| i.servers.iter().any(|n| n == server))
+            {
+                return format!(
+                    "`{server}` is defined in {}, which is ignored because the folder is not trusted; review it, then run `{}`",
+                    ignored.file.display(),
+                    ignored.fix()
+                );
+            }
             if names.is_empty() {
                 format!("no server named `{server}`: no servers are configured (add one with `switchboard mcp add`)")
             } else {

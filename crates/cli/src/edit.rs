@@ -10,7 +10,8 @@ use clap::Args;
 use serde_json::{Map, Value, json};
 use switchboard_config::{
     SettingsDoc, child_env, describe_env_policy, is_secret_name, mask_secret,
-    project_settings_path, trust_folder, user_settings_path,
+    project_settings_path, revoke_folder, trust_folder, trusted_folders, trusted_folders_path,
+    user_settings_path,
 };
 
 use crate::ctx::{self, Globals};
@@ -153,14 +154,11 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
         a.name,
         path.display()
     );
-    if transport == "stdio"
-        && g.config.is_none()
-        && a.scope.as_deref().unwrap_or("project") == "project"
-    {
+    if g.config.is_none() && a.scope.as_deref().unwrap_or("project") == "project" {
         let dir = ctx::project_dir()?;
         if !switchboard_config::is_trusted(&ctx::home_dir()?, &dir) {
             println!(
-                "Note: stdio servers in a project's settings only start in trusted folders; run `switchboard trust` here to allow it."
+                "Note: a project's settings apply only in a trusted folder; run `switchboard trust` here to use it (or add it with --scope user)."
             );
         }
     }
@@ -205,15 +203,53 @@ pub fn set_enabled(
     Ok(ExitCode::SUCCESS)
 }
 
-pub fn trust(path: Option<PathBuf>) -> Result<ExitCode> {
+/// `switchboard trust [path] [--revoke | --list]`.
+pub fn trust(path: Option<PathBuf>, revoke: bool, list: bool) -> Result<ExitCode> {
+    let home = ctx::home_dir()?;
+    if list {
+        let folders = trusted_folders(&home)?;
+        if folders.is_empty() {
+            println!(
+                "No trusted folders ({}).",
+                trusted_folders_path(&home).display()
+            );
+        }
+        for f in folders {
+            println!("{}", f.display());
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let dir = match path {
         Some(p) => p,
         None => ctx::project_dir()?,
     };
-    let home = ctx::home_dir()?;
+    if revoke {
+        let r = revoke_folder(&home, &dir)?;
+        if r.removed.is_empty() {
+            println!("{} was not in the trusted folders.", dir.display());
+        } else {
+            println!(
+                "No longer trusted: {}. Its .switchboard/settings.json is ignored again.",
+                r.removed[0].display()
+            );
+        }
+        if !r.still_trusted_by.is_empty() {
+            let by: Vec<String> = r
+                .still_trusted_by
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect();
+            println!(
+                "It is still trusted through {}: run `switchboard trust --revoke` on {} to stop that.",
+                by.join(", "),
+                if by.len() == 1 { "it" } else { "each" }
+            );
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let trusted = trust_folder(&home, &dir)?;
     println!(
-        "Trusted {}: stdio servers from its .switchboard/settings.json may now start.",
+        "Trusted {}: its .switchboard/settings.json now applies (its servers, including commands, and its policies). Undo with `switchboard trust --revoke`.",
         trusted.display()
     );
     Ok(ExitCode::SUCCESS)
@@ -235,6 +271,17 @@ fn mask_map(map: &indexmap::IndexMap<String, String>) -> Map<String, Value> {
 pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
     let settings = ctx::load_settings(g)?;
     let Some(entry) = settings.servers.iter().find(|s| s.name == name) else {
+        if let Some(ignored) = settings
+            .ignored_project
+            .as_ref()
+            .filter(|i| i.servers.iter().any(|n| n == name))
+        {
+            bail!(
+                "`{name}` is defined in {}, which is ignored because the folder is not trusted; review it, then run `{}`",
+                ignored.file.display(),
+                ignored.fix()
+            );
+        }
         let names: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
         bail!(
             "no server named `{name}`; configured: {}",
@@ -258,7 +305,6 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
             switchboard_config::EntryState::Enabled => "enabled".to_string(),
             switchboard_config::EntryState::Disabled => "disabled".to_string(),
             switchboard_config::EntryState::Blocked(r) => format!("blocked: {r}"),
-            switchboard_config::EntryState::Untrusted(r) => format!("blocked: {r}"),
         }),
     );
     match &entry.config {

@@ -37,7 +37,18 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
     let snapshot = host.snapshot();
     host.shutdown().await;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&to_json(&snapshot))?);
+        let mut doc = to_json(&snapshot);
+        if let Some(ignored) = &settings.ignored_project {
+            doc["ignoredProjectSettings"] = json!({
+                "file": ignored.file,
+                "folder": ignored.folder,
+                "servers": ignored.servers,
+                "settings": ignored.settings,
+                "reason": "the folder is not trusted",
+                "fix": ignored.fix(),
+            });
+        }
+        println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
         print!("{}", human(&snapshot, &settings.files));
     }

@@ -50,10 +50,17 @@ enum Command {
     Run(run::RunArgs),
     /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
     Serve(serve::ServeArgs),
-    /// Trust a folder so that stdio servers from its `.switchboard/settings.json` may run.
+    /// Trust a folder, so that its `.switchboard/settings.json` applies (until then a
+    /// project's settings are ignored: no server from it starts, no policy applies).
     Trust {
         /// The folder (default: the current directory).
         path: Option<PathBuf>,
+        /// Stop trusting the folder.
+        #[arg(long)]
+        revoke: bool,
+        /// List the trusted folders.
+        #[arg(long, conflicts_with_all = ["revoke", "path"])]
+        list: bool,
     },
     /// Explain whether a URL may be contacted under the URL policy, and why.
     UrlCheck {
@@ -281,7 +288,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
                 target,
             } => call::prompt(&g, positional, kv, json, adhoc(&target)).await,
         },
-        Command::Trust { path } => edit::trust(path),
+        Command::Trust { path, revoke, list } => edit::trust(path, revoke, list),
         Command::Serve(args) => serve::run(&g, args).await,
         Command::Chat(args) => chat::run(&g, args).await,
         Command::Run(args) => run::run(&g, args).await,

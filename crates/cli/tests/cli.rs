@@ -326,7 +326,7 @@ fn add_get_disable_enable_remove_keep_the_rest_of_the_file() {
 }
 
 #[test]
-fn project_stdio_servers_need_a_trusted_folder() {
+fn project_settings_need_a_trusted_folder() {
     let env = Env::new();
     let exe = env!("CARGO_BIN_EXE_switchboard");
     write(
@@ -337,15 +337,29 @@ fn project_stdio_servers_need_a_trusted_folder() {
     let out = env.run(&["mcp", "list", "--json"]);
     assert!(out.status.success());
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
-    assert_eq!(v["servers"][0]["status"], "blocked");
-    let why = v["servers"][0]["error"].as_str().unwrap();
-    assert!(why.contains("switchboard trust"), "{why}");
+    assert!(v["servers"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(v["ignoredProjectSettings"]["servers"][0], "proj");
+    assert!(
+        stderr(&out).contains("switchboard trust"),
+        "{}",
+        stderr(&out)
+    );
 
     let out = env.run(&["trust"]);
     assert!(out.status.success(), "{}", stderr(&out));
     let out = env.run(&["mcp", "list", "--json"]);
     let v: Value = serde_json::from_str(&stdout(&out)).unwrap();
     assert_eq!(v["servers"][0]["status"], "connected");
+    assert!(v.get("ignoredProjectSettings").is_none(), "{v}");
+    let out = env.run(&["trust", "--list"]);
+    assert!(
+        stdout(&out).contains(
+            &std::fs::canonicalize(env.project.path())
+                .unwrap()
+                .display()
+                .to_string()
+        )
+    );
 }
 
 #[test]

@@ -11,6 +11,7 @@ mod jsonc;
 mod load;
 mod mask;
 mod raw;
+mod references;
 mod server;
 mod suggest;
 mod trust;
@@ -19,8 +20,11 @@ pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
 pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
 pub use error::ConfigError;
 pub use expand::{ExpandError, expand_vars};
-pub use load::{EntryState, LoadOptions, Origin, ServerEntry, Settings, load};
+pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Settings, load};
 pub use mask::{is_secret_name, mask_secret};
 pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
+pub use references::{EXPANDED_FIELDS, LocalReference, escape_vars, local_references};
 pub use server::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport};
-pub use trust::{is_trusted, trust_folder, trusted_folders, trusted_folders_path};
+pub use trust::{
+    Revoked, is_trusted, revoke_folder, trust_folder, trusted_folders, trusted_folders_path,
+};

@@ -1,37 +1,7 @@
 //! Loading settings: layers, merging, validation, policy and trust.
 //!
-//! # Layers
-//! Without `--config`, two files are read: the user file
-//! `$SWITCHBOARD_HOME/settings.json` ([`crate::user_settings_path`]) and the project
-//! file `<project>/.switchboard/settings.json` ([`crate::project_settings_path`]).
-//! With `--config FILE`, only that file is read (and it must exist).
-//!
-//! # Merging a server defined in both layers
-//! Project fields override user fields, except: `includeTools` lists intersect,
-//! `excludeTools` lists unite, and `env` and `headers` merge key by key (project
-//! wins per key). If the project entry sets a transport (`command`, `url` or
-//! `httpUrl`), the user entry's `command`, `args`, `cwd`, `url`, `httpUrl` and `type`
-//! are dropped, so the two transports never mix. The merged server's origin is
-//! [`Origin::Project`].
-//!
-//! `mcp.allowed`, `mcp.excluded`, `mcp.serverCommand`, `urlPolicy` and `model`: the
-//! project value replaces the user value when set. A non-empty `mcp.allowed` blocks
-//! every server not listed; `mcp.excluded` blocks the servers listed.
-//! `mcp.serverCommand` is split shell-style into a stdio server named `mcp`.
-//! Gemini CLI's older top-level `allowMCPServers`, `excludeMCPServers` and
-//! `mcpServerCommand` are read when the `mcp` block does not set them.
-//!
-//! # Resilience
-//! A file that is not JSON is fatal (the error names the file, line and column). A
-//! broken server entry only breaks that server: it is listed with
-//! `config: Err(reason)`. Unknown top-level keys are ignored (the file is shared with
-//! other tools); unknown keys inside a server are warnings with a suggestion.
-//!
-//! # Folder trust
-//! Stdio servers whose entry comes from the project file (alone or merged) are
-//! [`EntryState::Untrusted`] until the project folder is trusted
-//! ([`crate::trust_folder`]). HTTP servers from project files run no command and are
-//! allowed. A `--config` file is an explicit choice and is trusted.
+//! The rules (layers, folder trust, merging, credentials bound to their destination,
+//! policies that only get stricter) are documented on [`load`].
 
 use std::path::{Path, PathBuf};
 
@@ -87,8 +57,6 @@ pub enum EntryState {
     Disabled,
     /// Blocked by `mcp.allowed` / `mcp.excluded`; the reason says which.
     Blocked(String),
-    /// A stdio server from a project file in a folder that is not trusted.
-    Untrusted(String),
 }
 
 /// One configured server, valid or not.
@@ -126,14 +94,74 @@ pub struct Settings {
     pub no_settings_file: bool,
     /// The files that were read, in layer order.
     pub files: Vec<PathBuf>,
-    /// `urlPolicy`, kept for the HTTP layer.
+    /// `urlPolicy` of the user file (or the `--config` file), for the HTTP layer.
     pub url_policy: Option<String>,
+    /// `urlPolicy` of a trusted project file. It may only make the policy stricter:
+    /// the HTTP layer applies it only when it is stricter than the policy otherwise in
+    /// force (see `switchboard_net::choose_policy`).
+    pub project_url_policy: Option<String>,
+    /// The project file that was not applied because its folder is not trusted.
+    pub ignored_project: Option<IgnoredProject>,
     /// `model` (a string, or Gemini CLI's `model.name`).
     pub model: Option<String>,
     /// `mcp.allowed` (non-empty: only these servers may start).
     pub allowed: Option<Vec<String>>,
     /// `mcp.excluded`.
     pub excluded: Vec<String>,
+}
+
+/// A project settings file that was not applied because its folder is not trusted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IgnoredProject {
+    /// The project settings file.
+    pub file: PathBuf,
+    /// The folder to trust to apply it.
+    pub folder: PathBuf,
+    /// The servers it defines (empty when the file cannot be read as JSON).
+    pub servers: Vec<String>,
+    /// The top-level settings it sets (`urlPolicy`, `mcp.allowed`, …).
+    pub settings: Vec<String>,
+}
+
+impl IgnoredProject {
+    /// The command that trusts the folder.
+    pub fn fix(&self) -> String {
+        let folder = self.folder.to_string_lossy();
+        let quoted =
+            shlex::try_quote(&folder).map_or_else(|_| folder.to_string(), |q| q.into_owned());
+        format!("switchboard trust {quoted}")
+    }
+
+    /// One line for the user: what was ignored, why, and the fix.
+    pub fn message(&self) -> String {
+        let mut what = Vec::new();
+        if !self.servers.is_empty() {
+            let names = self
+                .servers
+                .iter()
+                .map(|s| format!("`{s}`"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            what.push(format!(
+                "{} server{} ({names})",
+                self.servers.len(),
+                if self.servers.len() == 1 { "" } else { "s" }
+            ));
+        }
+        if !self.settings.is_empty() {
+            what.push(self.settings.join(", "));
+        }
+        let what = if what.is_empty() {
+            String::new()
+        } else {
+            format!(": {} not applied", what.join(" and "))
+        };
+        format!(
+            "ignored {} because the folder is not trusted{what}. A cloned project must not start servers or change policies by itself: review the file, then run `{}`",
+            self.file.display(),
+            self.fix()
+        )
+    }
 }
 
 impl Settings {
@@ -348,9 +376,73 @@ fn merge_map(
     Some(out)
 }
 
-/// Merges a user entry (layer `ui`) with a project entry (layer `pi`).
-fn merge(mut u: RawServer, ui: usize, p: RawServer, pi: usize) -> (RawServer, Sources) {
+/// Where a server entry points: what runs, or what is contacted.
+#[derive(PartialEq)]
+struct Destination<'a> {
+    command: Option<&'a str>,
+    args: Option<&'a [String]>,
+    cwd: Option<&'a str>,
+    endpoint: Option<&'a str>,
+}
+
+fn destination(r: &RawServer) -> Destination<'_> {
+    Destination {
+        command: r.command.as_deref(),
+        args: r.args.as_deref(),
+        cwd: r.cwd.as_deref(),
+        endpoint: r.http_url.as_deref().or(r.url.as_deref()),
+    }
+}
+
+/// Where the merge of `u` and `p` will point (before merging: it decides what of `u`
+/// may be used).
+fn merged_destination<'a>(u: &'a RawServer, p: &'a RawServer) -> Destination<'a> {
+    let mine = destination(p);
+    if p.command.is_some() || p.url.is_some() || p.http_url.is_some() {
+        return mine;
+    }
+    let theirs = destination(u);
+    Destination {
+        command: mine.command.or(theirs.command),
+        args: mine.args.or(theirs.args),
+        cwd: mine.cwd.or(theirs.cwd),
+        endpoint: mine.endpoint.or(theirs.endpoint),
+    }
+}
+
+/// Merges a user entry (layer `ui`) with a project entry (layer `pi`). The user
+/// entry's credentials are dropped (with a warning) when the project points the
+/// server somewhere else: see the module docs.
+fn merge(
+    name: &str,
+    layers: &[Layer],
+    (mut u, ui): (RawServer, usize),
+    (p, pi): (RawServer, usize),
+    warnings: &mut Vec<String>,
+) -> (RawServer, Sources) {
     let mut src = Sources::single(pi);
+    if merged_destination(&u, &p) != destination(&u) {
+        let dropped: Vec<&str> = [
+            ("headers", u.headers.take().is_some()),
+            ("env", u.env.take().is_some()),
+            ("oauth", u.oauth.take().is_some()),
+            ("authProviderType", u.auth_provider_type.take().is_some()),
+            ("trust", u.trust.take().is_some()),
+            ("envPolicy", u.env_policy.take().is_some()),
+        ]
+        .into_iter()
+        .filter_map(|(k, had)| had.then_some(k))
+        .collect();
+        if !dropped.is_empty() {
+            warnings.push(format!(
+                "{}: mcpServers.{name} points the server defined in {} somewhere else, so that entry's {} {} not used for it (credentials stay bound to the destination they were written for); set them in the project entry if this destination should have them",
+                layers[pi].path.display(),
+                layers[ui].path.display(),
+                dropped.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", "),
+                if dropped.len() == 1 { "is" } else { "are" },
+            ));
+        }
+    }
     if p.command.is_some() || p.url.is_some() || p.http_url.is_some() {
         u.command = None;
         u.args = None;
@@ -437,20 +529,6 @@ fn value_target(values: &[(usize, Value)]) -> Option<String> {
     })
 }
 
-/// Whether the entry (as written) is a stdio server: the last layer that sets a
-/// transport sets `command`.
-fn value_is_stdio(values: &[(usize, Value)]) -> bool {
-    values
-        .iter()
-        .rev()
-        .find(|(_, v)| {
-            ["command", "url", "httpUrl"]
-                .iter()
-                .any(|k| v.get(k).is_some())
-        })
-        .is_some_and(|(_, v)| v.get("command").is_some())
-}
-
 fn absolute(p: &Path) -> PathBuf {
     std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf())
 }
@@ -461,7 +539,6 @@ struct Pending {
     source_file: PathBuf,
     config: Result<ServerConfig, String>,
     disabled: bool,
-    stdio: bool,
     raw_target: Option<String>,
 }
 
@@ -473,7 +550,15 @@ struct Pending {
 /// file `<project>/.switchboard/settings.json` ([`crate::project_settings_path`]).
 /// With `--config FILE`, only that file is read (and it must exist).
 ///
-/// # Merging a server defined in both layers
+/// # Folder trust: a project file is untrusted until its folder is trusted
+/// A project file comes with whatever repository was cloned, so it is not applied at
+/// all until its folder is trusted ([`crate::trust_folder`], `switchboard trust`): no
+/// server from it starts (HTTP ones included) and no policy from it applies. The
+/// file is only looked at for names, to say what was ignored
+/// ([`Settings::ignored_project`]); an unparsable untrusted file is not an error. A
+/// `--config` file is an explicit choice and is trusted.
+///
+/// # Merging a server defined in both layers (trusted project)
 /// Project fields override user fields, except: `includeTools` lists intersect,
 /// `excludeTools` lists unite, and `env` and `headers` merge key by key (project
 /// wins per key). If the project entry sets a transport (`command`, `url` or
@@ -481,10 +566,21 @@ struct Pending {
 /// are dropped, so the two transports never mix. The merged server's origin is
 /// [`Origin::Project`].
 ///
-/// `mcp.allowed`, `mcp.excluded`, `mcp.serverCommand`, `urlPolicy` and `model`: the
-/// project value replaces the user value when set. A non-empty `mcp.allowed` blocks
-/// every server not listed; `mcp.excluded` blocks the servers listed.
-/// `mcp.serverCommand` is split shell-style into a stdio server named `mcp`.
+/// **Credentials are bound to the destination they were written for.** When the
+/// merged entry points somewhere else than the user entry did (its command, args,
+/// working directory or URL differ), none of the user entry's `headers`, `env`,
+/// `oauth`, `authProviderType`, `trust` or `envPolicy` is used: the user wrote them
+/// for the user's destination. (Stored OAuth tokens are keyed by URL, so a new URL
+/// gets none either.) A warning says so.
+///
+/// # Top-level values
+/// Policies can only be made stricter by a project file: `mcp.excluded` lists unite,
+/// a non-empty `mcp.allowed` in both layers intersect (either one alone applies),
+/// and the project's `urlPolicy` is kept apart ([`Settings::project_url_policy`]) for
+/// the HTTP layer, which applies it only when it is stricter. `mcp.serverCommand` and
+/// `model`: the project value replaces the user value when set. A non-empty
+/// `mcp.allowed` blocks every server not listed; `mcp.excluded` blocks the servers
+/// listed. `mcp.serverCommand` is split shell-style into a stdio server named `mcp`.
 /// Gemini CLI's older top-level `allowMCPServers`, `excludeMCPServers` and
 /// `mcpServerCommand` are read when the `mcp` block does not set them.
 ///
@@ -494,16 +590,10 @@ struct Pending {
 /// `config: Err(reason)`. Unknown top-level keys are ignored (the file is shared with
 /// other tools); unknown keys inside a server are warnings with a suggestion.
 ///
-/// # Folder trust
-/// Stdio servers whose entry comes from the project file (alone or merged) are
-/// [`EntryState::Untrusted`] until the project folder is trusted
-/// ([`crate::trust_folder`]). HTTP servers from project files run no command and are
-/// allowed. A `--config` file is an explicit choice and is trusted.
-///
-///
+/// # Errors
 /// Fatal errors: an unreadable file, a file that is not JSON, a top-level field of
-/// the wrong type, a missing `--config` file. Everything else is reported per server
-/// or as a warning.
+/// the wrong type, a missing `--config` file (an untrusted project file is never
+/// fatal: it is not applied). Everything else is reported per server or as a warning.
 pub fn load(
     opts: &LoadOptions,
     env: &dyn Fn(&str) -> Option<String>,
@@ -514,6 +604,7 @@ pub fn load(
     let home = absolute(&opts.home);
     let project_dir = absolute(&opts.project_dir);
     let mut no_settings_file = false;
+    let mut ignored_project = None;
 
     let mut add = |path: PathBuf,
                    base_dir: PathBuf,
@@ -555,16 +646,22 @@ pub fn load(
                 .map_or_else(|| home.clone(), Path::to_path_buf);
             add(user, base, Origin::User, root, &mut warnings)?;
         }
-        if !same && let Some(root) = jsonc::read(&project)? {
-            add(
-                project,
-                project_dir.clone(),
-                Origin::Project,
-                root,
-                &mut warnings,
-            )?;
+        if !same && project.exists() {
+            if is_trusted(&home, &project_dir) {
+                if let Some(root) = jsonc::read(&project)? {
+                    add(
+                        project,
+                        project_dir.clone(),
+                        Origin::Project,
+                        root,
+                        &mut warnings,
+                    )?;
+                }
+            } else {
+                ignored_project = Some(describe_ignored(project, &project_dir));
+            }
         }
-        no_settings_file = layers.is_empty();
+        no_settings_file = layers.is_empty() && ignored_project.is_none();
     }
 
     // Group entries by server name across layers.
@@ -605,8 +702,8 @@ pub fn load(
                 }
             }
         }
-        let (config, target, stdio) = match failure {
-            Some(e) => (Err(e), value_target(values), value_is_stdio(values)),
+        let (config, target) = match failure {
+            Some(e) => (Err(e), value_target(values)),
             None => {
                 let mut iter = raws.into_iter();
                 let (mut li, mut merged) = match iter.next() {
@@ -615,18 +712,14 @@ pub fn load(
                 };
                 let mut sources = Sources::single(li);
                 for (pi, p) in iter {
-                    let (m, s) = merge(merged, li, p, pi);
+                    let (m, s) = merge(name, &layers, (merged, li), (p, pi), &mut warnings);
                     merged = m;
                     sources = s;
                     li = pi;
                 }
                 let target = raw_target(&merged);
                 let cfg = server::build(name, &merged, &sources, &layers, env, &mut warnings);
-                let stdio = match &cfg {
-                    Ok(c) => c.transport.is_stdio(),
-                    Err(_) => merged.command.is_some(),
-                };
-                (cfg, target, stdio)
+                (cfg, target)
             }
         };
         pending.push(Pending {
@@ -635,28 +728,44 @@ pub fn load(
             source_file,
             config,
             disabled,
-            stdio,
             raw_target: target,
         });
     }
 
-    // Top-level values: the project replaces the user when set.
+    // Top-level values. Policies only get stricter through a project file; the
+    // others are replaced by the later layer when it sets them.
     let mut allowed: Option<Vec<String>> = None;
     let mut excluded: Option<Vec<String>> = None;
     let mut server_command: Option<(usize, String)> = None;
     let mut url_policy = None;
+    let mut project_url_policy = None;
     let mut model = None;
     for file in &parsed {
-        if file.mcp.allowed.is_some() {
+        let project = layers[file.layer].origin == Origin::Project;
+        if let Some(list) = file.mcp.allowed.as_ref().filter(|l| !l.is_empty()) {
+            allowed = Some(
+                match allowed.take().filter(|a: &Vec<String>| !a.is_empty()) {
+                    Some(before) => before.into_iter().filter(|n| list.contains(n)).collect(),
+                    None => list.clone(),
+                },
+            );
+        } else if allowed.is_none() {
             allowed.clone_from(&file.mcp.allowed);
         }
-        if file.mcp.excluded.is_some() {
-            excluded.clone_from(&file.mcp.excluded);
+        if let Some(list) = &file.mcp.excluded {
+            let all = excluded.get_or_insert_with(Vec::new);
+            for n in list {
+                if !all.contains(n) {
+                    all.push(n.clone());
+                }
+            }
         }
         if let Some(c) = &file.mcp.server_command {
             server_command = Some((file.layer, c.clone()));
         }
-        if file.url_policy.is_some() {
+        if project {
+            project_url_policy.clone_from(&file.url_policy);
+        } else if file.url_policy.is_some() {
             url_policy.clone_from(&file.url_policy);
         }
         if file.model.is_some() {
@@ -706,13 +815,11 @@ pub fn load(
             source_file: file.clone(),
             config,
             disabled: false,
-            stdio: true,
             raw_target: Some(line),
         });
     }
 
     let excluded = excluded.unwrap_or_default();
-    let mut trusted: Option<bool> = None;
     let mut servers: Vec<ServerEntry> = pending
         .into_iter()
         .map(|p| {
@@ -725,15 +832,6 @@ pub fn load(
                 EntryState::Blocked("not in mcp.allowed".into())
             } else if p.disabled {
                 EntryState::Disabled
-            } else if p.origin == Origin::Project
-                && p.stdio
-                && !*trusted.get_or_insert_with(|| is_trusted(&home, &project_dir))
-            {
-                EntryState::Untrusted(format!(
-                    "stdio server from {} in a folder that is not trusted; a cloned project must not run commands by itself — review it, then run `switchboard trust {}`",
-                    p.source_file.display(),
-                    project_dir.display()
-                ))
             } else {
                 EntryState::Enabled
             };
@@ -755,8 +853,47 @@ pub fn load(
         no_settings_file,
         files: layers.into_iter().map(|l| l.path).collect(),
         url_policy,
+        project_url_policy,
+        ignored_project,
         model,
         allowed,
         excluded,
     })
+}
+
+/// What an untrusted project file would have set, read without applying anything
+/// (a file that is not JSON only yields its path).
+fn describe_ignored(file: PathBuf, folder: &Path) -> IgnoredProject {
+    let root = jsonc::read(&file).ok().flatten();
+    let obj = root.as_ref().and_then(Value::as_object);
+    let servers = obj
+        .and_then(|o| o.get("mcpServers"))
+        .and_then(Value::as_object)
+        .map(|m| m.keys().cloned().collect())
+        .unwrap_or_default();
+    let mut settings = Vec::new();
+    if let Some(o) = obj {
+        for key in [
+            "urlPolicy",
+            "model",
+            "allowMCPServers",
+            "excludeMCPServers",
+            "mcpServerCommand",
+        ] {
+            if o.get(key).is_some_and(|v| !v.is_null()) {
+                settings.push(format!("`{key}`"));
+            }
+        }
+        if let Some(mcp) = o.get("mcp").and_then(Value::as_object) {
+            for key in mcp.keys() {
+                settings.push(format!("`mcp.{key}`"));
+            }
+        }
+    }
+    IgnoredProject {
+        file,
+        folder: folder.to_path_buf(),
+        servers,
+        settings,
+    }
 }

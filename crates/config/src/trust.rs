@@ -1,5 +1,5 @@
-//! Folder trust: stdio servers from a project settings file only start once the
-//! user trusts that project folder.
+//! Folder trust: a project settings file applies only once the user trusts that
+//! project folder (until then nothing in it is applied; see [`crate::load`]).
 //!
 //! Trusted folders live in `$SWITCHBOARD_HOME/trustedFolders.json` as
 //! `{"trustedFolders": ["/abs/path", ...]}` (other keys are kept). A folder is
@@ -75,6 +75,56 @@ pub fn trust_folder(home: &Path, path: &Path) -> Result<PathBuf, ConfigError> {
         path: path.to_path_buf(),
         source,
     })?;
+    let s = canonical.to_string_lossy().into_owned();
+    edit_list(home, |arr| {
+        if !arr.iter().any(|v| v.as_str() == Some(s.as_str())) {
+            arr.push(Value::String(s.clone()));
+        }
+    })?;
+    Ok(canonical)
+}
+
+/// What [`revoke_folder`] did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Revoked {
+    /// The entries removed from the list (the folder as given and as canonicalized).
+    pub removed: Vec<PathBuf>,
+    /// Listed ancestors that still trust the folder (revoke those to untrust it).
+    pub still_trusted_by: Vec<PathBuf>,
+}
+
+/// Stops trusting `path`: removes it from `<home>/trustedFolders.json` (as written
+/// and as canonicalized; the folder need not exist any more), keeping other keys.
+/// The answer names listed ancestors that still make it trusted.
+pub fn revoke_folder(home: &Path, path: &Path) -> Result<Revoked, ConfigError> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let canonical = canonical_or_absolute(path);
+    let mut removed = Vec::new();
+    edit_list(home, |arr| {
+        arr.retain(|v| {
+            let listed = v.as_str().map(PathBuf::from);
+            match listed {
+                Some(l) if l == absolute || l == canonical => {
+                    removed.push(l);
+                    false
+                }
+                _ => true,
+            }
+        });
+    })?;
+    let still_trusted_by = trusted_folders(home)?
+        .into_iter()
+        .filter(|t| t.is_absolute() && (canonical.starts_with(t) || absolute.starts_with(t)))
+        .collect();
+    Ok(Revoked {
+        removed,
+        still_trusted_by,
+    })
+}
+
+/// Reads the trust file, lets `edit` change the `trustedFolders` list, and writes
+/// the file back atomically (other keys kept).
+fn edit_list(home: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> Result<(), ConfigError> {
     let file = trusted_folders_path(home);
     let mut doc = read_doc(home)?;
     let list = doc
@@ -90,18 +140,14 @@ pub fn trust_folder(home: &Path, path: &Path) -> Result<PathBuf, ConfigError> {
             message: "expected a list of absolute paths; fix it by hand".into(),
         });
     };
-    let s = canonical.to_string_lossy().into_owned();
-    if !arr.iter().any(|v| v.as_str() == Some(s.as_str())) {
-        arr.push(Value::String(s));
-    }
+    edit(arr);
     let mut text =
         serde_json::to_string_pretty(&Value::Object(doc)).map_err(|e| ConfigError::Write {
             path: file.clone(),
             source: std::io::Error::other(e),
         })?;
     text.push('\n');
-    atomic_write(&file, text.as_bytes())?;
-    Ok(canonical)
+    atomic_write(&file, text.as_bytes())
 }
 
 #[cfg(test)]
@@ -156,5 +202,33 @@ mod tests {
         assert!(trust_folder(home.path(), dir.path()).is_err());
         assert!(!is_trusted(home.path(), dir.path()));
         assert!(trust_folder(home.path(), &dir.path().join("missing")).is_err());
+    }
+
+    #[test]
+    fn revoke_removes_the_folder_and_names_trusting_ancestors() {
+        let home = tempfile::tempdir().unwrap();
+        let root = tempfile::tempdir().unwrap();
+        let proj = root.path().join("work");
+        std::fs::create_dir_all(&proj).unwrap();
+        trust_folder(home.path(), &proj).unwrap();
+        trust_folder(home.path(), root.path()).unwrap();
+        let r = revoke_folder(home.path(), &proj).unwrap();
+        assert_eq!(r.removed, vec![std::fs::canonicalize(&proj).unwrap()]);
+        assert_eq!(
+            r.still_trusted_by,
+            vec![std::fs::canonicalize(root.path()).unwrap()]
+        );
+        assert!(
+            is_trusted(home.path(), &proj),
+            "still trusted by its parent"
+        );
+        revoke_folder(home.path(), root.path()).unwrap();
+        assert!(!is_trusted(home.path(), &proj));
+        // A folder that is gone can still be revoked.
+        trust_folder(home.path(), &proj).unwrap();
+        std::fs::remove_dir_all(&proj).unwrap();
+        let r = revoke_folder(home.path(), &proj).unwrap();
+        assert_eq!(r.removed.len(), 1, "{r:?}");
+        assert!(trusted_folders(home.path()).unwrap().is_empty());
     }
 }

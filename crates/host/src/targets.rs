@@ -62,7 +62,6 @@ pub fn spec_from_entry(entry: &ServerEntry) -> ServerSpec {
                 EntryState::Enabled => Initial::Start,
                 EntryState::Disabled => Initial::Disabled,
                 EntryState::Blocked(reason) => Initial::Blocked(reason.clone()),
-                EntryState::Untrusted(reason) => Initial::Blocked(reason.clone()),
             };
             let cwd = match &cfg.transport {
                 Transport::Stdio { cwd, .. } => cwd.as_ref().map(|p| p.display().to_string()),
@@ -95,7 +94,7 @@ pub fn spec_from_entry(entry: &ServerEntry) -> ServerSpec {
             config: None,
             initial: match &entry.state {
                 EntryState::Disabled => Initial::Disabled,
-                EntryState::Blocked(r) | EntryState::Untrusted(r) => Initial::Blocked(r.clone()),
+                EntryState::Blocked(r) => Initial::Blocked(r.clone()),
                 EntryState::Enabled => Initial::Broken(reason.clone()),
             },
         },

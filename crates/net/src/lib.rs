@@ -29,7 +29,9 @@ pub use client::{
 pub use error::{NetError, find_blocked};
 pub use explain::{AddressVerdict, Verdict, explain, explain_with};
 pub use ip::{EmbeddedIpv4, IpClass, Ipv4Embedding, classify_ip, embedded_ipv4};
-pub use policy::{ALL_POLICIES, ParsePolicyError, UrlPolicy};
+pub use policy::{
+    ALL_POLICIES, ParsePolicyError, PolicyChoice, PolicySources, UrlPolicy, choose_policy,
+};
 pub use resolve::{
     BoxFuture, NameResolver, StaticResolver, SystemResolver, lookup_checked, resolve_and_check,
     resolve_and_check_with,

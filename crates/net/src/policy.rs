@@ -102,6 +102,66 @@ impl FromStr for UrlPolicy {
     }
 }
 
+/// Where the policy in force was set, for [`choose_policy`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PolicySources<'a> {
+    /// `--url-policy` on the command line: the user's explicit choice, which wins.
+    pub flag: Option<&'a str>,
+    /// `urlPolicy` in the user's settings (or the `--config` file).
+    pub user: Option<&'a str>,
+    /// `urlPolicy` in a trusted project's settings: applied only when stricter.
+    pub project: Option<&'a str>,
+}
+
+/// The policy in force and what the user should be told about it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyChoice {
+    /// The policy.
+    pub policy: UrlPolicy,
+    /// Warnings: a project value that was ignored because it was looser, or a
+    /// policy weaker than the default.
+    pub warnings: Vec<String>,
+}
+
+/// Chooses the URL policy: `--url-policy` if given; otherwise the user's `urlPolicy`
+/// (or `default`), made stricter by the project's `urlPolicy` when that is stricter.
+/// A project can never loosen the policy: a looser project value is ignored with a
+/// warning. Errors name the source of a value that is not a policy.
+pub fn choose_policy(
+    sources: PolicySources<'_>,
+    default: UrlPolicy,
+) -> Result<PolicyChoice, String> {
+    let parse = |v: &str, from: &str| {
+        v.parse::<UrlPolicy>()
+            .map_err(|e| format!("{from}: {e} (use strict, local or off)"))
+    };
+    let mut warnings = Vec::new();
+    let policy = match sources.flag {
+        Some(flag) => parse(flag, "--url-policy")?,
+        None => {
+            let base = match sources.user {
+                Some(u) => parse(u, "urlPolicy in the user settings")?,
+                None => default,
+            };
+            match sources.project {
+                Some(p) => {
+                    let project = parse(p, "urlPolicy in the project settings")?;
+                    if project.is_weaker_than(base) {
+                        warnings.push(format!(
+                            "urlPolicy `{project}` in the project settings is ignored: a project may only make the URL policy stricter than `{base}` (loosen it in your user settings or with --url-policy)"
+                        ));
+                        base
+                    } else {
+                        project
+                    }
+                }
+                None => base,
+            }
+        }
+    };
+    Ok(PolicyChoice { policy, warnings })
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
@@ -134,6 +194,51 @@ mod tests {
         assert!(UrlPolicy::Off.is_weaker_than(UrlPolicy::Local));
         assert!(!UrlPolicy::Strict.is_weaker_than(UrlPolicy::Local));
         assert!(!UrlPolicy::Local.is_weaker_than(UrlPolicy::Local));
+    }
+
+    #[test]
+    fn a_project_only_makes_the_policy_stricter() {
+        let choose = |flag, user, project| {
+            choose_policy(
+                PolicySources {
+                    flag,
+                    user,
+                    project,
+                },
+                UrlPolicy::Local,
+            )
+            .unwrap()
+        };
+        let c = choose(None, None, Some("off"));
+        assert_eq!(c.policy, UrlPolicy::Local);
+        assert!(
+            c.warnings[0].contains("only make the URL policy stricter"),
+            "{c:?}"
+        );
+        assert_eq!(
+            choose(None, Some("off"), Some("local")).policy,
+            UrlPolicy::Local
+        );
+        assert_eq!(choose(None, None, Some("strict")).policy, UrlPolicy::Strict);
+        assert_eq!(
+            choose(None, Some("strict"), Some("local")).policy,
+            UrlPolicy::Strict
+        );
+        assert_eq!(choose(None, Some("off"), None).policy, UrlPolicy::Off);
+        assert_eq!(
+            choose(Some("off"), None, Some("strict")).policy,
+            UrlPolicy::Off
+        );
+        assert!(choose(None, None, Some("strict")).warnings.is_empty());
+        let e = choose_policy(
+            PolicySources {
+                project: Some("lax"),
+                ..Default::default()
+            },
+            UrlPolicy::Local,
+        )
+        .unwrap_err();
+        assert!(e.contains("project settings"), "{e}");
     }
 
     #[test]

@@ -129,19 +129,24 @@ fn resolve_policy(opts: &ServeOptions, remote: bool) -> Result<(UrlPolicy, Vec<S
     } else {
         UrlPolicy::Local
     };
-    let from_settings = switchboard_config::load(&opts.load, &|k| std::env::var(k).ok())
-        .ok()
-        .and_then(|s| s.url_policy);
-    let policy = match (opts.url_policy, from_settings) {
-        (Some(p), _) => p,
-        (None, Some(s)) => s.parse::<UrlPolicy>().map_err(|e| {
-            WebError::Settings(format!(
-                "urlPolicy in settings: {e} (use strict, local or off)"
-            ))
-        })?,
-        (None, None) => default,
-    };
-    let mut warnings = Vec::new();
+    let settings = switchboard_config::load(&opts.load, &|k| std::env::var(k).ok()).ok();
+    let flag = opts.url_policy.map(UrlPolicy::as_str);
+    let choice = switchboard_net::choose_policy(
+        switchboard_net::PolicySources {
+            flag,
+            user: settings.as_ref().and_then(|s| s.url_policy.as_deref()),
+            project: settings
+                .as_ref()
+                .and_then(|s| s.project_url_policy.as_deref()),
+        },
+        default,
+    )
+    .map_err(WebError::Settings)?;
+    let policy = choice.policy;
+    let mut warnings = choice.warnings;
+    if let Some(ignored) = settings.as_ref().and_then(|s| s.ignored_project.as_ref()) {
+        warnings.push(ignored.message());
+    }
     if policy.is_weaker_than(default) {
         warnings.push(format!(
             "URL policy `{policy}` is weaker than the web app's default `{default}`{}",

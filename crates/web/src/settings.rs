@@ -11,7 +11,10 @@
 //! - `POST /api/settings/mcp-servers/{name}/enabled` `{enabled}`.
 //!
 //! Every write goes through `SettingsDoc` (atomic, unknown fields and order kept) and
-//! then rebuilds the host. Served beyond loopback, stdio servers cannot be added,
+//! then rebuilds the host. Values that arrive here are data, never references: they
+//! are stored so that `$VAR` is not expanded, local-file and ambient-credential
+//! references cannot be added, and saved secrets ([`KEEP_UNCHANGED`]) are kept only
+//! while the server keeps pointing where it did. Served beyond loopback, stdio servers cannot be added,
 //! edited or enabled from the browser (that would let whoever reaches the page run
 //! commands).
 
@@ -22,7 +25,10 @@ use axum::Json;
 use axum::extract::{Path as UrlPath, State};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use switchboard_config::{EntryState, SettingsDoc, is_secret_name, project_settings_path};
+use switchboard_config::{
+    EXPANDED_FIELDS, EntryState, SettingsDoc, escape_vars, is_secret_name, local_references,
+    project_settings_path,
+};
 
 use crate::access::ApiJson;
 use crate::error::{ApiError, ApiResult};
@@ -122,7 +128,6 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
             EntryState::Enabled => "enabled".to_string(),
             EntryState::Disabled => "disabled".to_string(),
             EntryState::Blocked(r) => format!("blocked: {r}"),
-            EntryState::Untrusted(r) => format!("untrusted: {r}"),
         });
         view["status"] = json!(status.as_ref().map(|s| s.status.as_str()));
         view["error"] = json!(status.as_ref().and_then(|s| s.error.clone()));
@@ -159,7 +164,18 @@ pub async fn list(State(state): State<AppState>) -> ApiResult<Json<Value>> {
         "remote": state.cfg().remote,
         "keepUnchanged": KEEP_UNCHANGED,
         "urlPolicy": state.cfg().url_policy.as_str(),
-        "warnings": settings.warnings,
+        "warnings": settings
+            .warnings
+            .iter()
+            .cloned()
+            .chain(settings.ignored_project.as_ref().map(|i| i.message()))
+            .collect::<Vec<_>>(),
+        "ignoredProjectSettings": settings.ignored_project.as_ref().map(|i| json!({
+            "file": i.file,
+            "folder": i.folder,
+            "servers": i.servers,
+            "fix": i.fix(),
+        })),
     })))
 }
 
@@ -213,9 +229,14 @@ fn valid_name(name: &str) -> ApiResult<()> {
     Ok(())
 }
 
+/// The saved values a form may keep with [`KEEP_UNCHANGED`]: `Ok(None)` when there
+/// are none, `Err(why)` when keeping them is refused (the server now points
+/// somewhere else).
+type Keepable<'a> = Result<Option<&'a Value>, &'a str>;
+
 /// A string map from the form: an object of strings (or a JSON text of one); values
 /// equal to [`KEEP_UNCHANGED`] take the saved value.
-fn string_map(field: &str, value: &Value, saved: Option<&Value>) -> ApiResult<Map<String, Value>> {
+fn string_map(field: &str, value: &Value, saved: Keepable<'_>) -> ApiResult<Map<String, Value>> {
     let parsed;
     let value = match value {
         Value::String(s) if s.trim().is_empty() => return Ok(Map::new()),
@@ -240,14 +261,18 @@ fn string_map(field: &str, value: &Value, saved: Option<&Value>) -> ApiResult<Ma
             )));
         }
         let v = match v {
-            Value::String(s) if s == KEEP_UNCHANGED => saved
-                .and_then(|m| m.get(k))
-                .cloned()
-                .ok_or_else(|| {
+            Value::String(s) if s == KEEP_UNCHANGED => match saved {
+                Err(why) => {
+                    return Err(ApiError::bad_request(format!(
+                        "`{field}.{k}` is {KEEP_UNCHANGED}, but {why}: saved secrets stay with the destination they were written for; enter the value again"
+                    )));
+                }
+                Ok(saved) => saved.and_then(|m| m.get(k)).cloned().ok_or_else(|| {
                     ApiError::bad_request(format!(
                         "`{field}.{k}` is {KEEP_UNCHANGED} but there is no saved value to keep; enter the value"
                     ))
                 })?,
+            },
             Value::String(s) => Value::String(s.clone()),
             Value::Number(n) => Value::String(n.to_string()),
             Value::Bool(b) => Value::String(b.to_string()),
@@ -260,6 +285,98 @@ fn string_map(field: &str, value: &Value, saved: Option<&Value>) -> ApiResult<Ma
         out.insert(k.clone(), v);
     }
     Ok(out)
+}
+
+/// What [`KEEP_UNCHANGED`] may take in an edit: the saved values, unless the edit
+/// points the server somewhere else.
+fn keepable(moved: bool, saved: Option<&Value>) -> Keepable<'_> {
+    if moved {
+        Err("the server's command or URL changed")
+    } else {
+        Ok(saved)
+    }
+}
+
+/// Where an entry as written points: what runs, or what is contacted.
+fn destination(entry: &Value) -> [Option<&Value>; 4] {
+    [
+        entry.get("command"),
+        entry
+            .get("args")
+            .filter(|a| a.as_array().is_some_and(|a| !a.is_empty())),
+        entry.get("cwd"),
+        entry.get("httpUrl").or_else(|| entry.get("url")),
+    ]
+}
+
+/// Where an entry's OAuth client secret and ID token are sent.
+fn oauth_destination(oauth: Option<&Value>) -> [Option<&Value>; 3] {
+    [
+        oauth.and_then(|o| o.get("tokenUrl")),
+        oauth.and_then(|o| o.get("authorizationUrl")),
+        oauth
+            .and_then(|o| o.get("idp"))
+            .and_then(|i| i.get("tokenEndpoint")),
+    ]
+}
+
+/// Values that arrive through the web API are data, never references: every
+/// expanded string that is new, or that no longer points at the destination it was
+/// written for, is stored escaped (so `$VAR` stays `$VAR`); a value kept exactly as
+/// the file had it for the same destination keeps its meaning.
+fn store_literally(entry: &mut Map<String, Value>, base: &Value, moved: bool) {
+    let kept = |path: &[&str], v: &str| {
+        !moved
+            && path
+                .iter()
+                .try_fold(base, |node, key| node.get(*key))
+                .and_then(Value::as_str)
+                == Some(v)
+    };
+    for field in EXPANDED_FIELDS {
+        let Some(value) = entry.get_mut(*field) else {
+            continue;
+        };
+        match value {
+            Value::String(s) if !kept(&[field], s) => *s = escape_vars(s),
+            Value::Array(items) => {
+                let saved = (!moved).then(|| base.get(*field)).flatten();
+                for (i, item) in items.iter_mut().enumerate() {
+                    if let Value::String(s) = item
+                        && saved.and_then(|a| a.get(i)).and_then(Value::as_str) != Some(s.as_str())
+                    {
+                        *s = escape_vars(s);
+                    }
+                }
+            }
+            Value::Object(map) => {
+                for (k, item) in map.iter_mut() {
+                    if let Value::String(s) = item
+                        && !kept(&[field, k], s)
+                    {
+                        *s = escape_vars(s);
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Local files and ambient credentials are read only for entries written by hand:
+/// the web API may keep such a reference exactly as the file has it, for the same
+/// destination, but never add or change one.
+fn refuse_new_local_references(entry: &Value, base: &Value, moved: bool) -> ApiResult<()> {
+    let saved = local_references(base);
+    for r in local_references(entry) {
+        if moved || !saved.contains(&r) {
+            return Err(ApiError::bad_request(format!(
+                "`{}` makes Switchboard use {} (`{}`); that is honoured only in settings written by hand, so it cannot be set or pointed at a new server from the browser: edit the settings file itself",
+                r.field, r.what, r.value
+            )));
+        }
+    }
+    Ok(())
 }
 
 const TRANSPORT_KEYS: &[&str] = &[
@@ -285,6 +402,11 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
     for k in TRANSPORT_KEYS {
         entry.shift_remove(*k);
     }
+    // Whether the edit points the server somewhere else, worked out before the
+    // secrets are filled in: kept secrets must not follow it.
+    let moved = base.is_object()
+        && destination(base) != destination(&form_destination(form, &transport, url, command));
+
     match transport.as_str() {
         "stdio" => {
             let command =
@@ -295,7 +417,7 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
                 entry.insert("args".into(), json!(args));
             }
             if let Some(env) = &form.env {
-                let env = string_map("env", env, saved_env.as_ref())?;
+                let env = string_map("env", env, keepable(moved, saved_env.as_ref()))?;
                 if !env.is_empty() {
                     entry.insert("env".into(), Value::Object(env));
                 }
@@ -304,7 +426,7 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
                 entry.insert("cwd".into(), json!(cwd));
             }
             if form.headers.as_ref().is_some_and(|h| {
-                !string_map("headers", h, None)
+                !string_map("headers", h, Ok(None))
                     .unwrap_or_default()
                     .is_empty()
             }) {
@@ -337,7 +459,7 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
                 }
             }
             if let Some(h) = &form.headers {
-                let headers = string_map("headers", h, saved_headers.as_ref())?;
+                let headers = string_map("headers", h, keepable(moved, saved_headers.as_ref()))?;
                 if !headers.is_empty() {
                     entry.insert("headers".into(), Value::Object(headers));
                 }
@@ -356,6 +478,14 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
         Some(Value::Object(o)) => {
             let mut o = o.clone();
             if o.get("clientSecret").and_then(Value::as_str) == Some(KEEP_UNCHANGED) {
+                let new_oauth = Value::Object(o.clone());
+                if moved
+                    || oauth_destination(base.get("oauth")) != oauth_destination(Some(&new_oauth))
+                {
+                    return Err(ApiError::bad_request(format!(
+                        "`oauth.clientSecret` is {KEEP_UNCHANGED}, but the server's URL or its OAuth endpoints changed: saved secrets stay with the destination they were written for; enter the value again"
+                    )));
+                }
                 match base.get("oauth").and_then(|b| b.get("clientSecret")) {
                     Some(saved) => {
                         o.insert("clientSecret".into(), saved.clone());
@@ -391,7 +521,28 @@ pub fn apply_form(base: &Value, form: &ServerForm) -> ApiResult<Value> {
     if let Some(d) = form.disabled {
         set_or_remove(&mut entry, "disabled", d.then(|| json!(true)));
     }
-    Ok(Value::Object(entry))
+    store_literally(&mut entry, base, moved);
+    let entry = Value::Object(entry);
+    refuse_new_local_references(&entry, base, moved)?;
+    Ok(entry)
+}
+
+/// The destination fields the form asks for, as an entry would hold them.
+fn form_destination(
+    form: &ServerForm,
+    transport: &str,
+    url: Option<&str>,
+    command: Option<&str>,
+) -> Value {
+    if transport == "stdio" {
+        json!({
+            "command": command,
+            "args": form.args.clone().unwrap_or_default(),
+            "cwd": form.cwd.as_deref().filter(|c| !c.trim().is_empty()),
+        })
+    } else {
+        json!({ "url": url })
+    }
 }
 
 fn set_or_remove(entry: &mut Map<String, Value>, key: &str, value: Option<Value>) {
@@ -567,25 +718,38 @@ pub async fn set_enabled(
     Ok(after_write(&state, Some(&name), &path).await)
 }
 
-/// The saved headers of `name` (for Test with masked values).
-pub fn saved_headers(state: &AppState, name: &str) -> Option<Value> {
-    let path = source_file(state, name).ok()??;
-    let doc = SettingsDoc::open(path).ok()?;
-    doc.server(name)?.get("headers").cloned()
-}
-
-/// Resolves a headers value from the browser (object or JSON text; masked values
-/// replaced by the saved ones of `name`).
+/// Resolves a headers value from the browser for Test (object or JSON text). A
+/// [`KEEP_UNCHANGED`] value takes the header server `name` is configured with
+/// (expanded, as the host would send it), and only when the test goes to that
+/// server's own URL: saved secrets never follow a URL typed in the browser.
 pub fn resolve_headers(
     state: &AppState,
     headers: Option<&Value>,
     name: Option<&str>,
+    url: &str,
 ) -> ApiResult<Vec<(String, String)>> {
     let Some(h) = headers else {
         return Ok(Vec::new());
     };
-    let saved = name.and_then(|n| saved_headers(state, n));
-    let map = string_map("headers", h, saved.as_ref())?;
+    let settings = name.and_then(|_| state.load_settings().ok());
+    let configured = name
+        .and_then(|n| settings.as_ref()?.server(n))
+        .and_then(|e| e.config.as_ref().ok())
+        .map(|c| &c.transport);
+    let saved = configured.and_then(|t| t.headers()).map(|h| {
+        Value::Object(
+            h.iter()
+                .map(|(k, v)| (k.clone(), Value::String(v.clone())))
+                .collect(),
+        )
+    });
+    let same_url = configured.and_then(|t| t.url()) == Some(url.trim());
+    let keep: Keepable<'_> = if saved.is_some() && !same_url {
+        Err("the URL differs from the saved server's")
+    } else {
+        Ok(saved.as_ref())
+    };
+    let map = string_map("headers", h, keep)?;
     Ok(map
         .into_iter()
         .map(|(k, v)| (k, v.as_str().unwrap_or_default().to_string()))
@@ -614,14 +778,14 @@ mod tests {
         let form = ServerForm {
             name: "a".into(),
             transport: Some("http".into()),
-            url: Some("http://b/mcp".into()),
+            url: Some("http://a/mcp".into()),
             headers: Some(json!({"Authorization": KEEP_UNCHANGED, "X-New": "2"})),
             oauth: Some(json!({"clientId": "c", "clientSecret": KEEP_UNCHANGED})),
             timeout: Some(7),
             ..Default::default()
         };
         let out = apply_form(&base, &form).unwrap();
-        assert_eq!(out["httpUrl"], "http://b/mcp");
+        assert_eq!(out["httpUrl"], "http://a/mcp");
         assert_eq!(
             out["headers"],
             json!({"Authorization": "Bearer secret", "X-New": "2"})
@@ -629,6 +793,106 @@ mod tests {
         assert_eq!(out["oauth"]["clientSecret"], "s3cret");
         assert_eq!(out["myExtra"], json!([1, 2]));
         assert_eq!(out["timeout"], 7);
+    }
+
+    #[test]
+    fn kept_secrets_do_not_follow_a_new_destination() {
+        let base = json!({
+            "httpUrl": "https://api.example.com/mcp",
+            "headers": {"Authorization": "Bearer ${GITHUB_TOKEN}"},
+            "oauth": {"clientId": "c", "clientSecret": "s3cret", "tokenUrl": "https://as.example.com/token"},
+        });
+        let moved = |url: &str, headers: Value, oauth: Option<Value>| {
+            apply_form(
+                &base,
+                &ServerForm {
+                    name: "gh".into(),
+                    transport: Some("http".into()),
+                    url: Some(url.into()),
+                    headers: Some(headers),
+                    oauth,
+                    ..Default::default()
+                },
+            )
+        };
+        let e = moved(
+            "http://127.0.0.1:9/steal",
+            json!({"Authorization": KEEP_UNCHANGED}),
+            None,
+        )
+        .unwrap_err();
+        assert!(e.message.contains("changed"), "{}", e.message);
+        let e = moved(
+            "http://127.0.0.1:9/steal",
+            json!({}),
+            Some(json!({"clientId": "c", "clientSecret": KEEP_UNCHANGED, "tokenUrl": "https://as.example.com/token"})),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("oauth.clientSecret"), "{}", e.message);
+        // Same server, new token endpoint: the client secret does not follow either.
+        let e = moved(
+            "https://api.example.com/mcp",
+            json!({"Authorization": KEEP_UNCHANGED}),
+            Some(json!({"clientId": "c", "clientSecret": KEEP_UNCHANGED, "tokenUrl": "http://127.0.0.1:9/token"})),
+        )
+        .unwrap_err();
+        assert!(e.message.contains("oauth.clientSecret"), "{}", e.message);
+        // Same destination: the reference the user wrote keeps its meaning.
+        let same = moved(
+            "https://api.example.com/mcp",
+            json!({"Authorization": KEEP_UNCHANGED, "X-Typed": "Bearer ${OPENAI_API_KEY}"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(same["headers"]["Authorization"], "Bearer ${GITHUB_TOKEN}");
+        assert_eq!(
+            same["headers"]["X-Typed"], "Bearer $${OPENAI_API_KEY}",
+            "typed in the browser: stored literally"
+        );
+        // Moved with new values: everything literal.
+        let out = moved(
+            "https://other.example.com/$PATH",
+            json!({"Authorization": "Bearer ${GITHUB_TOKEN}"}),
+            None,
+        )
+        .unwrap();
+        assert_eq!(out["httpUrl"], "https://other.example.com/$$PATH");
+        assert_eq!(out["headers"]["Authorization"], "Bearer $${GITHUB_TOKEN}");
+    }
+
+    #[test]
+    fn local_files_and_ambient_credentials_are_not_set_from_the_browser() {
+        let form = |oauth: Value| ServerForm {
+            name: "x".into(),
+            transport: Some("http".into()),
+            url: Some("https://x.example.com/mcp".into()),
+            oauth: Some(oauth),
+            ..Default::default()
+        };
+        for oauth in [
+            json!({"grantType": "urn:ietf:params:oauth:grant-type:jwt-bearer", "idp": {"tokenEndpoint": "https://evil.example/t", "clientId": "c", "idToken": "file:/home/u/.ssh/id_rsa"}}),
+            json!({"clientId": "c", "privateKeyFile": "/etc/shadow"}),
+        ] {
+            let e = apply_form(&Value::Null, &form(oauth)).unwrap_err();
+            assert!(e.message.contains("written by hand"), "{}", e.message);
+        }
+        // A reference the file already has, for the same server, may stay.
+        let base = json!({"httpUrl": "https://x.example.com/mcp", "authProviderType": "google_credentials",
+            "oauth": {"clientId": "c", "privateKeyFile": "/k.pem"}});
+        let kept = apply_form(
+            &base,
+            &form(json!({"clientId": "c", "privateKeyFile": "/k.pem"})),
+        )
+        .unwrap();
+        assert_eq!(kept["authProviderType"], "google_credentials");
+        // But not towards another server.
+        let mut other = form(json!({"clientId": "c", "privateKeyFile": "/k.pem"}));
+        other.url = Some("https://evil.example/mcp".into());
+        assert!(apply_form(&base, &other).is_err());
+        let mut changed =
+            form(json!({"clientId": "c", "privateKeyFile": "/etc/ssh/ssh_host_ed25519_key"}));
+        changed.url = Some("https://x.example.com/mcp".into());
+        assert!(apply_form(&base, &changed).is_err());
     }
 
     #[test]

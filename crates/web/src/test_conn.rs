@@ -210,7 +210,7 @@ async fn build_target(state: &AppState, req: &TestRequest) -> Result<Target, Res
             "SSRF blocked",
         ));
     }
-    let headers = resolve_headers(state, req.headers.as_ref(), req.name.as_deref())
+    let headers = resolve_headers(state, req.headers.as_ref(), req.name.as_deref(), url)
         .map_err(|e| failure(StatusCode::BAD_REQUEST, e.message, "bad request"))?;
     Ok(match req.transport.as_deref() {
         Some("http") => Target::Http {

@@ -243,7 +243,7 @@
     f.description = el("input", { type: "text", name: "description", value: entry.description || "" });
 
     function row(label, input, help) { return el("div", { class: "field" }, el("label", { class: "field-label" }, label), input, help ? el("div", { class: "field-help" }, help) : null); }
-    var urlRows = el("div", { class: "group" }, row("URL", f.url), row("Headers (JSON)", f.headers, "Saved values show as " + keep + "; leave that to keep them."));
+    var urlRows = el("div", { class: "group" }, row("URL", f.url), row("Headers (JSON)", f.headers, "Saved values show as " + keep + "; leave that to keep them (only while the URL stays the same). Values are stored as typed: $VAR is not expanded here; use settings.json for environment references."));
     var stdioRows = el("div", { class: "group" }, row("Command", f.command), row("Arguments", f.args), row("Environment (JSON)", f.env, "Secret-looking values show as " + keep + "."));
     var oauthRows = el("div", { class: "group oauth" }, row("Client ID", f.clientId), row("Client secret", f.clientSecret, entry.oauth && entry.oauth.clientSecret ? "Leave " + keep + " to keep the saved secret." : null), row("Scopes", f.scopes), row("Authorization URL", f.authorizationUrl), row("Token URL", f.tokenUrl));
     function sync() {
