@@ -197,6 +197,9 @@ pub enum GeminiError {
         #[source]
         source: reqwest::Error,
     },
+    /// No HTTP client could be built (an unreadable CA file, a bad proxy setting).
+    #[error("could not build the HTTP client for {}: {message}", api.name())]
+    HttpClient { api: ApiKind, message: String },
     /// The answer was not the JSON the API documents.
     #[error("unexpected answer from Gemini: {message}")]
     Decode { message: String },
@@ -356,16 +359,7 @@ impl GeminiClient {
         let base_url = normalize_base_url(&opts.base_url)?;
         let http = match opts.http {
             Some(http) => http,
-            None => reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(15))
-                .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|source| GeminiError::Http {
-                    api: ApiKind::Gemini,
-                    url: base_url.clone(),
-                    message: "could not build the HTTP client".into(),
-                    source,
-                })?,
+            None => default_http(ApiKind::Gemini)?,
         };
         Ok(Self {
             http,
@@ -816,6 +810,19 @@ impl SseParser {
             self.has_data = true;
         }
     }
+}
+
+/// The HTTP client a model client uses when the caller gives none: one from
+/// `switchboard-net` (the only door to the network) with the `local` policy, so a
+/// local model server on loopback or the LAN works and link-local and cloud metadata
+/// addresses stay blocked.
+pub(crate) fn default_http(api: ApiKind) -> Result<reqwest::Client, GeminiError> {
+    let mut opts = switchboard_net::ClientOptions::new(switchboard_net::UrlPolicy::Local);
+    opts.connect_timeout = Duration::from_secs(15);
+    switchboard_net::http_client(opts).map_err(|e| GeminiError::HttpClient {
+        api,
+        message: e.to_string(),
+    })
 }
 
 #[cfg(test)]

@@ -210,16 +210,7 @@ impl OpenAiClient {
         let base_url = normalize_base_url(&opts.base_url)?;
         let http = match opts.http {
             Some(http) => http,
-            None => reqwest::Client::builder()
-                .connect_timeout(Duration::from_secs(15))
-                .user_agent(concat!("switchboard/", env!("CARGO_PKG_VERSION")))
-                .build()
-                .map_err(|source| GeminiError::Http {
-                    api: ApiKind::OpenAi,
-                    url: base_url.clone(),
-                    message: "could not build the HTTP client".into(),
-                    source,
-                })?,
+            None => crate::client::default_http(ApiKind::OpenAi)?,
         };
         Ok(Self {
             http,

@@ -116,8 +116,6 @@ pub enum HostEvent {
 pub struct HostOptions {
     /// Answers elicitation/sampling/roots; hears log messages.
     pub hooks: Arc<dyn ClientHooks>,
-    /// The HTTP client every HTTP transport uses.
-    pub http_client: Option<reqwest::Client>,
     /// Reconnect dropped connections with backoff (long-lived hosts: chat, web app).
     pub reconnect: bool,
     /// Give up reconnecting after this many failed attempts in a row.
@@ -129,7 +127,8 @@ pub struct HostOptions {
     /// A file remembering, per URL, which HTTP transport worked (so the next run skips
     /// the probe or the SSE fallback). `None` keeps it in memory only.
     pub transport_cache: Option<std::path::PathBuf>,
-    /// The URL guard every HTTP connection goes through.
+    /// The URL guard every HTTP connection goes through (`None`: the `local` policy;
+    /// see `ConnectOptions::guard`).
     pub guard: Option<switchboard_net::GuardedClient>,
     /// Bearer tokens (OAuth) for HTTP servers; also the source of each server's
     /// `auth` status in snapshots.
@@ -140,7 +139,6 @@ impl Default for HostOptions {
     fn default() -> Self {
         Self {
             hooks: Arc::new(DefaultHooks),
-            http_client: None,
             reconnect: false,
             max_reconnect_attempts: 10,
             ui_extension: true,
@@ -595,7 +593,6 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     let mut copts = ConnectOptions::new(name.clone(), target);
     copts.request_timeout = slot.spec.timeout;
     copts.startup_timeout = slot.spec.startup_timeout;
-    copts.http_client = inner.opts.http_client.clone();
     copts.ui_extension = inner.opts.ui_extension;
     copts.guard = inner.opts.guard.clone();
     copts.token_source = inner.opts.token_source.clone();

@@ -7,7 +7,7 @@
 //! host's job (it builds a new `Connection`).
 
 use std::collections::{HashMap, HashSet};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use http::{HeaderName, HeaderValue};
@@ -22,6 +22,7 @@ use rmcp::service::{
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use serde_json::{Value, json};
+use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -49,9 +50,6 @@ pub struct ConnectOptions {
     pub request_timeout: Duration,
     /// Time limit for spawning/connecting and the handshake.
     pub startup_timeout: Duration,
-    /// The HTTP client to use for HTTP transports (inject yours so that every request
-    /// goes through your policy). `None` builds a plain one.
-    pub http_client: Option<reqwest::Client>,
     pub hooks: Arc<dyn ClientHooks>,
     /// What worked last time for this target, to skip probing.
     pub transport_hint: Option<TransportKind>,
@@ -59,8 +57,10 @@ pub struct ConnectOptions {
     pub client_version: String,
     /// Advertise the MCP Apps UI extension in `initialize`.
     pub ui_extension: bool,
-    /// The URL guard: when set, every HTTP request goes through its client and the
-    /// server URL is checked against its policy before anything is sent.
+    /// The URL guard: every HTTP request goes through its client, and the server URL is
+    /// checked against its policy before anything is sent. `None` uses a guard with the
+    /// `local` policy (loopback and private addresses allowed; link-local and cloud
+    /// metadata blocked). There is no unguarded HTTP client.
     pub guard: Option<switchboard_net::GuardedClient>,
     /// Bearer tokens (OAuth) for HTTP servers: asked before each request unless the
     /// target's headers set `Authorization`; a 401 makes it refresh once.
@@ -86,7 +86,6 @@ impl ConnectOptions {
             target,
             request_timeout: Duration::from_secs(600),
             startup_timeout: Duration::from_secs(30),
-            http_client: None,
             hooks: Arc::new(DefaultHooks),
             transport_hint: None,
             client_name: "switchboard".into(),
@@ -594,11 +593,27 @@ fn header_map(
     Ok(map)
 }
 
-fn http_client(opts: &ConnectOptions) -> reqwest::Client {
+/// The guard every HTTP request of this connection goes through: the caller's, or
+/// one shared `local`-policy guard.
+fn guard(opts: &ConnectOptions) -> Result<GuardedClient, ConnectError> {
     if let Some(g) = &opts.guard {
-        return g.inner().clone();
+        return Ok(g.clone());
     }
-    opts.http_client.clone().unwrap_or_default()
+    static DEFAULT: OnceLock<Result<GuardedClient, String>> = OnceLock::new();
+    DEFAULT
+        .get_or_init(|| {
+            GuardedClient::new(ClientOptions::new(UrlPolicy::Local)).map_err(|e| e.to_string())
+        })
+        .clone()
+        .map_err(|message| ConnectError::Initialize {
+            message: format!("cannot build the HTTP client: {message}"),
+            stderr: vec![],
+        })
+}
+
+/// The HTTP client of this connection: always the guard's.
+fn http_client(opts: &ConnectOptions) -> Result<reqwest::Client, ConnectError> {
+    Ok(guard(opts)?.inner().clone())
 }
 
 /// The token source for an HTTP target and the token it gives now: `None` without a
@@ -628,14 +643,15 @@ async fn auth_source(
     }
 }
 
-/// Checks the server URL against the URL guard's policy (when there is a guard).
+/// Checks the server URL against the URL guard's policy.
 async fn preflight(opts: &ConnectOptions, url: &str) -> Result<(), ConnectError> {
-    if let Some(g) = &opts.guard {
-        g.preflight(url).await.map_err(|b| ConnectError::Blocked {
+    guard(opts)?
+        .preflight(url)
+        .await
+        .map_err(|b| ConnectError::Blocked {
             url: url.to_string(),
             reason: b.to_string(),
         })?;
-    }
     Ok(())
 }
 
@@ -662,7 +678,7 @@ async fn connect_http(
     preflight(opts, url).await?;
     let map = header_map(headers)?;
     let source = auth_source(opts, url, headers).await?.map(|(s, _)| s);
-    let client = TokenHttpClient::new(http_client(opts), source, &opts.name, url, &map);
+    let client = TokenHttpClient::new(http_client(opts)?, source, &opts.name, url, &map);
     let make = || {
         let cfg = StreamableHttpClientTransportConfig::with_uri(url.to_string())
             .custom_headers(map.clone())
@@ -710,10 +726,7 @@ async fn connect_http(
                 });
             }
             Ok(Err(e)) if is_connect_failure(&e) => {
-                return Err(ConnectError::Unreachable {
-                    url: url.to_string(),
-                    detail: unreachable_detail(url, &e).await,
-                });
+                return Err(connect_failure(opts, url, &e).await);
             }
             Ok(Err(e)) => {
                 tracing::debug!(server = %opts.name, "server/discover probe declined ({e}); using initialize");
@@ -755,10 +768,7 @@ async fn connect_http(
             server: opts.name.clone(),
             www_authenticate: e.auth_challenge().map(str::to_string),
         }),
-        Ok(Err(e)) if is_connect_failure(&e) => Err(ConnectError::Unreachable {
-            url: url.to_string(),
-            detail: unreachable_detail(url, &e).await,
-        }),
+        Ok(Err(e)) if is_connect_failure(&e) => Err(connect_failure(opts, url, &e).await),
         Ok(Err(e)) => Err(ConnectError::Initialize {
             message: init_error_message(&e),
             stderr: vec![],
@@ -811,34 +821,56 @@ fn io_detail(e: &(dyn std::error::Error + 'static)) -> Option<String> {
     found
 }
 
-/// Why a URL could not be reached: the I/O error in the chain, or what a plain TCP
-/// connect to the same host and port says (rmcp does not always keep the source).
-async fn unreachable_detail(
+/// The error for a connection that failed before any answer.
+///
+/// `Blocked` when the guard refused the destination: found in the error chain, or,
+/// when the transport did not keep the cause, by the guard's own verdict on the URL
+/// (a DNS lookup through its resolver, no connection). Otherwise `Unreachable` with the
+/// I/O error; when the transport dropped that too, one bodiless `HEAD` through the same
+/// guard recovers it ("Connection refused"). No socket is opened outside the guard.
+async fn connect_failure(
+    opts: &ConnectOptions,
     url: &str,
     e: &(dyn std::error::Error + Send + Sync + 'static),
-) -> String {
+) -> ConnectError {
+    let blocked = |b: &switchboard_net::Blocked| ConnectError::Blocked {
+        url: url.to_string(),
+        reason: b.to_string(),
+    };
+    if let Some(b) = switchboard_net::find_blocked(e) {
+        return blocked(b);
+    }
+    let Ok(g) = guard(opts) else {
+        return unreachable(url, error_chain(e));
+    };
+    match g.check_destination(url).await {
+        Err(b) if b.is_policy_verdict() => return blocked(&b),
+        Err(b) => return unreachable(url, b.to_string()),
+        Ok(_) => {}
+    }
     if let Some(d) = io_detail(e) {
-        return d;
+        return unreachable(url, d);
     }
-    if let Ok(u) = url::Url::parse(url)
-        && let (Some(host), Some(port)) = (u.host_str(), u.port_or_known_default())
-    {
-        let host = host
-            .trim_start_matches('[')
-            .trim_end_matches(']')
-            .to_string();
-        match tokio::time::timeout(
-            Duration::from_secs(2),
-            tokio::net::TcpStream::connect((host.as_str(), port)),
-        )
-        .await
-        {
-            Ok(Err(io)) => return io.to_string(),
-            Err(_) => return "connecting timed out".into(),
-            Ok(Ok(_)) => {}
-        }
+    let retry = g
+        .request(reqwest::Method::HEAD, url)
+        .timeout(UNREACHABLE_PROBE_TIMEOUT);
+    match g.send(retry).await {
+        Err(net) => match net.blocked() {
+            Some(b) if b.is_policy_verdict() => blocked(b),
+            _ => unreachable(url, io_detail(&net).unwrap_or_else(|| error_chain(e))),
+        },
+        Ok(_) => unreachable(url, error_chain(e)),
     }
-    error_chain(e)
+}
+
+/// How long the guarded `HEAD` that words an unreachable error may take.
+const UNREACHABLE_PROBE_TIMEOUT: Duration = Duration::from_secs(2);
+
+fn unreachable(url: &str, detail: String) -> ConnectError {
+    ConnectError::Unreachable {
+        url: url.to_string(),
+        detail,
+    }
 }
 
 /// A connection-level failure (refused, DNS): another transport will not help.
@@ -914,7 +946,7 @@ async fn connect_sse(
         };
         match tokio::time::timeout_at(
             deadline,
-            SseTransport::connect(http_client(opts), parsed.clone(), sse_opts),
+            SseTransport::connect(http_client(opts)?, parsed.clone(), sse_opts),
         )
         .await
         {
@@ -951,10 +983,7 @@ async fn connect_sse(
                 if let SseError::Http(re) = &e
                     && re.is_connect()
                 {
-                    return Err(ConnectError::Unreachable {
-                        url: url.to_string(),
-                        detail: unreachable_detail(url, re).await,
-                    });
+                    return Err(connect_failure(opts, url, re).await);
                 }
                 return Err(ConnectError::Initialize {
                     message: format!("legacy SSE: {e}"),

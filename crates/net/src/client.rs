@@ -260,6 +260,8 @@ fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
         .clone()
         .unwrap_or_else(|| format!("switchboard/{}", env!("CARGO_PKG_VERSION")));
 
+    // The one place an HTTP client is built: with the guard as its resolver.
+    #[allow(clippy::disallowed_methods)]
     let make = |redirects: redirect::Policy| -> Result<reqwest::Client, NetError> {
         let mut b = reqwest::Client::builder()
             .dns_resolver(guard.clone())
@@ -421,6 +423,21 @@ impl GuardedClient {
     pub async fn preflight(&self, url: &str) -> Result<GuardedUrl, Blocked> {
         let guarded = check_url(url, self.policy)?;
         self.preflight_guarded(guarded).await
+    }
+
+    /// The guard's whole verdict on `url`, both stages, whether or not a proxy is in
+    /// the way: the syntax stage, then every address the host name resolves to through
+    /// the guard's resolver. Nothing is connected to. Used to word a failure whose
+    /// cause a transport did not keep: a destination the policy refuses is reported
+    /// as blocked, not as unreachable.
+    pub async fn check_destination(&self, url: &str) -> Result<GuardedUrl, Blocked> {
+        let guarded = check_url(url, self.policy)?;
+        if self.policy != UrlPolicy::Off
+            && let Some(GuardedHost::Name(name)) = guarded.host()
+        {
+            lookup_checked(name, self.policy, &*self.resolver).await?;
+        }
+        Ok(guarded)
     }
 
     async fn preflight_parsed(&self, url: &Url) -> Result<GuardedUrl, Blocked> {

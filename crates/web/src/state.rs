@@ -218,7 +218,6 @@ impl AppState {
             reconnect: true,
             ui_extension: true,
             guard: Some(self.inner.guard.clone()),
-            http_client: Some(self.inner.guard.inner().clone()),
             transport_cache: self.inner.cfg.transport_cache.clone(),
             ..Default::default()
         }

@@ -94,7 +94,6 @@ pub async fn mcp_test(
     opts.startup_timeout = TEST_TIMEOUT;
     opts.request_timeout = TEST_TIMEOUT;
     opts.guard = Some(state.inner.guard.clone());
-    opts.http_client = Some(state.inner.guard.inner().clone());
     opts.ui_extension = true;
     // A saved server: its OAuth login (if any) applies, as in the host.
     if let (Some(name), Some(hooks)) = (&req.name, &state.cfg().oauth)
