@@ -73,14 +73,14 @@ fn login_options(timeout: Duration, no_browser: bool, scopes: Vec<String>) -> Lo
         timeout,
         open_url: Arc::new(move |url: &str| {
             if no_browser {
-                eprintln!("Open this URL in a browser to log in:\n  {url}");
+                errln!("Open this URL in a browser to log in:\n  {url}");
                 return false;
             }
             let opened = switchboard_auth::open_in_browser(url);
             if opened {
-                eprintln!("Opened the browser to log in. If it did not open, visit:\n  {url}");
+                errln!("Opened the browser to log in. If it did not open, visit:\n  {url}");
             } else {
-                eprintln!("Open this URL in a browser to log in:\n  {url}");
+                errln!("Open this URL in a browser to log in:\n  {url}");
             }
             opened
         }),
@@ -159,7 +159,7 @@ pub async fn login(g: &Globals, args: LoginArgs) -> Result<ExitCode> {
     if let Some(s) = &report.scope {
         details.push(format!("scope: {s}"));
     }
-    println!(
+    outln!(
         "Logged in to `{}` ({}). The token is saved in {}.",
         sa.name,
         details.join("; "),
@@ -174,9 +174,9 @@ pub async fn logout(g: &Globals, server: &str) -> Result<ExitCode> {
     let guard = ctx::guard(g, settings.as_ref())?;
     let m = manager(settings.as_ref(), &guard)?;
     if m.logout(server).await? {
-        println!("Logged out of `{server}`: its saved token is deleted.");
+        outln!("Logged out of `{server}`: its saved token is deleted.");
     } else {
-        println!("`{server}` had no saved login.");
+        outln!("`{server}` had no saved login.");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -237,14 +237,14 @@ pub async fn auth(g: &Globals, as_json: bool) -> Result<ExitCode> {
                 })
             })
             .collect();
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!({ "servers": list }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
     if summaries.is_empty() {
-        println!("No HTTP servers are configured and no logins are saved.");
+        outln!("No HTTP servers are configured and no logins are saved.");
         return Ok(ExitCode::SUCCESS);
     }
     let width = summaries.iter().map(|s| s.server.len()).max().unwrap_or(0);
@@ -278,7 +278,7 @@ pub async fn auth(g: &Globals, as_json: bool) -> Result<ExitCode> {
             ),
             _ => format!("needs login: run `switchboard mcp login {}`", s.server),
         };
-        println!("{:width$}  {}  {}", s.server, s.url, text);
+        outln!("{:width$}  {}  {}", s.server, s.url, text);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -201,7 +201,7 @@ async fn call_inner(
             if show_progress {
                 let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
                 let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-                eprintln!("progress {}{total}{msg}", p.progress);
+                errln!("progress {}{total}{msg}", p.progress);
             }
         }
     });
@@ -221,7 +221,7 @@ async fn call_inner(
     let result = match result {
         Ok(r) => r,
         Err(switchboard_mcp::RequestError::Cancelled { .. }) => {
-            eprintln!("cancelled");
+            errln!("cancelled");
             return Ok(ExitCode::from(130));
         }
         Err(e) => return Err(anyhow!(e)).context(format!("calling `{tool}` on `{}`", conn.name())),
@@ -244,9 +244,9 @@ async fn call_inner(
             out.push('\n');
         }
         if is_error {
-            eprint!("error: the tool reported an error:\n{out}");
+            errout!("error: the tool reported an error:\n{out}");
         } else {
-            print!("{out}");
+            out!("{out}");
         }
     }
     Ok(if is_error {
@@ -281,7 +281,7 @@ pub async fn read(
             .cloned()
             .unwrap_or_default();
         render::resource_contents(&contents, &mut out);
-        print!("{out}");
+        out!("{out}");
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -339,7 +339,7 @@ pub async fn prompt(
             };
             render::content_blocks(&blocks, &mut out);
         }
-        print!("{out}");
+        out!("{out}");
     }
     Ok(ExitCode::SUCCESS)
 }

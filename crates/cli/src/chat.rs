@@ -92,17 +92,16 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
     };
     let args = serde_json::to_string(&r.args).unwrap_or_default();
     if !std::io::stdin().is_terminal() {
-        let _ = writeln!(
-            err,
+        errln!(
             "declined tool call {}.{}{hints} {args}: no terminal to ask (use --yolo or set `trust: true` for the server)",
-            r.server, r.tool
+            r.server,
+            r.tool
         );
         return Decision::Cancel;
     }
-    let _ = writeln!(err, "\n⚙ {}.{}{hints}\n  {args}", r.server, r.tool);
+    errln!("\n⚙ {}.{}{hints}\n  {args}", r.server, r.tool);
     loop {
-        let _ = write!(
-            err,
+        errout!(
             "  Run it? [y] once  [t] always this tool  [s] always this server  [S] always, and save  [n] cancel: "
         );
         let _ = err.flush();
@@ -123,18 +122,10 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
             "save" | "S" => {
                 match save_trust(&r.server) {
                     Ok(path) => {
-                        let _ = writeln!(
-                            err,
-                            "  saved: `{}` is trusted in {}",
-                            r.server,
-                            path.display()
-                        );
+                        errln!("  saved: `{}` is trusted in {}", r.server, path.display());
                     }
                     Err(e) => {
-                        let _ = writeln!(
-                            err,
-                            "  could not save ({e:#}); trusting it for this session only"
-                        );
+                        errln!("  could not save ({e:#}); trusting it for this session only");
                     }
                 }
                 return Decision::AlwaysServer;
@@ -268,7 +259,7 @@ async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
         if s.status == ServerStatus::Disconnected
             && let Some(e) = &s.error
         {
-            eprintln!("note: MCP server `{}` is not available: {e}", s.name);
+            errln!("note: MCP server `{}` is not available: {e}", s.name);
         }
     }
     let parts = match expand_input(chat, prompt).await? {
@@ -286,11 +277,11 @@ async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
     };
     let outcome = run_turn(chat, parts, &cancel).await;
     ctrl_c.abort();
-    println!();
+    outln!();
     match outcome {
         Ok(()) => Ok(ExitCode::SUCCESS),
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             Ok(ExitCode::from(1))
         }
     }
@@ -304,14 +295,14 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
         while let Some(ev) = rx.recv().await {
             match ev {
                 ChatEvent::Text(t) => {
-                    let _ = write!(out, "{t}");
+                    let _ = write!(out, "{}", crate::term::visible(&t));
                     let _ = out.flush();
                 }
-                ChatEvent::Notice(n) => eprintln!("\n[{n}]"),
+                ChatEvent::Notice(n) => errln!("\n[{n}]"),
                 ChatEvent::ToolStart {
                     server, tool, args, ..
                 } => {
-                    eprintln!(
+                    errln!(
                         "\n→ {server}.{tool} {}",
                         serde_json::to_string(&args).unwrap_or_default()
                     );
@@ -323,7 +314,7 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
                     ..
                 } => {
                     let total = total.map(|t| format!("/{t}")).unwrap_or_default();
-                    eprintln!("  … {progress}{total} {}", message.unwrap_or_default());
+                    errln!("  … {progress}{total} {}", message.unwrap_or_default());
                 }
                 ChatEvent::ToolEnd {
                     server,
@@ -334,7 +325,7 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
                 } => {
                     let mark = if is_error { "✗" } else { "✓" };
                     let shown: String = display.chars().take(500).collect();
-                    eprintln!("{mark} {server}.{tool}: {shown}");
+                    errln!("{mark} {server}.{tool}: {shown}");
                 }
             }
         }
@@ -352,7 +343,7 @@ async fn expand_input(chat: &mut Chat, line: &str) -> Result<Option<Vec<Part>>> 
     match switchboard_gemini::chat_input::expand_input(chat.host(), line).await {
         Ok(Expanded::Parts(parts)) => Ok(Some(parts)),
         Ok(Expanded::Reply(text)) => {
-            println!("{text}");
+            outln!("{text}");
             Ok(None)
         }
         Err(e) => Err(anyhow!(e)),
@@ -372,7 +363,7 @@ fn settled(host: &Host) -> bool {
 }
 
 fn print_status(host: &Host) {
-    print!("{}", crate::list::human(&host.snapshot(), &[]));
+    out!("{}", crate::list::human(&host.snapshot(), &[]));
 }
 
 fn help_text(host: &Host) -> String {
@@ -457,8 +448,8 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         .filter(|s| is_settled(s))
         .map(|s| s.name.clone())
         .collect();
-    println!("Switchboard chat — model {}", chat.options().model);
-    println!(
+    outln!("Switchboard chat — model {}", chat.options().model);
+    outln!(
         "MCP: {}{}",
         if ready.is_empty() {
             "no servers connected".to_string()
@@ -475,14 +466,14 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         .iter()
         .filter(|s| s.status != ServerStatus::Connected && s.error.is_some())
     {
-        println!(
+        outln!(
             "  {} is {}: {}",
             s.name,
             s.status,
             s.error.as_deref().unwrap_or("")
         );
     }
-    println!("/help for commands, Ctrl-D to quit.");
+    outln!("/help for commands, Ctrl-D to quit.");
     let notifier = tokio::spawn(async move {
         let mut announced = announced;
         while let Ok(ev) = events.recv().await {
@@ -492,23 +483,22 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     status: ServerStatus::Connected,
                     ..
                 } if announced.insert(server.clone()) => {
-                    eprintln!(
-                        "\r[MCP server `{server}` connected; its tools join the next message]"
-                    );
+                    errln!("\r[MCP server `{server}` connected; its tools join the next message]");
                 }
                 switchboard_host::HostEvent::Status {
                     server,
                     status: ServerStatus::Disconnected,
                     error: Some(e),
                 } => {
-                    eprintln!("\r[MCP server `{server}`: {e}]");
+                    eprint!("\r");
+                    errln!("[MCP server `{server}`: {e}]");
                 }
                 switchboard_host::HostEvent::Reconnecting {
                     server,
                     attempt,
                     delay,
                 } => {
-                    eprintln!(
+                    errln!(
                         "\r[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
                         delay.as_secs()
                     );
@@ -530,11 +520,11 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     break;
                 }
                 last_interrupt = true;
-                eprintln!("(Ctrl-C again to quit)");
+                errln!("(Ctrl-C again to quit)");
                 continue;
             }
             Err(e) => {
-                eprintln!("error: {e}");
+                errln!("error: {e}");
                 break;
             }
         };
@@ -545,7 +535,7 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         match trimmed {
             "/quit" | "/exit" => break,
             "/help" => {
-                print!("{}", help_text(chat.host()));
+                out!("{}", help_text(chat.host()));
                 continue;
             }
             "/mcp" => {
@@ -555,10 +545,10 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
             "/tools" => {
                 chat.refresh_tools();
                 for t in chat.registry().tools() {
-                    println!("  {}  ({}.{})", t.name, t.server, t.tool.name);
+                    outln!("  {}  ({}.{})", t.name, t.server, t.tool.name);
                 }
                 if chat.registry().is_empty() {
-                    println!("  (no tools)");
+                    outln!("  (no tools)");
                 }
                 continue;
             }
@@ -574,17 +564,17 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     };
                     for n in names {
                         if !chat.host().restart(&n).await {
-                            eprintln!("no server `{n}`");
+                            errln!("no server `{n}`");
                         }
                     }
                     print_status(chat.host());
                 }
                 (Some(op @ ("enable" | "disable")), Some(n)) => {
                     if chat.host().spec(n).is_none() {
-                        eprintln!("no server `{n}`");
+                        errln!("no server `{n}`");
                     } else {
                         chat.set_server_enabled(n, op == "enable");
-                        println!(
+                        outln!(
                             "{} `{n}` for this session",
                             if op == "enable" {
                                 "Enabled"
@@ -595,7 +585,7 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
                     }
                 }
                 _ => {
-                    eprintln!("usage: /mcp | /mcp refresh [server] | /mcp enable|disable <server>")
+                    errln!("usage: /mcp | /mcp refresh [server] | /mcp enable|disable <server>")
                 }
             }
             continue;
@@ -604,7 +594,7 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
             Ok(Some(p)) => p,
             Ok(None) => continue,
             Err(e) => {
-                eprintln!("error: {e:#}");
+                errln!("error: {e:#}");
                 continue;
             }
         };
@@ -618,10 +608,10 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
             })
         };
         if let Err(e) = run_turn(chat, parts, &cancel).await {
-            eprintln!("\nerror: {e:#}");
+            errln!("\nerror: {e:#}");
         }
         ctrl_c.abort();
-        println!();
+        outln!();
     }
     notifier.abort();
     if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {

@@ -33,11 +33,11 @@ pub fn url_policy(g: &Globals, settings: Option<&Settings>) -> Result<UrlPolicy>
     )
     .map_err(anyhow::Error::msg)?;
     for w in &choice.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let policy = choice.policy;
     if policy.is_weaker_than(default) {
-        eprintln!(
+        errln!(
             "warning: URL policy `{policy}` is weaker than the default `{default}`: requests to link-local and cloud metadata addresses are allowed"
         );
     }
@@ -79,10 +79,10 @@ pub fn load_settings(g: &Globals) -> Result<Settings> {
     let env = |k: &str| std::env::var(k).ok();
     let settings = load(&opts, &env)?;
     for w in &settings.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     if let Some(ignored) = &settings.ignored_project {
-        eprintln!("note: {}", ignored.message());
+        errln!("note: {}", ignored.message());
     }
     Ok(settings)
 }
@@ -109,7 +109,7 @@ pub fn all_specs(g: &Globals, announce_demo: bool) -> Result<(Vec<ServerSpec>, S
     let mut specs: Vec<ServerSpec> = settings.servers.iter().map(spec_from_entry).collect();
     if settings.no_settings_file {
         if announce_demo {
-            eprintln!(
+            errln!(
                 "note: no settings file found ({}), so Switchboard uses its bundled demo server `demo`; add your own with `switchboard mcp add`",
                 switchboard_config::user_settings_path(&home_dir()?).display()
             );

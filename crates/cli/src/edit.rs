@@ -148,7 +148,7 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
     let existed = doc.server(&a.name).is_some();
     doc.set_server(&a.name, Value::Object(entry))?;
     doc.save()?;
-    println!(
+    outln!(
         "{} server `{}` ({transport}) in {}",
         if existed { "Updated" } else { "Added" },
         a.name,
@@ -157,7 +157,7 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
     if g.config.is_none() && a.scope.as_deref().unwrap_or("project") == "project" {
         let dir = ctx::project_dir()?;
         if !switchboard_config::is_trusted(&ctx::home_dir()?, &dir) {
-            println!(
+            outln!(
                 "Note: a project's settings apply only in a trusted folder; run `switchboard trust` here to use it (or add it with --scope user)."
             );
         }
@@ -175,7 +175,7 @@ pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> 
         );
     }
     doc.save()?;
-    println!("Removed server `{name}` from {}", path.display());
+    outln!("Removed server `{name}` from {}", path.display());
     Ok(ExitCode::SUCCESS)
 }
 
@@ -195,7 +195,7 @@ pub fn set_enabled(
     }
     doc.set_disabled(name, !enabled)?;
     doc.save()?;
-    println!(
+    outln!(
         "{} server `{name}` in {}",
         if enabled { "Enabled" } else { "Disabled" },
         path.display()
@@ -209,13 +209,13 @@ pub fn trust(path: Option<PathBuf>, revoke: bool, list: bool) -> Result<ExitCode
     if list {
         let folders = trusted_folders(&home)?;
         if folders.is_empty() {
-            println!(
+            outln!(
                 "No trusted folders ({}).",
                 trusted_folders_path(&home).display()
             );
         }
         for f in folders {
-            println!("{}", f.display());
+            outln!("{}", f.display());
         }
         return Ok(ExitCode::SUCCESS);
     }
@@ -226,9 +226,9 @@ pub fn trust(path: Option<PathBuf>, revoke: bool, list: bool) -> Result<ExitCode
     if revoke {
         let r = revoke_folder(&home, &dir)?;
         if r.removed.is_empty() {
-            println!("{} was not in the trusted folders.", dir.display());
+            outln!("{} was not in the trusted folders.", dir.display());
         } else {
-            println!(
+            outln!(
                 "No longer trusted: {}. Its .switchboard/settings.json is ignored again.",
                 r.removed[0].display()
             );
@@ -239,7 +239,7 @@ pub fn trust(path: Option<PathBuf>, revoke: bool, list: bool) -> Result<ExitCode
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect();
-            println!(
+            outln!(
                 "It is still trusted through {}: run `switchboard trust --revoke` on {} to stop that.",
                 by.join(", "),
                 if by.len() == 1 { "it" } else { "each" }
@@ -248,7 +248,7 @@ pub fn trust(path: Option<PathBuf>, revoke: bool, list: bool) -> Result<ExitCode
         return Ok(ExitCode::SUCCESS);
     }
     let trusted = trust_folder(&home, &dir)?;
-    println!(
+    outln!(
         "Trusted {}: its .switchboard/settings.json now applies (its servers, including commands, and its policies). Undo with `switchboard trust --revoke`.",
         trusted.display()
     );
@@ -382,8 +382,8 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
     } else {
         for (k, v) in &out {
             match v {
-                Value::String(s) => println!("{k}: {s}"),
-                other => println!("{k}: {other}"),
+                Value::String(s) => outln!("{k}: {s}"),
+                other => outln!("{k}: {other}"),
             }
         }
     }

@@ -116,11 +116,8 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
     let message = value.get("message").and_then(Value::as_str).unwrap_or("");
     let schema = value.get("requestedSchema").cloned().unwrap_or(Value::Null);
     let mut err = std::io::stderr();
-    let _ = writeln!(err, "\n[{server}] asks: {message}");
-    let _ = writeln!(
-        err,
-        "(an empty answer keeps the default; type /decline or /cancel to refuse)"
-    );
+    errln!("\n[{server}] asks: {message}");
+    errln!("(an empty answer keeps the default; type /decline or /cancel to refuse)");
     let stdin = std::io::stdin();
     let mut content = Map::new();
     for (name, prop, required) in fields(&schema) {
@@ -136,8 +133,7 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
                 .as_ref()
                 .map(|d| format!(" [{d}]"))
                 .unwrap_or_default();
-            let _ = write!(
-                err,
+            errout!(
                 "  {title} ({ty}{}){d}: ",
                 if required { ", required" } else { "" }
             );
@@ -158,7 +154,7 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
                     if !required {
                         break;
                     }
-                    let _ = writeln!(err, "    this field is required");
+                    errln!("    this field is required");
                 }
                 raw => match parse_field(raw, &prop) {
                     Ok(v) => {
@@ -166,7 +162,7 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
                         break;
                     }
                     Err(e) => {
-                        let _ = writeln!(err, "    {e}");
+                        errln!("    {e}");
                     }
                 },
             }

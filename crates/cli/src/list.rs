@@ -50,7 +50,7 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
-        print!("{}", human(&snapshot, &settings.files));
+        out!("{}", human(&snapshot, &settings.files));
     }
     Ok(ExitCode::SUCCESS)
 }

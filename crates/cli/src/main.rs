@@ -4,6 +4,8 @@
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
 //! command); `mcp add/remove/get/enable/disable` and `trust` edit settings.
 
+#[macro_use]
+mod term;
 mod auth_cmd;
 mod call;
 mod chat;
@@ -199,7 +201,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -213,7 +215,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            errln!("error: {e:#}");
             ExitCode::from(1)
         }
     }
@@ -226,7 +228,7 @@ fn run_demo(startup_delay_ms: u64) -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
+            errln!("error: cannot start the async runtime: {e}");
             return ExitCode::from(1);
         }
     };
@@ -235,7 +237,7 @@ fn run_demo(startup_delay_ms: u64) -> ExitCode {
     match runtime.block_on(switchboard_demo_server::serve_stdio(opts)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("demo server error: {e}");
+            errln!("demo server error: {e}");
             ExitCode::from(1)
         }
     }
@@ -311,7 +313,7 @@ async fn url_check(g: &ctx::Globals, url: &str, json: bool) -> anyhow::Result<Ex
     if json {
         println!("{}", serde_json::to_string_pretty(&verdict)?);
     } else {
-        println!("{verdict}");
+        outln!("{verdict}");
     }
     Ok(if verdict.allowed {
         ExitCode::SUCCESS

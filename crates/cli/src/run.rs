@@ -6,7 +6,6 @@
 //! Every run is saved as a run log ([`crate::run_log`]); UI steps get a link that
 //! opens them in `switchboard serve`.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -144,9 +143,9 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
     let wf = match Workflow::load_named(&a.file, a.name.as_deref()) {
         Ok(wf) => wf,
         Err(LoadError::Invalid { path, problems }) => {
-            eprintln!("error: {} is not a valid workflow:", path.display());
+            errln!("error: {} is not a valid workflow:", path.display());
             for p in &problems {
-                eprintln!("  {p}");
+                errln!("  {p}");
             }
             return Ok(ExitCode::from(2));
         }
@@ -180,27 +179,26 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
     );
     let problems = runner.validate(&wf, &inputs);
     if !problems.is_empty() {
-        eprintln!(
+        errln!(
             "error: {} has {} problem{}:",
             a.file.display(),
             problems.len(),
             if problems.len() == 1 { "" } else { "s" }
         );
         for p in &problems {
-            eprintln!("  {p}");
+            errln!("  {p}");
         }
         return Ok(ExitCode::from(2));
     }
 
     let (stop_tx, mut stop_rx) = oneshot::channel::<()>();
     let printer = tokio::spawn(async move {
-        let mut err = std::io::stderr();
         loop {
             tokio::select! {
                 ev = rx.recv() => match ev {
                     Some(ev) => {
                         if let Some(line) = log_line(&ev) {
-                            let _ = writeln!(err, "{line}");
+                            errln!("{line}");
                         }
                     }
                     None => break,
@@ -208,7 +206,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
                 _ = &mut stop_rx => {
                     while let Ok(ev) = rx.try_recv() {
                         if let Some(line) = log_line(&ev) {
-                            let _ = writeln!(err, "{line}");
+                            errln!("{line}");
                         }
                     }
                     break;
@@ -230,7 +228,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "workflow".into())
     });
-    eprintln!("Running workflow `{wf_name}` ({} nodes)", wf.nodes.len());
+    errln!("Running workflow `{wf_name}` ({} nodes)", wf.nodes.len());
     let started = Instant::now();
     let started_at = SystemTime::now();
     let outcome = runner.run(&wf, inputs.clone()).await;
@@ -241,7 +239,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
     let _ = printer.await;
 
     if a.json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&outcome.variables.to_json())?
         );
@@ -259,16 +257,16 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
     );
     let saved = match ctx::home_dir().and_then(|home| Ok(run_log::save(&home, log)?)) {
         Ok((id, path)) => {
-            eprintln!("Run log: {}", path.display());
+            errln!("Run log: {}", path.display());
             Some(id)
         }
         Err(e) => {
-            eprintln!("warning: could not save the run log: {e:#}");
+            errln!("warning: could not save the run log: {e:#}");
             None
         }
     };
     if !outcome.apps.is_empty() {
-        eprintln!("MCP App UIs produced by this run (open them with `switchboard serve`):");
+        errln!("MCP App UIs produced by this run (open them with `switchboard serve`):");
         for app in &outcome.apps {
             let from = app
                 .server
@@ -276,13 +274,13 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
                 .map(|s| format!("server `{s}`"))
                 .or_else(|| app.server_url.clone())
                 .unwrap_or_default();
-            eprintln!("  {}: {} from {from}", app.node, app.resource_uri);
+            errln!("  {}: {} from {from}", app.node, app.resource_uri);
             if let Some(id) = &saved {
-                eprintln!("    open: {}", run_log::app_link(id, &app.node));
+                errln!("    open: {}", run_log::app_link(id, &app.node));
             }
         }
         if saved.is_some() {
-            eprintln!(
+            errln!(
                 "  (the links need `switchboard serve` running on its default port {}; if the browser has no access cookie yet, the page asks for the token link `switchboard serve` printed: open that first, or append `&token=…` to the link)",
                 switchboard_web::DEFAULT_PORT
             );
@@ -290,7 +288,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
     }
     match &outcome.failure {
         None => {
-            eprintln!(
+            errln!(
                 "Workflow finished: {} steps in {}",
                 outcome.steps.len(),
                 ms(started.elapsed())
@@ -298,13 +296,15 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(f) if cancel.is_cancelled() => {
-            eprintln!("cancelled at node `{}` ({})", f.node, f.kind);
+            errln!("cancelled at node `{}` ({})", f.node, f.kind);
             Ok(ExitCode::from(130))
         }
         Some(f) => {
-            eprintln!(
+            errln!(
                 "error: the workflow failed at node `{}` ({}): {}",
-                f.node, f.kind, f.message
+                f.node,
+                f.kind,
+                f.message
             );
             Ok(ExitCode::from(1))
         }

@@ -176,14 +176,13 @@ fn summarize(params: &Value) -> String {
 fn approve(server: &str, summary: &str) -> bool {
     let mut err = std::io::stderr();
     if !std::io::stdin().is_terminal() {
-        let _ = writeln!(
-            err,
+        errln!(
             "declined a sampling request from `{server}`: no terminal to ask (use --yolo or set `trust: true` for the server)"
         );
         return false;
     }
-    let _ = writeln!(err, "\n⚙ `{server}` asks the model to answer ({summary}).");
-    let _ = write!(err, "  Allow? [y/N]: ");
+    errln!("\n⚙ `{server}` asks the model to answer ({summary}).");
+    errout!("  Allow? [y/N]: ");
     let _ = err.flush();
     let mut line = String::new();
     if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
