@@ -24,7 +24,9 @@ pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Set
 pub use mask::{is_secret_name, mask_secret};
 pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
 pub use references::{EXPANDED_FIELDS, LocalReference, escape_vars, local_references};
-pub use server::{DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport};
+pub use server::{
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport,
+};
 pub use trust::{
     Revoked, is_trusted, revoke_folder, trust_folder, trusted_folders, trusted_folders_path,
 };

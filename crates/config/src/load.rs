@@ -485,6 +485,13 @@ fn merge(
             ui,
             &mut src,
         ),
+        max_message_bytes: pick(
+            p.max_message_bytes,
+            u.max_message_bytes,
+            "maxMessageBytes",
+            ui,
+            &mut src,
+        ),
         trust: pick(p.trust, u.trust, "trust", ui, &mut src),
         include_tools,
         exclude_tools,

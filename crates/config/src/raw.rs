@@ -22,6 +22,7 @@ pub(crate) const SERVER_KEYS: &[&str] = &[
     "headers",
     "timeout",
     "startupTimeout",
+    "maxMessageBytes",
     "trust",
     "includeTools",
     "excludeTools",
@@ -158,6 +159,7 @@ pub(crate) struct RawServer {
     pub headers: Option<IndexMap<String, String>>,
     pub timeout: Option<u64>,
     pub startup_timeout: Option<u64>,
+    pub max_message_bytes: Option<u64>,
     pub trust: Option<bool>,
     pub include_tools: Option<Vec<String>>,
     pub exclude_tools: Option<Vec<String>>,
@@ -220,6 +222,7 @@ fn field_hint(key: &str, err: &str) -> String {
         "args" | "includeTools" | "excludeTools" => " (expected a list of strings)",
         "env" | "headers" => " (expected an object of string values)",
         "timeout" | "startupTimeout" => " (expected a whole number of milliseconds)",
+        "maxMessageBytes" => " (expected a whole number of bytes, e.g. 16777216 for 16 MiB)",
         "trust" | "disabled" => " (expected true or false)",
         "envPolicy" => " (use \"filtered\", \"inherit\" or \"minimal\")",
         "authProviderType" => {

@@ -37,6 +37,12 @@ use crate::raw::{AuthProviderType, OAuthConfig, RawServer};
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_millis(600_000);
 /// Default start-up timeout (Switchboard's own): 30 seconds.
 pub const DEFAULT_STARTUP_TIMEOUT: Duration = Duration::from_millis(30_000);
+/// Default limit for one message from a server (`maxMessageBytes`): 16 MiB.
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+/// The smallest `maxMessageBytes` accepted: below it even a tool list does not fit.
+pub const MIN_MAX_MESSAGE_BYTES: u64 = 64 * 1024;
+/// The largest `maxMessageBytes` accepted (1 GiB).
+pub const MAX_MAX_MESSAGE_BYTES: u64 = 1024 * 1024 * 1024;
 
 /// How to reach a server.
 ///
@@ -145,6 +151,9 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// Start-up timeout (`startupTimeout`, ms; default 30 000).
     pub startup_timeout: Duration,
+    /// The largest message read from this server (`maxMessageBytes`; default 16 MiB):
+    /// a larger reply fails its request with an error naming the server and the limit.
+    pub max_message_bytes: usize,
     /// Skip tool-call confirmations.
     pub trust: bool,
     /// Only these tools (see [`ServerConfig::tool_allowed`]).
@@ -488,9 +497,23 @@ pub(crate) fn build(
             _ => {}
         }
     }
+    let max_message_bytes = match raw.max_message_bytes {
+        None => DEFAULT_MAX_MESSAGE_BYTES,
+        Some(n) if (MIN_MAX_MESSAGE_BYTES..=MAX_MAX_MESSAGE_BYTES).contains(&n) => {
+            usize::try_from(n).unwrap_or(DEFAULT_MAX_MESSAGE_BYTES)
+        }
+        Some(n) => {
+            return Err(format!(
+                "{}: {n} bytes is out of range; use between {MIN_MAX_MESSAGE_BYTES} (64 KiB) \
+                 and {MAX_MAX_MESSAGE_BYTES} (1 GiB), or leave it out for 16 MiB",
+                cx.loc("maxMessageBytes", "maxMessageBytes")
+            ));
+        }
+    };
     Ok(ServerConfig {
         name: name.to_string(),
         transport,
+        max_message_bytes,
         timeout: default_duration(raw.timeout, DEFAULT_TIMEOUT),
         startup_timeout: default_duration(raw.startup_timeout, DEFAULT_STARTUP_TIMEOUT),
         trust: raw.trust.unwrap_or(false),
@@ -671,6 +694,21 @@ mod tests {
         );
         let e = err(json!({"url": "not a url"}));
         assert!(e.contains("mcpServers.s.url"), "{e}");
+    }
+
+    #[test]
+    fn max_message_bytes_has_a_default_and_a_range() {
+        assert_eq!(
+            ok(json!({"command": "x"})).max_message_bytes,
+            16 * 1024 * 1024
+        );
+        let c = ok(json!({"command": "x", "maxMessageBytes": 1_048_576}));
+        assert_eq!(c.max_message_bytes, 1_048_576);
+        let e = err(json!({"command": "x", "maxMessageBytes": 10}));
+        assert!(
+            e.contains("mcpServers.s.maxMessageBytes") && e.contains("64 KiB"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -593,6 +593,9 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     let mut copts = ConnectOptions::new(name.clone(), target);
     copts.request_timeout = slot.spec.timeout;
     copts.startup_timeout = slot.spec.startup_timeout;
+    if let Some(cfg) = &slot.spec.config {
+        copts.max_message_bytes = cfg.max_message_bytes;
+    }
     copts.ui_extension = inner.opts.ui_extension;
     copts.guard = inner.opts.guard.clone();
     copts.token_source = inner.opts.token_source.clone();

@@ -30,6 +30,7 @@ use crate::error::{ConnectError, RequestError};
 use crate::handler::{
     ClientHooks, DefaultHooks, HostHandler, Progress, ProgressRouter, client_info,
 };
+use crate::http_bounds::BoundedHttpClient;
 use crate::sse::{SseError, SseOptions, SseTransport};
 use crate::stdio::{self, ChildGuard, SharedDiagnostics};
 use crate::target::{StdioTarget, Target, TransportKind};
@@ -65,6 +66,9 @@ pub struct ConnectOptions {
     /// Bearer tokens (OAuth) for HTTP servers: asked before each request unless the
     /// target's headers set `Authorization`; a 401 makes it refresh once.
     pub token_source: Option<Arc<dyn TokenSource>>,
+    /// The largest message read from the server (a stdio line, an SSE event, a
+    /// Streamable HTTP event), in bytes; a larger reply fails its request at once.
+    pub max_message_bytes: usize,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -93,6 +97,7 @@ impl ConnectOptions {
             ui_extension: true,
             guard: None,
             token_source: None,
+            max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
         }
     }
 }
@@ -496,7 +501,7 @@ async fn connect_stdio(
     opts: &ConnectOptions,
     target: &StdioTarget,
 ) -> Result<Connection, ConnectError> {
-    let (transport, guard, diag) = stdio::spawn(&opts.name, target)?;
+    let (transport, guard, diag) = stdio::spawn(&opts.name, target, opts.max_message_bytes)?;
     let progress = Arc::new(ProgressRouter::default());
     let handler = handler(opts, &progress);
     let attempt = tokio::time::timeout(
@@ -518,6 +523,14 @@ async fn connect_stdio(
             tokio::time::sleep(Duration::from_millis(50)).await;
             guard.terminate(Duration::from_millis(200)).await;
             let stderr = stdio::stderr_tail(&diag);
+            // An error reply (the server's own, or one standing in for a reply that
+            // could not be read) is the cause, even if the process then went away.
+            if let ClientInitializeError::JsonRpcError(data) = &e {
+                return Err(ConnectError::Initialize {
+                    message: data.message.to_string(),
+                    stderr,
+                });
+            }
             match status {
                 Some(status) => Err(ConnectError::ExitedDuringInit { status, stderr }),
                 None => Err(ConnectError::Initialize {
@@ -679,11 +692,13 @@ async fn connect_http(
     let map = header_map(headers)?;
     let source = auth_source(opts, url, headers).await?.map(|(s, _)| s);
     let client = TokenHttpClient::new(http_client(opts)?, source, &opts.name, url, &map);
+    let bounded = BoundedHttpClient::new(client.clone(), &opts.name, opts.max_message_bytes);
     let make = || {
-        let cfg = StreamableHttpClientTransportConfig::with_uri(url.to_string())
+        let mut cfg = StreamableHttpClientTransportConfig::with_uri(url.to_string())
             .custom_headers(map.clone())
             .reinit_on_expired_session(true);
-        StreamableHttpClientTransport::with_client(client.clone(), cfg)
+        cfg.max_sse_event_size = opts.max_message_bytes;
+        StreamableHttpClientTransport::with_client(bounded.clone(), cfg)
     };
     let deadline = tokio::time::Instant::now() + opts.startup_timeout;
 
@@ -942,6 +957,8 @@ async fn connect_sse(
         let sse_opts = SseOptions {
             headers: hmap,
             connect_timeout: opts.startup_timeout,
+            max_message_bytes: opts.max_message_bytes,
+            server: opts.name.clone(),
             ..Default::default()
         };
         match tokio::time::timeout_at(

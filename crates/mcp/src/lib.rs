@@ -9,7 +9,9 @@
 
 mod connection;
 mod error;
+mod framing;
 mod handler;
+mod http_bounds;
 mod sse;
 mod stdio;
 mod target;
@@ -17,6 +19,10 @@ mod token;
 
 pub use connection::{CallOptions, ConnectOptions, Connection, MAX_LIST_PAGES};
 pub use error::{ConnectError, RequestError};
+pub use framing::{
+    DEFAULT_MAX_MESSAGE_BYTES, Envelope, EnvelopeScan, Frame, LineFramer, SseEvent, SseFrame,
+    SseParser,
+};
 pub use handler::{
     ClientHooks, DefaultHooks, Progress, ServerEvent, UI_EXTENSION_ID, decline_elicitation,
 };

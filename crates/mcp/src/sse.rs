@@ -19,6 +19,11 @@
 //! session cannot be resumed (a new GET starts a new session), so the task never
 //! reconnects; `retry:` hints are only logged. The task is aborted by
 //! [`Transport::close`] and when the transport is dropped.
+//!
+//! The stream is parsed by Switchboard's bounded [`SseParser`]: one event is at most
+//! [`SseOptions::max_message_bytes`]; a larger one is scanned, not buffered, and when it
+//! is a reply its request fails at once with an error naming the server and the limit.
+//! A reply that cannot be parsed (nested too deep, say) fails its request the same way.
 
 use std::borrow::Cow;
 use std::pin::Pin;
@@ -32,10 +37,11 @@ use http::header::{ACCEPT, CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::service::RoleClient;
 use rmcp::transport::Transport;
-use sse_stream::{Sse, SseStream};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use url::Url;
+
+use crate::framing::{self, EnvelopeScan, SseEvent, SseFrame, SseParser};
 
 /// How many bytes of an HTTP error body are kept in [`SseError::HttpStatus`].
 const BODY_EXCERPT_BYTES: usize = 512;
@@ -53,6 +59,10 @@ pub struct SseOptions {
     pub connect_timeout: Duration,
     /// Limit for each POST (request and response body); `None` for no limit.
     pub post_timeout: Option<Duration>,
+    /// The largest event (one message) read from the stream, in bytes.
+    pub max_message_bytes: usize,
+    /// The server's name, for error messages (the SSE URL when empty).
+    pub server: String,
 }
 
 impl Default for SseOptions {
@@ -61,6 +71,8 @@ impl Default for SseOptions {
             headers: HeaderMap::new(),
             connect_timeout: Duration::from_secs(30),
             post_timeout: None,
+            max_message_bytes: framing::DEFAULT_MAX_MESSAGE_BYTES,
+            server: String::new(),
         }
     }
 }
@@ -129,7 +141,7 @@ pub enum SseError {
     StreamClosed,
     /// The event stream could not be read or parsed while waiting for the endpoint.
     #[error("reading the SSE event stream failed: {0}")]
-    Stream(#[source] sse_stream::Error),
+    Stream(#[source] reqwest::Error),
     /// An outgoing message could not be serialized.
     #[error("could not serialize a JSON-RPC message: {0}")]
     Serialize(#[from] serde_json::Error),
@@ -157,7 +169,55 @@ impl SseError {
     }
 }
 
-type EventStream = Pin<Box<dyn Stream<Item = Result<Sse, sse_stream::Error>> + Send>>;
+type EventStream = Pin<Box<dyn Stream<Item = Result<SseFrame, reqwest::Error>> + Send>>;
+
+/// What the reader needs to word its errors.
+#[derive(Debug, Clone)]
+struct StreamInfo {
+    sse_url: String,
+    server: String,
+    max: usize,
+}
+
+/// The response body as bounded SSE frames (see [`SseParser`]). An event left
+/// unterminated when the body ends is dropped, as the SSE rules say.
+fn bounded_events<S, B>(body: S, max: usize) -> EventStream
+where
+    S: Stream<Item = Result<B, reqwest::Error>> + Send + 'static,
+    B: AsRef<[u8]>,
+{
+    let state = (
+        Box::pin(body),
+        SseParser::new(max),
+        std::collections::VecDeque::<SseFrame>::new(),
+        false,
+    );
+    Box::pin(futures::stream::unfold(
+        state,
+        |(mut body, mut parser, mut queue, mut done)| async move {
+            loop {
+                if let Some(frame) = queue.pop_front() {
+                    return Some((Ok(frame), (body, parser, queue, done)));
+                }
+                if done {
+                    return None;
+                }
+                match body.next().await {
+                    Some(Ok(bytes)) => {
+                        let mut out = Vec::new();
+                        parser.push(bytes.as_ref(), &mut out);
+                        queue.extend(out);
+                    }
+                    Some(Err(e)) => {
+                        done = true;
+                        return Some((Err(e), (body, parser, queue, done)));
+                    }
+                    None => done = true,
+                }
+            }
+        },
+    ))
+}
 
 /// Aborts the wrapped task when dropped, so the reader never outlives the transport.
 #[derive(Debug)]
@@ -196,17 +256,29 @@ impl SseTransport {
     ) -> Result<Self, SseError> {
         let timeout = opts.connect_timeout;
         let (tx, rx) = mpsc::channel(CHANNEL_CAPACITY);
-        let opened = tokio::time::timeout(timeout, open_stream(&client, &url, &opts.headers, &tx))
-            .await
-            .map_err(|_| SseError::EndpointTimeout {
-                url: url.to_string(),
-                timeout,
-            })??;
+        let info = StreamInfo {
+            sse_url: url.to_string(),
+            server: if opts.server.is_empty() {
+                url.to_string()
+            } else {
+                opts.server.clone()
+            },
+            max: opts.max_message_bytes,
+        };
+        let opened = tokio::time::timeout(
+            timeout,
+            open_stream(&client, &url, &opts.headers, &tx, &info),
+        )
+        .await
+        .map_err(|_| SseError::EndpointTimeout {
+            url: url.to_string(),
+            timeout,
+        })??;
         let (endpoint, events) = opened;
         tracing::debug!(sse_url = %url, endpoint = %endpoint, "legacy SSE session opened");
 
         let closed = Arc::new(AtomicBool::new(false));
-        let task = tokio::spawn(read_events(events, tx, closed.clone(), url.to_string()));
+        let task = tokio::spawn(read_events(events, tx, closed.clone(), info));
         Ok(Self {
             client,
             endpoint,
@@ -231,6 +303,7 @@ async fn open_stream(
     url: &Url,
     headers: &HeaderMap,
     tx: &mpsc::Sender<ServerJsonRpcMessage>,
+    info: &StreamInfo,
 ) -> Result<(Url, EventStream), SseError> {
     let mut request_headers = headers.clone();
     request_headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
@@ -269,24 +342,17 @@ async fn open_stream(
     // Relative endpoints resolve against the URL actually retrieved (after redirects);
     // the origin check is against the URL the user configured.
     let base = response.url().clone();
-    let mut events: EventStream = Box::pin(SseStream::from_bytes_stream(response.bytes_stream()));
-    let sse_url = url.as_str();
+    let mut events = bounded_events(response.bytes_stream(), info.max);
     loop {
         match events.next().await {
             None => return Err(SseError::StreamClosed),
-            Some(Err(sse_stream::Error::Body(e))) => {
-                return Err(SseError::Stream(sse_stream::Error::Body(e)));
+            Some(Err(e)) => return Err(SseError::Stream(e)),
+            Some(Ok(SseFrame::Event(event))) if event.event.as_deref() == Some("endpoint") => {
+                let endpoint = resolve_endpoint(url, &base, &event.data)?;
+                return Ok((endpoint, events));
             }
-            Some(Err(e)) => {
-                tracing::warn!(sse_url, error = %e, "skipping a malformed SSE line");
-            }
-            Some(Ok(event)) => {
-                if event.event.as_deref() == Some("endpoint") {
-                    let data = event.data.unwrap_or_default();
-                    let endpoint = resolve_endpoint(url, &base, &data)?;
-                    return Ok((endpoint, events));
-                }
-                if let Some(message) = handle_event(event, sse_url) {
+            Some(Ok(frame)) => {
+                if let Some(message) = handle_frame(frame, info) {
                     // The receiver lives in the caller; it cannot be gone yet.
                     if tx.send(message).await.is_err() {
                         return Err(SseError::StreamClosed);
@@ -316,8 +382,24 @@ fn resolve_endpoint(sse_url: &Url, base: &Url, data: &str) -> Result<Url, SseErr
     Ok(endpoint)
 }
 
+/// Turns one frame into a JSON-RPC message: the server's own, or an error standing in
+/// for a reply that was too large or unreadable; anything else is logged and skipped.
+fn handle_frame(frame: SseFrame, info: &StreamInfo) -> Option<ServerJsonRpcMessage> {
+    match frame {
+        SseFrame::Event(event) => handle_event(event, info),
+        SseFrame::Oversized { envelope, bytes } => {
+            let text = framing::oversized_message(&info.server, bytes, info.max);
+            tracing::warn!(sse_url = %info.sse_url, "{text}");
+            envelope
+                .reply_id()
+                .and_then(|id| serde_json::from_value(framing::error_reply(id, text)).ok())
+        }
+    }
+}
+
 /// Turns one SSE event into a JSON-RPC message, logging and skipping anything else.
-fn handle_event(event: Sse, sse_url: &str) -> Option<ServerJsonRpcMessage> {
+fn handle_event(event: SseEvent, info: &StreamInfo) -> Option<ServerJsonRpcMessage> {
+    let sse_url = info.sse_url.as_str();
     if let Some(retry) = event.retry {
         tracing::debug!(
             sse_url,
@@ -336,7 +418,7 @@ fn handle_event(event: Sse, sse_url: &str) -> Option<ServerJsonRpcMessage> {
             return None;
         }
     }
-    let data = event.data?;
+    let data = event.data;
     if data.trim().is_empty() {
         return None;
     }
@@ -349,7 +431,10 @@ fn handle_event(event: Sse, sse_url: &str) -> Option<ServerJsonRpcMessage> {
                 data = excerpt(&data, LOG_EXCERPT_CHARS),
                 "skipping an SSE message that is not a valid JSON-RPC message"
             );
-            None
+            let envelope = EnvelopeScan::of(data.as_bytes());
+            let id = envelope.reply_id()?;
+            let text = framing::unreadable_message(&info.server, &error.to_string());
+            serde_json::from_value(framing::error_reply(id, text)).ok()
         }
     }
 }
@@ -359,24 +444,21 @@ async fn read_events(
     mut events: EventStream,
     tx: mpsc::Sender<ServerJsonRpcMessage>,
     closed: Arc<AtomicBool>,
-    sse_url: String,
+    info: StreamInfo,
 ) {
-    let sse_url = sse_url.as_str();
+    let sse_url = info.sse_url.as_str();
     loop {
         match events.next().await {
             None => {
                 tracing::info!(sse_url, "the server closed the SSE event stream");
                 break;
             }
-            Some(Err(sse_stream::Error::Body(e))) => {
+            Some(Err(e)) => {
                 tracing::warn!(sse_url, error = %e, "the SSE event stream broke");
                 break;
             }
-            Some(Err(e)) => {
-                tracing::warn!(sse_url, error = %e, "skipping a malformed SSE line");
-            }
-            Some(Ok(event)) => {
-                if let Some(message) = handle_event(event, sse_url)
+            Some(Ok(frame)) => {
+                if let Some(message) = handle_frame(frame, &info)
                     && tx.send(message).await.is_err()
                 {
                     break;
@@ -539,12 +621,49 @@ mod tests {
 
     #[test]
     fn non_message_events_are_skipped() {
-        let ping = Sse::default().event("ping").data("{}");
-        assert!(handle_event(ping, "x").is_none());
-        let bad = Sse::default().event("message").data("{not json");
-        assert!(handle_event(bad, "x").is_none());
-        let good =
-            Sse::default().data(r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#);
-        assert!(handle_event(good, "x").is_some());
+        let info = StreamInfo {
+            sse_url: "x".into(),
+            server: "s".into(),
+            max: 1024,
+        };
+        let event = |kind: Option<&str>, data: &str| SseEvent {
+            event: kind.map(str::to_owned),
+            data: data.to_owned(),
+            ..Default::default()
+        };
+        assert!(handle_event(event(Some("ping"), "{}"), &info).is_none());
+        assert!(handle_event(event(Some("message"), "{not json"), &info).is_none());
+        let good = r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#;
+        assert!(handle_event(event(None, good), &info).is_some());
+    }
+
+    #[test]
+    fn an_unreadable_reply_becomes_an_error_for_its_request() {
+        let info = StreamInfo {
+            sse_url: "x".into(),
+            server: "deep".into(),
+            max: 1 << 20,
+        };
+        let deep = format!(
+            r#"{{"jsonrpc":"2.0","id":3,"result":{{"v":{}{}}}}}"#,
+            "[".repeat(5000),
+            "]".repeat(5000)
+        );
+        match handle_event(
+            SseEvent {
+                data: deep,
+                ..Default::default()
+            },
+            &info,
+        ) {
+            Some(ServerJsonRpcMessage::Error(e)) => {
+                assert!(
+                    e.error.message.contains("server 'deep'"),
+                    "{}",
+                    e.error.message
+                );
+            }
+            other => panic!("expected an error reply, got {other:?}"),
+        }
     }
 }

@@ -8,7 +8,12 @@
 //! - stderr is captured line by line, logged at debug level, and the last lines are kept
 //!   so that start-up failures can quote them;
 //! - a line on stdout that is not JSON-RPC is not fatal: it is logged, remembered (so a
-//!   start-up timeout can say "the server wrote malformed JSON"), and skipped.
+//!   start-up timeout can say "the server wrote malformed JSON"), and skipped; when it
+//!   is a reply to one of our requests (found by [`EnvelopeScan`]: too deep to parse, say)
+//!   that request fails at once with the reason instead of waiting for its timeout;
+//! - stdout is framed by a [`LineFramer`]: one line (one message) is at most the
+//!   server's `maxMessageBytes`; a longer one is scanned, not buffered, and fails its
+//!   request with an error naming the server and the limit. The transport stays usable.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -18,15 +23,18 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
 use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::ConnectError;
+use crate::framing::{self, EnvelopeScan, Frame, LineFramer};
 use crate::target::StdioTarget;
 
 const STDERR_LINES_KEPT: usize = 40;
 const MAX_LINE_CHARS: usize = 500;
+/// How many bytes one read from the server's stdout takes.
+const READ_CHUNK: usize = 64 * 1024;
 
 /// The last lines a server wrote to stderr, plus notes about bad stdout lines.
 #[derive(Debug, Default)]
@@ -177,16 +185,23 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 /// A client transport over a child's stdin/stdout.
 pub(crate) struct StdioTransport {
     stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
-    lines: tokio::io::Lines<BufReader<ChildStdout>>,
+    stdout: ChildStdout,
+    framer: LineFramer,
+    frames: VecDeque<Frame>,
+    chunk: Vec<u8>,
+    eof: bool,
+    max_message_bytes: usize,
     diag: SharedDiagnostics,
     server: Arc<str>,
     _guard: Arc<ChildGuard>,
 }
 
-/// Spawns the server process and wires its pipes.
+/// Spawns the server process and wires its pipes; one message from it may be at most
+/// `max_message_bytes` long.
 pub(crate) fn spawn(
     server: &str,
     target: &StdioTarget,
+    max_message_bytes: usize,
 ) -> Result<(StdioTransport, Arc<ChildGuard>, SharedDiagnostics), ConnectError> {
     let mut cmd = tokio::process::Command::new(&target.program);
     cmd.args(&target.args)
@@ -255,12 +270,69 @@ pub(crate) fn spawn(
     });
     let transport = StdioTransport {
         stdin: Arc::new(AsyncMutex::new(Some(stdin))),
-        lines: BufReader::new(stdout).lines(),
+        stdout,
+        framer: LineFramer::new(max_message_bytes),
+        frames: VecDeque::new(),
+        chunk: vec![0; READ_CHUNK],
+        eof: false,
+        max_message_bytes,
         diag: diag.clone(),
         server,
         _guard: guard.clone(),
     };
     Ok((transport, guard, diag))
+}
+
+impl StdioTransport {
+    /// The message a frame stands for: the server's own, an error standing in for a
+    /// reply that could not be read, or nothing (a skipped line).
+    fn message(&self, frame: Frame) -> Option<RxJsonRpcMessage<RoleClient>> {
+        let line = match frame {
+            Frame::Message(line) => line,
+            Frame::Oversized { envelope, bytes } => {
+                let text = framing::oversized_message(&self.server, bytes, self.max_message_bytes);
+                tracing::warn!(server = %self.server, "{text}");
+                if let Ok(mut d) = self.diag.lock() {
+                    d.malformed_stdout = Some(format!(
+                        "a message over the {} limit",
+                        framing::human_bytes(self.max_message_bytes)
+                    ));
+                }
+                return envelope.reply_id().and_then(|id| stand_in(id, text));
+            }
+        };
+        let trimmed = line.trim_ascii();
+        if trimmed.is_empty() {
+            return None;
+        }
+        match serde_json::from_slice::<RxJsonRpcMessage<RoleClient>>(trimmed) {
+            Ok(msg) => Some(msg),
+            Err(e) => {
+                let shown = truncate(&String::from_utf8_lossy(trimmed));
+                tracing::debug!(
+                    server = %self.server,
+                    "skipping a stdout line that is not JSON-RPC ({e}): {shown}"
+                );
+                if let Ok(mut d) = self.diag.lock() {
+                    d.malformed_stdout = Some(shown);
+                }
+                let envelope = EnvelopeScan::of(trimmed);
+                let id = envelope.reply_id()?;
+                stand_in(
+                    id,
+                    framing::unreadable_message(&self.server, &e.to_string()),
+                )
+            }
+        }
+    }
+}
+
+/// A JSON-RPC error reply to request `id` carrying `text`.
+pub(crate) fn stand_in(
+    id: &serde_json::Value,
+    text: String,
+) -> Option<RxJsonRpcMessage<RoleClient>> {
+    serde_json::from_value(framing::error_reply(id, text)).ok()
 }
 
 impl Transport<RoleClient> for StdioTransport {
@@ -285,31 +357,27 @@ impl Transport<RoleClient> for StdioTransport {
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
         loop {
-            let line = match self.lines.next_line().await {
-                Ok(Some(line)) => line,
-                Ok(None) => return None,
+            while let Some(frame) = self.frames.pop_front() {
+                if let Some(message) = self.message(frame) {
+                    return Some(message);
+                }
+            }
+            if self.eof {
+                return None;
+            }
+            let mut frames = Vec::new();
+            match self.stdout.read(&mut self.chunk).await {
+                Ok(0) => {
+                    self.eof = true;
+                    self.framer.finish(&mut frames);
+                }
+                Ok(n) => self.framer.push(&self.chunk[..n], &mut frames),
                 Err(e) => {
                     tracing::warn!(server = %self.server, "reading server stdout failed: {e}");
                     return None;
                 }
-            };
-            let trimmed = line.trim();
-            if trimmed.is_empty() {
-                continue;
             }
-            match serde_json::from_str::<RxJsonRpcMessage<RoleClient>>(trimmed) {
-                Ok(msg) => return Some(msg),
-                Err(e) => {
-                    tracing::debug!(
-                        server = %self.server,
-                        "skipping a stdout line that is not JSON-RPC ({e}): {}",
-                        truncate(trimmed)
-                    );
-                    if let Ok(mut d) = self.diag.lock() {
-                        d.malformed_stdout = Some(truncate(trimmed));
-                    }
-                }
-            }
+            self.frames.extend(frames);
         }
     }
 

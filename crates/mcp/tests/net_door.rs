@@ -117,8 +117,7 @@ async fn an_unreachable_allowed_destination_is_still_unreachable_not_blocked() {
     opts.startup_timeout = Duration::from_secs(20);
     let e = Connection::connect(opts)
         .await
-        .err()
-        .expect("nothing listens");
+        .expect_err("nothing listens");
     assert!(matches!(e, ConnectError::Unreachable { .. }), "{e:?}");
     assert!(
         e.to_string().to_ascii_lowercase().contains("refused"),

@@ -277,6 +277,7 @@ fn options() -> SseOptions {
         headers,
         connect_timeout: Duration::from_secs(10),
         post_timeout: Some(Duration::from_secs(10)),
+        ..SseOptions::default()
     }
 }
 

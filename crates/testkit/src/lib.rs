@@ -38,6 +38,7 @@ pub use oauth::{
 pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};
 pub use process::{PeerProcess, free_port, process_group_alive, wait_group_gone};
 pub use python::{
-    PyMode, bad_peer, python_bin, python_server_script, python_stdio_command, spawn_python,
+    PyMode, bad_peer, python_bin, python_server_script, python_stdio_command, spawn_bad_http,
+    spawn_python,
 };
 pub use recorder::{CannedReply, RecordingListener};

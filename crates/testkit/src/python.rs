@@ -110,3 +110,29 @@ pub async fn spawn_python(mode: PyMode, envs: &[(&str, &str)]) -> PeerProcess {
     peer.wait_for_port(port, Duration::from_secs(30)).await;
     peer
 }
+
+/// Start an HTTP peer from `tests/peers/python/bad/` (e.g. `flood_http`) on a free loopback
+/// port: `--port P` then `args`, with extra environment `envs`, waiting (30 s at most) until
+/// it accepts connections. `url` is `http://127.0.0.1:P` (add the path).
+///
+/// # Panics
+/// If there is no such peer, or it does not listen in time.
+pub async fn spawn_bad_http(name: &str, args: &[&str], envs: &[(&str, &str)]) -> PeerProcess {
+    let (python, script) = bad_peer(name);
+    let port = free_port();
+    let mut command = Command::new(python);
+    command
+        .args(script)
+        .arg("--port")
+        .arg(port.to_string())
+        .args(args)
+        .current_dir(peers_dir().join("python").join("bad"))
+        .env("PYTHONUNBUFFERED", "1")
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .envs(envs.iter().copied());
+    let mut peer = PeerProcess::spawn(&format!("bad-{name}"), command);
+    peer.port = port;
+    peer.url = format!("http://127.0.0.1:{port}");
+    peer.wait_for_port(port, Duration::from_secs(30)).await;
+    peer
+}

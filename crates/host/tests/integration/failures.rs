@@ -413,12 +413,20 @@ async fn malformed_json_on_stdout() {
     ))
     .await
     .expect_err("no valid answer");
+    // The unreadable reply to `initialize` fails the start-up at once (not after the
+    // start-up timeout), saying why, with the bad line quoted.
     match &err {
-        ConnectError::StartupTimeout { stderr, .. } => assert!(
-            stderr.iter().any(|l| l.contains("malformed JSON")),
-            "{stderr:?}"
-        ),
-        other => panic!("expected a start-up timeout, got {other:?}"),
+        ConnectError::Initialize { message, stderr } => {
+            assert!(
+                message.contains("'garbage'") && message.contains("cannot be read"),
+                "{message}"
+            );
+            assert!(
+                stderr.iter().any(|l| l.contains("malformed JSON")),
+                "{stderr:?}"
+            );
+        }
+        other => panic!("expected an initialize error, got {other:?}"),
     }
     assert!(err.to_string().contains("malformed JSON"), "{err}");
     assert_no_process_left(&marker).await;
