@@ -1,6 +1,10 @@
 //! `switchboard mcp list`: the `/mcp` view. Starts every server concurrently, reports
 //! each one's status, what it offers and why it failed, then stops them all. Exits 0
 //! whenever it could report, whatever the servers' states.
+//!
+//! A person waits on this command, so each server's start-up is capped at
+//! [`LIST_STARTUP_CAP`] unless its settings set `startupTimeout`; the servers given up on
+//! are named at the end.
 
 use std::fmt::Write as _;
 use std::io::IsTerminal;
@@ -14,6 +18,9 @@ use switchboard_host::{Host, HostOptions, ServerSnapshot, ServerStatus};
 use crate::ctx::{self, Globals};
 use crate::hooks::CliHooks;
 
+/// How long `mcp list` waits for one server to start unless its settings say otherwise.
+pub const LIST_STARTUP_CAP: std::time::Duration = std::time::Duration::from_secs(10);
+
 pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
     let (specs, settings) = ctx::all_specs(g, true)?;
     let guard = ctx::guard(g, Some(&settings))?;
@@ -24,6 +31,7 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
             token_source: crate::auth_cmd::token_source(Some(&settings), &guard, false),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
+            startup_cap: Some(LIST_STARTUP_CAP),
             ..Default::default()
         },
     );
@@ -117,6 +125,7 @@ pub fn to_json(servers: &[ServerSnapshot]) -> Value {
                 "error": s.error,
                 "hint": s.hint,
                 "warnings": s.warnings,
+                "gaveUpAfterMs": s.gave_up_after.map(|t| t.as_millis() as u64),
             })
         })
         .collect();
@@ -247,6 +256,21 @@ pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String
             }
         }
         let _ = writeln!(out);
+    }
+    let gave_up: Vec<String> = servers
+        .iter()
+        .filter_map(|s| {
+            s.gave_up_after
+                .map(|t| format!("{} (after {:.1} s)", s.name, t.as_secs_f64()))
+        })
+        .collect();
+    if !gave_up.is_empty() {
+        let _ = writeln!(
+            out,
+            "Gave up waiting for {}. Set `startupTimeout` (ms) in a server's settings to wait \
+             longer.",
+            gave_up.join(", ")
+        );
     }
     out
 }

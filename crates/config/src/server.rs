@@ -151,6 +151,9 @@ pub struct ServerConfig {
     pub timeout: Duration,
     /// Start-up timeout (`startupTimeout`, ms; default 30 000).
     pub startup_timeout: Duration,
+    /// `startupTimeout` was set in the settings (not the default): commands that cap
+    /// start-up for a person waiting (`mcp list`) respect it.
+    pub startup_timeout_set: bool,
     /// The largest message read from this server (`maxMessageBytes`; default 16 MiB):
     /// a larger reply fails its request with an error naming the server and the limit.
     pub max_message_bytes: usize,
@@ -514,6 +517,7 @@ pub(crate) fn build(
         name: name.to_string(),
         transport,
         max_message_bytes,
+        startup_timeout_set: raw.startup_timeout.is_some(),
         timeout: default_duration(raw.timeout, DEFAULT_TIMEOUT),
         startup_timeout: default_duration(raw.startup_timeout, DEFAULT_STARTUP_TIMEOUT),
         trust: raw.trust.unwrap_or(false),

@@ -133,6 +133,10 @@ pub struct HostOptions {
     /// Bearer tokens (OAuth) for HTTP servers; also the source of each server's
     /// `auth` status in snapshots.
     pub token_source: Option<Arc<dyn TokenSource>>,
+    /// A cap on each server's start-up for commands a person waits on (`mcp list`):
+    /// applied unless the server's settings set `startupTimeout` themselves. A server
+    /// given up on reports [`ServerSnapshot::gave_up_after`].
+    pub startup_cap: Option<Duration>,
 }
 
 impl Default for HostOptions {
@@ -146,6 +150,7 @@ impl Default for HostOptions {
             transport_cache: None,
             guard: None,
             token_source: None,
+            startup_cap: None,
         }
     }
 }
@@ -175,6 +180,7 @@ struct SlotState {
     error: Option<String>,
     hint: Option<String>,
     warnings: Vec<String>,
+    gave_up_after: Option<Duration>,
 }
 
 struct Slot {
@@ -480,6 +486,7 @@ fn snapshot_of(slot: &Slot) -> ServerSnapshot {
         error: st.error,
         hint: st.hint,
         warnings: st.warnings,
+        gave_up_after: st.gave_up_after,
     }
 }
 
@@ -492,7 +499,9 @@ fn hint_for(e: &ConnectError, name: &str) -> Option<String> {
             format!("run `switchboard mcp login {name}`")
         }
         ConnectError::StartupTimeout { .. } => {
-            "raise `startupTimeout` (ms) in the server's settings if it is just slow".into()
+            "raise `startupTimeout` (ms) in the server's settings if it is just slow (start-up \
+             waits for the smaller of `startupTimeout` and `timeout`)"
+                .into()
         }
         ConnectError::ExitedDuringInit { .. } => {
             "run the command by hand to see why it exits".into()
@@ -593,6 +602,15 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     let mut copts = ConnectOptions::new(name.clone(), target);
     copts.request_timeout = slot.spec.timeout;
     copts.startup_timeout = slot.spec.startup_timeout;
+    if let Some(cap) = inner.opts.startup_cap
+        && !slot
+            .spec
+            .config
+            .as_ref()
+            .is_some_and(|c| c.startup_timeout_set)
+    {
+        copts.startup_timeout = copts.startup_timeout.min(cap);
+    }
     if let Some(cfg) = &slot.spec.config {
         copts.max_message_bytes = cfg.max_message_bytes;
     }
@@ -622,6 +640,10 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
                 };
                 st.hint = hint_for(&e, &name);
                 st.error = Some(e.to_string());
+                st.gave_up_after = match &e {
+                    ConnectError::StartupTimeout { after, .. } => Some(*after),
+                    _ => None,
+                };
             });
             return None;
         }

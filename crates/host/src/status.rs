@@ -74,4 +74,6 @@ pub struct ServerSnapshot {
     pub hint: Option<String>,
     /// Non-fatal problems (a list that failed while others worked).
     pub warnings: Vec<String>,
+    /// Set when start-up was given up on after this long (a start-up timeout).
+    pub gave_up_after: Option<Duration>,
 }

@@ -49,7 +49,9 @@ pub struct ConnectOptions {
     pub target: Target,
     /// Time limit for each request (the server's `timeout`; Gemini CLI's default is 10 min).
     pub request_timeout: Duration,
-    /// Time limit for spawning/connecting and the handshake.
+    /// Time limit for spawning/connecting and the handshake. The request timeout bounds
+    /// `initialize` too (as in Gemini CLI), so start-up waits at most
+    /// [`ConnectOptions::startup_limit`], the smaller of the two.
     pub startup_timeout: Duration,
     pub hooks: Arc<dyn ClientHooks>,
     /// What worked last time for this target, to skip probing.
@@ -83,6 +85,13 @@ impl std::fmt::Debug for ConnectOptions {
 }
 
 impl ConnectOptions {
+    /// How long start-up may take: the smaller of `startup_timeout` and
+    /// `request_timeout` (a server's `timeout` is the limit for every request,
+    /// `initialize` included).
+    pub fn startup_limit(&self) -> Duration {
+        self.startup_timeout.min(self.request_timeout)
+    }
+
     /// Options with the defaults: 10 min request timeout, 30 s start-up timeout.
     pub fn new(name: impl Into<String>, target: Target) -> Self {
         Self {
@@ -283,7 +292,7 @@ impl Connection {
         let timeout = opts.timeout.unwrap_or(self.request_timeout);
         let handle = self
             .peer
-            .send_request_with_option(req, PeerRequestOptions::with_timeout(timeout))
+            .send_request_with_option(req, request_options(timeout))
             .await
             .map_err(|e| map_service_error(method, timeout, e))?;
         let token = handle.progress_token.clone();
@@ -469,6 +478,18 @@ fn make_request(method: &str, params: Value) -> Result<ClientRequest, RequestErr
     })
 }
 
+/// How long a request may wait: `timeout` without news from the server; each progress
+/// notification for it starts that wait again, up to [`PROGRESS_CAP`] × `timeout` in
+/// all. Past either limit the request fails and `notifications/cancelled` is sent.
+fn request_options(timeout: Duration) -> PeerRequestOptions {
+    PeerRequestOptions::with_timeout(timeout)
+        .reset_timeout_on_progress()
+        .with_max_total_timeout(timeout.saturating_mul(PROGRESS_CAP))
+}
+
+/// How many times its timeout a request that keeps reporting progress may run.
+pub const PROGRESS_CAP: u32 = 10;
+
 fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> RequestError {
     match e {
         ServiceError::McpError(data) => RequestError::Server {
@@ -476,9 +497,9 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
             code: data.code.0,
             message: data.message.to_string(),
         },
-        ServiceError::Timeout { .. } => RequestError::Timeout {
+        ServiceError::Timeout { timeout: after } => RequestError::Timeout {
             method: method.into(),
-            after: timeout,
+            after: after.max(timeout),
         },
         ServiceError::TransportClosed => RequestError::Closed(None),
         ServiceError::TransportSend(err) => {
@@ -505,7 +526,7 @@ async fn connect_stdio(
     let progress = Arc::new(ProgressRouter::default());
     let handler = handler(opts, &progress);
     let attempt = tokio::time::timeout(
-        opts.startup_timeout,
+        opts.startup_limit(),
         serve_client_with_lifecycle(handler, transport, ClientLifecycleMode::Initialize),
     )
     .await;
@@ -542,7 +563,7 @@ async fn connect_stdio(
         Err(_) => {
             guard.terminate(Duration::from_millis(200)).await;
             Err(ConnectError::StartupTimeout {
-                after: opts.startup_timeout,
+                after: opts.startup_limit(),
                 stderr: stdio::stderr_tail(&diag),
             })
         }
@@ -700,13 +721,13 @@ async fn connect_http(
         cfg.max_sse_event_size = opts.max_message_bytes;
         StreamableHttpClientTransport::with_client(bounded.clone(), cfg)
     };
-    let deadline = tokio::time::Instant::now() + opts.startup_timeout;
+    let deadline = tokio::time::Instant::now() + opts.startup_limit();
 
     // 1. The stateless 2026-07-28 revision, unless we know this server is older.
     if opts.transport_hint != Some(TransportKind::StreamableHttp) {
         let progress = Arc::new(ProgressRouter::default());
         let probe = tokio::time::timeout(
-            DISCOVER_PROBE_TIMEOUT.min(opts.startup_timeout),
+            DISCOVER_PROBE_TIMEOUT.min(opts.startup_limit()),
             serve_client_with_lifecycle(
                 handler(opts, &progress),
                 make(),
@@ -789,7 +810,7 @@ async fn connect_http(
             stderr: vec![],
         }),
         Err(_) => Err(ConnectError::StartupTimeout {
-            after: opts.startup_timeout,
+            after: opts.startup_limit(),
             stderr: vec![],
         }),
     }
@@ -936,7 +957,7 @@ async fn connect_sse(
     for (k, v) in header_map(headers)? {
         base.insert(k, v);
     }
-    let deadline = tokio::time::Instant::now() + opts.startup_timeout;
+    let deadline = tokio::time::Instant::now() + opts.startup_limit();
     // The legacy transport sends the token fixed at connect time (no refresh mid-session).
     let (source, mut bearer) = match auth_source(opts, url, headers).await? {
         Some((s, b)) => (Some(s), b),
@@ -956,7 +977,7 @@ async fn connect_sse(
         }
         let sse_opts = SseOptions {
             headers: hmap,
-            connect_timeout: opts.startup_timeout,
+            connect_timeout: opts.startup_limit(),
             max_message_bytes: opts.max_message_bytes,
             server: opts.name.clone(),
             ..Default::default()
@@ -1009,7 +1030,7 @@ async fn connect_sse(
             }
             Err(_) => {
                 return Err(ConnectError::StartupTimeout {
-                    after: opts.startup_timeout,
+                    after: opts.startup_limit(),
                     stderr: vec![],
                 });
             }
@@ -1038,7 +1059,7 @@ async fn connect_sse(
             stderr: vec![],
         }),
         Err(_) => Err(ConnectError::StartupTimeout {
-            after: opts.startup_timeout,
+            after: opts.startup_limit(),
             stderr: vec![],
         }),
     }

@@ -75,7 +75,8 @@ impl ConnectError {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum RequestError {
     #[error(
-        "`{method}` timed out after {} ms (the server's `timeout` setting) and was cancelled on the server",
+        "`{method}` timed out after {} ms (the server's `timeout` setting, restarted by each \
+         progress notification up to 10 times over) and was cancelled on the server",
         .after.as_millis()
     )]
     Timeout { method: String, after: Duration },

@@ -98,11 +98,17 @@ def fail() -> str:
     raise ToolError("this tool always fails")
 
 
-@mcp.tool(description="Report `steps` progress notifications, then finish.")
-async def slow_progress(ctx: Context, steps: int = 3) -> str:
+@mcp.tool(
+    description="Report `steps` progress notifications, `interval` seconds apart, then finish. "
+    "Records notifications/cancelled it receives."
+)
+async def slow_progress(ctx: Context, steps: int = 3, interval: float = 0.05) -> str:
+    request_id = ctx.request_id
+    _hanging.add(request_id)
     for i in range(1, steps + 1):
         await ctx.report_progress(i, steps, f"step {i} of {steps}")
-        await asyncio.sleep(0.05)
+        await asyncio.sleep(interval)
+    _hanging.discard(request_id)
     return f"done {steps} steps"
 
 
