@@ -37,7 +37,7 @@ mod state;
 mod test_conn;
 mod workflows;
 
-pub use apps::{DEFAULT_CSP, build_csp, permissions_to_allow};
+pub use apps::{CspSourceError, DEFAULT_CSP, build_csp, csp_origin, permissions_to_allow};
 pub use error::WebError;
 pub use oauth::{
     BeganLogin, CALLBACK_PATH, CompleteError, CompletedLogin, OAuthHandle, OAuthHooks, OpenUrlFn,
