@@ -335,6 +335,9 @@ pub struct AppSession {
     pub server: String,
     pub resource_uri: String,
     pub csp_header: String,
+    /// The app page's origin: the only `frame-ancestors` and the only origin the
+    /// sandbox accepts messages from.
+    pub host_origin: String,
     pub created: Instant,
 }
 
@@ -448,13 +451,11 @@ pub async fn open(
         .as_ref()
         .and_then(|u| u.get("prefersBorder"))
         .and_then(Value::as_bool);
-    let ancestor = if state.cfg().origin_from_host {
-        ""
-    } else {
-        state.cfg().app_origin.as_str()
-    };
+    // The page that opened the app is the only one allowed to embed its sandbox, in
+    // every mode (bound to 0.0.0.0, the origin the page was reached under).
+    let host_origin = state.app_origin_for(&headers);
     let app_name = format!("{} ({})", req.resource_uri, req.server);
-    let csp_header = build_csp(csp.as_ref(), ancestor, &app_name);
+    let csp_header = build_csp(csp.as_ref(), &host_origin, &app_name);
     let tool = req.tool.as_ref().and_then(|name| {
         snap.tools
             .iter()
@@ -482,6 +483,7 @@ pub async fn open(
                 server: req.server.clone(),
                 resource_uri: req.resource_uri.clone(),
                 csp_header: csp_header.clone(),
+                host_origin,
                 created: Instant::now(),
             },
         );
@@ -549,6 +551,22 @@ pub async fn lists(
 
 const SANDBOX_HTML: &str = include_str!("../ui/sandbox.html");
 
+/// Every sandbox-listener answer that has no CSP of its own (errors, unknown routes)
+/// gets one that nothing may frame or load.
+pub async fn sandbox_default_csp(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut resp = next.run(request).await;
+    if !resp.headers().contains_key(header::CONTENT_SECURITY_POLICY) {
+        resp.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+    resp
+}
+
 /// `GET /sandbox/{id}` on the proxy listener: the sandbox proxy page, with the app
 /// session's CSP as a header.
 pub async fn sandbox_page(
@@ -557,45 +575,54 @@ pub async fn sandbox_page(
     headers: HeaderMap,
 ) -> Response {
     let cfg = state.cfg();
-    if !cfg.remote {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let host_ok = if cfg.origin_from_host {
+        // Reached under any address: at least on the sandbox's own port.
+        host.rsplit_once(':')
+            .is_some_and(|(_, port)| port == cfg.proxy_port.to_string())
+    } else {
         let expected = cfg
             .proxy_origin
-            .strip_prefix("http://")
-            .unwrap_or(&cfg.proxy_origin);
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !host.eq_ignore_ascii_case(expected) {
-            return (StatusCode::FORBIDDEN, "unexpected Host header").into_response();
-        }
+            .split_once("://")
+            .map_or(cfg.proxy_origin.as_str(), |(_, rest)| rest);
+        host.eq_ignore_ascii_case(expected)
+    };
+    if !host_ok {
+        return (
+            StatusCode::FORBIDDEN,
+            "unexpected Host header: the sandbox answers only under its own origin",
+        )
+            .into_response();
     }
-    let csp = match state
+    let Some(session) = state
         .inner
         .apps
         .lock()
         .ok()
         .and_then(|a| a.get(&id).cloned())
-    {
-        Some(s) => s.csp_header,
-        None => return (StatusCode::NOT_FOUND, "no such app session").into_response(),
+    else {
+        return (StatusCode::NOT_FOUND, "no such app session").into_response();
     };
-    let host_origin = if cfg.origin_from_host {
-        ""
-    } else {
-        cfg.app_origin.as_str()
-    };
-    let origin_js = serde_json::to_string(host_origin).unwrap_or_else(|_| "\"\"".into());
+    let origin_js = serde_json::to_string(&session.host_origin).unwrap_or_else(|_| "\"\"".into());
     let body = SANDBOX_HTML.replace("\"__HOST_ORIGIN__\"", &origin_js);
+    // No CSP header, no page: never serve the app unconfined.
+    let Ok(csp) = HeaderValue::from_str(&session.csp_header) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the app's Content-Security-Policy is not a valid header; reopen the app",
+        )
+            .into_response();
+    };
     let mut resp = (StatusCode::OK, body).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    if let Ok(v) = HeaderValue::from_str(&csp) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::REFERRER_POLICY,
