@@ -28,6 +28,7 @@ mod dto;
 mod error;
 mod events;
 mod explorer;
+pub mod links;
 mod oauth;
 mod random;
 pub mod runs;
