@@ -1,6 +1,8 @@
 //! How the CLI answers servers' requests: elicitation on the terminal (each field asked,
 //! an empty line keeps the schema's default), or, with no terminal, accept only when
-//! every field has a default.
+//! every field has a default. A URL-mode request's link is printed only when
+//! `switchboard_web::links::link_target` accepts it (https, or http to this machine);
+//! any other URL is refused with the reason and the request declined.
 
 use std::io::{BufRead, IsTerminal, Write};
 
@@ -75,6 +77,45 @@ pub fn elicit_defaults(value: &Value) -> ElicitResult {
     ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
 }
 
+/// A URL-mode request's link to print, or the refusal to show (the URL made visible,
+/// never as something a terminal would open).
+fn url_to_show(value: &Value) -> Result<String, String> {
+    let raw = value.get("url").and_then(Value::as_str).unwrap_or("");
+    switchboard_web::links::link_target(raw)
+        .map(|u| u.to_string())
+        .map_err(|why| {
+            format!(
+                "Switchboard will not open this link: {why}. The server sent: {:?}",
+                raw
+            )
+        })
+}
+
+/// A URL-mode request on the terminal: print the link and ask whether the person
+/// finished there (accept) or not (decline); a refused URL is declined.
+fn elicit_url(value: &Value) -> ElicitResult {
+    let href = match url_to_show(value) {
+        Ok(href) => href,
+        Err(refusal) => {
+            errln!("  {refusal}");
+            errln!("  (declined)");
+            return decline_elicitation();
+        }
+    };
+    errln!("  Open this link in your browser: {href}");
+    errout!("  Type y when done, n to decline, /cancel to cancel: ");
+    let _ = std::io::stderr().flush();
+    let mut line = String::new();
+    if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+        return ElicitResult::new(ElicitationAction::Cancel);
+    }
+    match line.trim() {
+        "y" | "Y" | "yes" => ElicitResult::new(ElicitationAction::Accept),
+        "/cancel" => ElicitResult::new(ElicitationAction::Cancel),
+        _ => decline_elicitation(),
+    }
+}
+
 fn parse_field(raw: &str, prop: &Value) -> Result<Value, String> {
     let ty = prop.get("type").and_then(Value::as_str).unwrap_or("string");
     match ty {
@@ -117,6 +158,9 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
     let schema = value.get("requestedSchema").cloned().unwrap_or(Value::Null);
     let mut err = std::io::stderr();
     errln!("\n[{server}] asks: {message}");
+    if value.get("mode").and_then(Value::as_str) == Some("url") {
+        return elicit_url(value);
+    }
     errln!("(an empty answer keeps the default; type /decline or /cancel to refuse)");
     let stdin = std::io::stdin();
     let mut content = Map::new();
@@ -187,6 +231,36 @@ mod tests {
         let some = json!({"message": "m", "requestedSchema": {"type": "object", "properties": {
             "a": {"type": "string", "default": "x"}, "b": {"type": "number"}}}});
         assert_eq!(elicit_defaults(&some).action, ElicitationAction::Decline);
+    }
+
+    #[test]
+    fn url_requests_print_only_safe_links() {
+        let url = |u: &str| json!({"mode": "url", "message": "m", "url": u, "elicitationId": "e"});
+        assert_eq!(
+            url_to_show(&url("https://auth.example.com/x")).unwrap(),
+            "https://auth.example.com/x"
+        );
+        assert_eq!(
+            url_to_show(&url("http://127.0.0.1:9/cb")).unwrap(),
+            "http://127.0.0.1:9/cb"
+        );
+        for hostile in [
+            "javascript:alert(1)",
+            "data:text/html,x",
+            "file:///etc/passwd",
+            "http://evil.example/",
+            "https://bank.example@evil.example/",
+            "\u{1b}]8;;https://evil.example\u{7}click\u{1b}]8;;\u{7}",
+            "",
+        ] {
+            let refusal = url_to_show(&url(hostile)).unwrap_err();
+            assert!(refusal.contains("will not open"), "{refusal}");
+            assert!(
+                !refusal.contains('\u{1b}'),
+                "escaped for the terminal: {refusal}"
+            );
+        }
+        assert!(url_to_show(&json!({"mode": "url"})).is_err());
     }
 
     #[test]

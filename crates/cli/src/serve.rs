@@ -33,6 +33,22 @@ pub struct ServeArgs {
     /// Open the app in the default browser.
     #[arg(long)]
     pub open: bool,
+    /// Port of the MCP Apps sandbox listener (0 picks a free one); in remote mode your
+    /// reverse proxy forwards the sandbox origin to it.
+    #[arg(long, default_value_t = 0)]
+    pub proxy_port: u16,
+    /// Serve as reachable beyond loopback although bound to it (a reverse proxy on
+    /// this machine forwards to it): strict URL policy, no stdio edits from the browser.
+    #[arg(long)]
+    pub remote: bool,
+    /// The origin browsers use for the app behind your TLS reverse proxy, e.g.
+    /// https://switchboard.example.com (implies --remote; needs --sandbox-origin).
+    #[arg(long, value_name = "URL", requires = "sandbox_origin")]
+    pub public_origin: Option<String>,
+    /// The origin browsers use for the sandbox listener, on another host name than
+    /// --public-origin, e.g. https://sandbox.switchboard.example.com.
+    #[arg(long, value_name = "URL", requires = "public_origin")]
+    pub sandbox_origin: Option<String>,
 }
 
 pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
@@ -53,6 +69,10 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.host = a.host;
     opts.port = a.port;
     opts.open = a.open;
+    opts.proxy_port = a.proxy_port;
+    opts.remote = a.remote;
+    opts.public_origin = a.public_origin;
+    opts.sandbox_origin = a.sandbox_origin;
     opts.url_policy = url_policy;
     opts.default_servers = vec![ctx::demo_spec()?];
     opts.gemini = (!gemini.api_key.is_empty()).then_some(gemini);

@@ -4,7 +4,10 @@
 //!   answers to (DNS-rebinding defence); the token must come as the app's cookie or as
 //!   `Authorization: Bearer <token>` (401 otherwise); a state-changing request (not
 //!   GET/HEAD/OPTIONS) that carries an `Origin` must carry exactly the app's own (`null`
-//!   is refused), and one authenticated by the cookie must carry it (403 otherwise).
+//!   is refused), and one authenticated by the cookie must carry it (403 otherwise);
+//!   any request another origin's page makes (an `Origin` other than the app's, or
+//!   `Sec-Fetch-Site` other than `same-origin`/`none`), the MCP Apps sandbox's
+//!   included, is refused (403) whatever its method and credentials.
 //! - [`page_access`]: pages show a "use the printed link" page without the cookie; the
 //!   printed `?token=` link sets the cookie (`HttpOnly; SameSite=Strict`, name carries
 //!   the port). The page script then removes the token from the address bar.
@@ -90,6 +93,47 @@ fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
+/// A request some other origin's page made (the MCP Apps sandbox, on another port of
+/// the same host, included): refused whatever its method and credentials, so the
+/// access cookie, which browsers also send to other ports of the same host, is never
+/// accepted from there. An `Origin` other than the app's, or a `Sec-Fetch-Site` other
+/// than `same-origin` / `none` (a typed address or bookmark), is refused.
+fn cross_origin_refusal(state: &AppState, headers: &HeaderMap) -> Option<ApiError> {
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("?");
+        if !origin_allowed(state, headers, origin) {
+            let sandbox = origin == state.proxy_origin_for(headers);
+            return Some(ApiError::new(
+                StatusCode::FORBIDDEN,
+                "bad_origin",
+                format!(
+                    "the API answers only the app's own page ({}); this request came from `{origin}`{}",
+                    state.app_origin_for(headers),
+                    if sandbox {
+                        ", the MCP Apps sandbox, which never gets access"
+                    } else {
+                        ""
+                    }
+                ),
+            ));
+        }
+    }
+    let site = headers
+        .get("sec-fetch-site")
+        .and_then(|v| v.to_str().ok())?;
+    if site.eq_ignore_ascii_case("same-origin") || site.eq_ignore_ascii_case("none") {
+        return None;
+    }
+    Some(ApiError::new(
+        StatusCode::FORBIDDEN,
+        "cross_origin",
+        format!(
+            "the API answers only the app's own page ({}); this request came from a {site} page",
+            state.app_origin_for(headers)
+        ),
+    ))
+}
+
 /// Middleware for `/api`: host, token, origin.
 pub async fn api_guard(State(state): State<AppState>, request: Request, next: Next) -> Response {
     let headers = request.headers();
@@ -100,6 +144,9 @@ pub async fn api_guard(State(state): State<AppState>, request: Request, next: Ne
             "unexpected Host header: open the app at the address Switchboard printed",
         )
         .into_response();
+    }
+    if let Some(refusal) = cross_origin_refusal(&state, headers) {
+        return refusal.into_response();
     }
     let Some(kind) = authenticate(&state, headers) else {
         let cfg = state.cfg();
@@ -161,8 +208,13 @@ pub fn page_access(state: &AppState, headers: &HeaderMap, token: Option<&str>) -
     let cfg = state.cfg();
     if let Some(t) = token {
         if constant_time_eq(t, &cfg.token) {
+            let secure = if cfg.app_origin.starts_with("https://") {
+                "; Secure"
+            } else {
+                ""
+            };
             return PageAccess::SetCookie(format!(
-                "{}={}; HttpOnly; SameSite=Strict; Path=/",
+                "{}={}; HttpOnly; SameSite=Strict; Path=/{secure}",
                 cfg.cookie_name(),
                 cfg.token
             ));

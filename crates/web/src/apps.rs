@@ -97,58 +97,179 @@ pub fn visible_to_app(tool: &Value) -> bool {
         .is_none_or(|ui| ui.visibility.iter().any(|v| v == "app"))
 }
 
-/// A declared CSP source that may go into a header: a scheme + host (+ port, path),
-/// or a host pattern. Anything with quotes, spaces, `;` or `,` is refused.
-fn safe_source(src: &str) -> bool {
-    let src = src.trim();
-    if src.is_empty() || src.len() > 200 {
-        return false;
+/// Why a declared `_meta.ui.csp` entry was dropped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CspSourceError {
+    Empty,
+    TooLong,
+    /// Whitespace, a quote, `;`, `,`, `\\` or a control character: it could add
+    /// sources or directives to the header.
+    Separator,
+    /// No `scheme://`: a bare scheme (`https:`, `data:`), a bare host or `*`.
+    NoScheme,
+    /// A scheme other than `https`, `http`, `wss`, `ws`.
+    Scheme,
+    /// A path (other than a lone `/`), query, fragment or user info.
+    NotAnOrigin,
+    /// A host that is not a DNS name, an IPv4 address or a bracketed IPv6 address
+    /// (a `*.` subdomain wildcard may lead a DNS name).
+    Host,
+    Port,
+}
+
+impl std::fmt::Display for CspSourceError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CspSourceError::Empty => "it is empty",
+            CspSourceError::TooLong => "it is longer than 200 characters",
+            CspSourceError::Separator => {
+                "it contains whitespace, a quote, `;`, `,`, `\\` or a control character"
+            }
+            CspSourceError::NoScheme => {
+                "it is not an origin (`https://host[:port]`): a bare scheme, host or `*` is refused"
+            }
+            CspSourceError::Scheme => "only https, http, wss and ws origins are allowed",
+            CspSourceError::NotAnOrigin => {
+                "it has a path, query, fragment or user info: only an origin (`scheme://host[:port]`) is allowed"
+            }
+            CspSourceError::Host => "its host is not a valid host name or address",
+            CspSourceError::Port => "its port is not a number from 1 to 65535",
+        })
+    }
+}
+
+fn valid_dns_name(host: &str) -> bool {
+    !host.is_empty()
+        && host.len() <= 253
+        && host.split('.').all(|label| {
+            !label.is_empty()
+                && label.len() <= 63
+                && !label.starts_with('-')
+                && !label.ends_with('-')
+                && label.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+        })
+}
+
+/// A declared CSP entry (`_meta.ui.csp.*Domains`) as it may go into the header: an
+/// origin only, `scheme://host[:port]` with scheme `https`, `http`, `wss` or `ws`,
+/// lower-cased. A DNS name may start with a `*.` subdomain wildcard
+/// (`https://*.example.com`, as the ext-apps types allow for resources); a single
+/// trailing `/` is dropped. Bare schemes (`https:`, `data:`, `blob:`), `*`, bare hosts,
+/// paths, queries, quotes, `;`, `,` and whitespace are refused.
+pub fn csp_origin(src: &str) -> Result<String, CspSourceError> {
+    if src.is_empty() {
+        return Err(CspSourceError::Empty);
+    }
+    if src.len() > 200 {
+        return Err(CspSourceError::TooLong);
     }
     if src
         .chars()
-        .any(|c| c.is_whitespace() || matches!(c, ';' | ',' | '\'' | '"' | '\\'))
+        .any(|c| c.is_whitespace() || c.is_control() || matches!(c, ';' | ',' | '\'' | '"' | '\\'))
     {
-        return false;
+        return Err(CspSourceError::Separator);
     }
-    let rest = match src.split_once("://") {
-        Some((scheme, rest)) => {
-            if !matches!(scheme, "https" | "http" | "wss" | "ws") {
-                return false;
-            }
-            rest
-        }
-        None => src,
+    let Some((scheme, rest)) = src.split_once("://") else {
+        return Err(CspSourceError::NoScheme);
     };
-    let host = rest.split(['/', ':']).next().unwrap_or("");
-    let host = host.strip_prefix("*.").unwrap_or(host);
-    !host.is_empty()
-        && host
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '.' || c == '-')
+    let scheme = scheme.to_ascii_lowercase();
+    if !matches!(scheme.as_str(), "https" | "http" | "wss" | "ws") {
+        return Err(CspSourceError::Scheme);
+    }
+    let authority = rest.strip_suffix('/').unwrap_or(rest);
+    if authority.is_empty() {
+        return Err(CspSourceError::Host);
+    }
+    if authority.contains(['/', '?', '#', '@']) {
+        return Err(CspSourceError::NotAnOrigin);
+    }
+    let authority = authority.to_ascii_lowercase();
+    let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
+        let (addr, after) = v6.split_once(']').ok_or(CspSourceError::Host)?;
+        if addr.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(CspSourceError::Host);
+        }
+        let port = match after {
+            "" => None,
+            p => Some(p.strip_prefix(':').ok_or(CspSourceError::Port)?),
+        };
+        (format!("[{addr}]"), port)
+    } else {
+        let (host, port) = match authority.split_once(':') {
+            Some((h, p)) => (h, Some(p)),
+            None => (authority.as_str(), None),
+        };
+        let name = host.strip_prefix("*.").unwrap_or(host);
+        if !valid_dns_name(name) {
+            return Err(CspSourceError::Host);
+        }
+        (host.to_string(), port)
+    };
+    match port {
+        None => Ok(format!("{scheme}://{host}")),
+        Some(p) => {
+            let ok = !p.is_empty()
+                && p.len() <= 5
+                && p.chars().all(|c| c.is_ascii_digit())
+                && p.parse::<u32>().is_ok_and(|n| (1..=65535).contains(&n));
+            if !ok {
+                return Err(CspSourceError::Port);
+            }
+            Ok(format!("{scheme}://{host}:{p}"))
+        }
+    }
 }
 
-fn sources(csp: Option<&Value>, key: &str) -> Vec<String> {
-    csp.and_then(|c| c.get(key))
-        .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .filter(|s| safe_source(s))
-                .map(|s| s.trim().to_string())
-                .collect()
-        })
-        .unwrap_or_default()
+/// The valid origins declared under `key`; every other entry is dropped with a
+/// warning naming the app and the entry.
+fn sources(csp: Option<&Value>, key: &str, app: &str) -> Vec<String> {
+    let Some(declared) = csp.and_then(|c| c.get(key)) else {
+        return Vec::new();
+    };
+    let Some(entries) = declared.as_array() else {
+        tracing::warn!(
+            app,
+            "MCP App CSP: `{key}` is not a list of origins; ignoring it"
+        );
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for entry in entries {
+        let Some(s) = entry.as_str() else {
+            tracing::warn!(
+                app,
+                %entry,
+                "MCP App CSP: dropped a `{key}` entry: it is not a string"
+            );
+            continue;
+        };
+        match csp_origin(s) {
+            Ok(origin) => {
+                if !out.contains(&origin) {
+                    out.push(origin);
+                }
+            }
+            Err(why) => tracing::warn!(
+                app,
+                entry = s,
+                "MCP App CSP: dropped the `{key}` entry {s:?} of app {app}: {why}"
+            ),
+        }
+    }
+    out
 }
 
 /// The Content-Security-Policy for an app: the spec's default, widened only by the
 /// domains the resource declares in `_meta.ui.csp` (`connectDomains`,
-/// `resourceDomains`, `frameDomains`, `baseUriDomains`); unsafe entries are dropped.
+/// `resourceDomains`, `frameDomains`, `baseUriDomains`); entries that are not origins
+/// (see [`csp_origin`]) are dropped.
 /// `frame_ancestor` (the app's origin) is the only page allowed to embed the proxy.
-pub fn build_csp(csp: Option<&Value>, frame_ancestor: &str) -> String {
-    let connect = sources(csp, "connectDomains");
-    let resource = sources(csp, "resourceDomains");
-    let frame = sources(csp, "frameDomains");
-    let base = sources(csp, "baseUriDomains");
+/// `app` names the app in the warnings about dropped entries.
+pub fn build_csp(csp: Option<&Value>, frame_ancestor: &str, app: &str) -> String {
+    let connect = sources(csp, "connectDomains", app);
+    let resource = sources(csp, "resourceDomains", app);
+    let frame = sources(csp, "frameDomains", app);
+    let base = sources(csp, "baseUriDomains", app);
     let with = |base: &str, extra: &[String]| {
         if extra.is_empty() {
             base.to_string()
@@ -214,6 +335,9 @@ pub struct AppSession {
     pub server: String,
     pub resource_uri: String,
     pub csp_header: String,
+    /// The app page's origin: the only `frame-ancestors` and the only origin the
+    /// sandbox accepts messages from.
+    pub host_origin: String,
     pub created: Instant,
 }
 
@@ -327,12 +451,11 @@ pub async fn open(
         .as_ref()
         .and_then(|u| u.get("prefersBorder"))
         .and_then(Value::as_bool);
-    let ancestor = if state.cfg().origin_from_host {
-        ""
-    } else {
-        state.cfg().app_origin.as_str()
-    };
-    let csp_header = build_csp(csp.as_ref(), ancestor);
+    // The page that opened the app is the only one allowed to embed its sandbox, in
+    // every mode (bound to 0.0.0.0, the origin the page was reached under).
+    let host_origin = state.app_origin_for(&headers);
+    let app_name = format!("{} ({})", req.resource_uri, req.server);
+    let csp_header = build_csp(csp.as_ref(), &host_origin, &app_name);
     let tool = req.tool.as_ref().and_then(|name| {
         snap.tools
             .iter()
@@ -360,6 +483,7 @@ pub async fn open(
                 server: req.server.clone(),
                 resource_uri: req.resource_uri.clone(),
                 csp_header: csp_header.clone(),
+                host_origin,
                 created: Instant::now(),
             },
         );
@@ -427,6 +551,22 @@ pub async fn lists(
 
 const SANDBOX_HTML: &str = include_str!("../ui/sandbox.html");
 
+/// Every sandbox-listener answer that has no CSP of its own (errors, unknown routes)
+/// gets one that nothing may frame or load.
+pub async fn sandbox_default_csp(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let mut resp = next.run(request).await;
+    if !resp.headers().contains_key(header::CONTENT_SECURITY_POLICY) {
+        resp.headers_mut().insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static("default-src 'none'; frame-ancestors 'none'"),
+        );
+    }
+    resp
+}
+
 /// `GET /sandbox/{id}` on the proxy listener: the sandbox proxy page, with the app
 /// session's CSP as a header.
 pub async fn sandbox_page(
@@ -435,45 +575,54 @@ pub async fn sandbox_page(
     headers: HeaderMap,
 ) -> Response {
     let cfg = state.cfg();
-    if !cfg.remote {
+    let host = headers
+        .get(header::HOST)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("");
+    let host_ok = if cfg.origin_from_host {
+        // Reached under any address: at least on the sandbox's own port.
+        host.rsplit_once(':')
+            .is_some_and(|(_, port)| port == cfg.proxy_port.to_string())
+    } else {
         let expected = cfg
             .proxy_origin
-            .strip_prefix("http://")
-            .unwrap_or(&cfg.proxy_origin);
-        let host = headers
-            .get(header::HOST)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("");
-        if !host.eq_ignore_ascii_case(expected) {
-            return (StatusCode::FORBIDDEN, "unexpected Host header").into_response();
-        }
+            .split_once("://")
+            .map_or(cfg.proxy_origin.as_str(), |(_, rest)| rest);
+        host.eq_ignore_ascii_case(expected)
+    };
+    if !host_ok {
+        return (
+            StatusCode::FORBIDDEN,
+            "unexpected Host header: the sandbox answers only under its own origin",
+        )
+            .into_response();
     }
-    let csp = match state
+    let Some(session) = state
         .inner
         .apps
         .lock()
         .ok()
         .and_then(|a| a.get(&id).cloned())
-    {
-        Some(s) => s.csp_header,
-        None => return (StatusCode::NOT_FOUND, "no such app session").into_response(),
+    else {
+        return (StatusCode::NOT_FOUND, "no such app session").into_response();
     };
-    let host_origin = if cfg.origin_from_host {
-        ""
-    } else {
-        cfg.app_origin.as_str()
-    };
-    let origin_js = serde_json::to_string(host_origin).unwrap_or_else(|_| "\"\"".into());
+    let origin_js = serde_json::to_string(&session.host_origin).unwrap_or_else(|_| "\"\"".into());
     let body = SANDBOX_HTML.replace("\"__HOST_ORIGIN__\"", &origin_js);
+    // No CSP header, no page: never serve the app unconfined.
+    let Ok(csp) = HeaderValue::from_str(&session.csp_header) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the app's Content-Security-Policy is not a valid header; reopen the app",
+        )
+            .into_response();
+    };
     let mut resp = (StatusCode::OK, body).into_response();
     let h = resp.headers_mut();
     h.insert(
         header::CONTENT_TYPE,
         HeaderValue::from_static("text/html; charset=utf-8"),
     );
-    if let Ok(v) = HeaderValue::from_str(&csp) {
-        h.insert(header::CONTENT_SECURITY_POLICY, v);
-    }
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
     h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     h.insert(
         header::REFERRER_POLICY,
@@ -525,7 +674,7 @@ mod tests {
 
     #[test]
     fn default_csp_and_declared_domains() {
-        let d = build_csp(None, "");
+        let d = build_csp(None, "", "ui://t");
         assert_eq!(d, DEFAULT_CSP);
         let c = build_csp(
             Some(&json!({
@@ -534,6 +683,7 @@ mod tests {
                 "frameDomains": ["https://youtube.com"],
             })),
             "http://127.0.0.1:1",
+            "ui://t",
         );
         assert!(
             c.contains("connect-src 'self' https://api.example.com;"),
@@ -546,6 +696,107 @@ mod tests {
         );
         assert!(c.contains("frame-src https://youtube.com;"), "{c}");
         assert!(c.ends_with("frame-ancestors http://127.0.0.1:1"), "{c}");
+    }
+
+    #[test]
+    fn csp_entries_must_be_origins() {
+        for ok in [
+            ("https://api.example.com", "https://api.example.com"),
+            ("wss://x.example:8443", "wss://x.example:8443"),
+            ("HTTPS://CDN.Example.com/", "https://cdn.example.com"),
+            ("https://*.example.com", "https://*.example.com"),
+            ("http://127.0.0.1:3001", "http://127.0.0.1:3001"),
+            ("https://[::1]:8443", "https://[::1]:8443"),
+            ("ws://localhost", "ws://localhost"),
+        ] {
+            assert_eq!(csp_origin(ok.0).as_deref(), Ok(ok.1), "{}", ok.0);
+        }
+        for bad in [
+            "",
+            "*",
+            "http:",
+            "https:",
+            "ws:",
+            "data:",
+            "blob:",
+            "data:text/html,x",
+            "api.example.com",
+            "*.example.com",
+            "https://*",
+            "https://*.*.example.com",
+            "https://a.*.example.com",
+            "https://",
+            "https:///",
+            "javascript://x",
+            "file:///etc/passwd",
+            "ftp://example.com",
+            "https://example.com/path",
+            "https://example.com/a/",
+            "https://example.com?q=1",
+            "https://example.com#f",
+            "https://user@example.com",
+            "https://example.com:",
+            "https://example.com:0",
+            "https://example.com:65536",
+            "https://example.com:*",
+            "https://example.com:80x",
+            "https://[::1",
+            "https://[nope]",
+            "https://exa mple.com",
+            " https://example.com",
+            "https://example.com\t",
+            "https://example.com;script-src *",
+            "https://example.com; script-src *",
+            "https://a.com,https://b.com",
+            "'self'",
+            "'unsafe-eval'",
+            "https://example.com'",
+            "https://\"x\".com",
+            "https://ex\\ample.com",
+            "https://-bad.example.com",
+            "https://bad..example.com",
+            "https://exa_mple.com",
+        ] {
+            assert!(csp_origin(bad).is_err(), "accepted {bad:?}");
+        }
+    }
+
+    #[test]
+    fn non_origin_entries_are_dropped_and_the_rest_kept() {
+        let c = build_csp(
+            Some(&json!({
+                "connectDomains": ["https:", "https://api.example.com", "*", "wss://rt.example.com:8443", 7],
+                "resourceDomains": ["data:", "blob:", "https://cdn.example.com/lib.js", "https://cdn.example.com"],
+                "frameDomains": ["https://embed.example.com?x", "https://embed.example.com"],
+                "baseUriDomains": ["https://base.example.com", "http: https:"],
+            })),
+            "http://127.0.0.1:1",
+            "ui://t",
+        );
+        assert!(
+            c.contains("connect-src 'self' https://api.example.com wss://rt.example.com:8443;"),
+            "{c}"
+        );
+        assert!(
+            c.contains("img-src 'self' data: https://cdn.example.com;"),
+            "{c}"
+        );
+        assert!(c.contains("frame-src https://embed.example.com;"), "{c}");
+        assert!(
+            c.contains("base-uri 'self' https://base.example.com;"),
+            "{c}"
+        );
+        assert!(!c.contains("blob:"), "{c}");
+        assert!(!c.contains("lib.js"), "{c}");
+        assert!(!c.contains(" * "), "{c}");
+        assert!(!c.contains(" https: "), "{c}");
+        // Only refused entries: the directive stays closed.
+        let c = build_csp(
+            Some(&json!({"connectDomains": ["https:", "*"], "frameDomains": ["data:"]})),
+            "",
+            "ui://t",
+        );
+        assert_eq!(c, DEFAULT_CSP);
     }
 
     #[test]

@@ -23,6 +23,8 @@ pub enum WebError {
     Settings(String),
     #[error("the server stopped: {0}")]
     Serve(#[source] std::io::Error),
+    #[error("{0}")]
+    Origins(String),
 }
 
 /// An API failure: HTTP status, a short machine code and a message for people.

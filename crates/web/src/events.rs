@@ -5,7 +5,9 @@
 //!   lists the elicitations still waiting (for pages opened later).
 //! - [`WebHooks`]: the host's [`ClientHooks`]; an elicitation becomes a pending record
 //!   and an event, and waits (at most [`ELICITATION_TIMEOUT`]) for
-//!   `POST /api/elicitation/{id}` `{action, content?}`.
+//!   `POST /api/elicitation/{id}` `{action, content?}`. A URL-mode request's event
+//!   carries `link`: `{href}` only for a URL [`crate::links::link_target`] accepts,
+//!   else `{refused}` (the page shows the URL as inert text with that reason).
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -34,7 +36,23 @@ pub const ELICITATION_TIMEOUT: Duration = Duration::from_secs(600);
 struct Pending {
     server: String,
     request: Value,
+    /// For a URL-mode request: `{href}` when it may be a link, else `{refused}`.
+    link: Value,
     tx: oneshot::Sender<ElicitResult>,
+}
+
+/// What the page may do with a URL-mode request's `url`: `{"href": <normalised>}`
+/// when it passes [`crate::links::link_target`], else `{"refused": <why>}`;
+/// `null` for a form request.
+fn link_for(request: &Value) -> Value {
+    if request.get("mode").and_then(Value::as_str) != Some("url") {
+        return Value::Null;
+    }
+    let raw = request.get("url").and_then(Value::as_str).unwrap_or("");
+    match crate::links::link_target(raw) {
+        Ok(url) => json!({"href": url.as_str()}),
+        Err(why) => json!({"refused": format!("Switchboard will not open this link: {why}.")}),
+    }
 }
 
 /// Elicitations waiting for the person.
@@ -58,6 +76,10 @@ impl ElicitationHub {
     ) -> BoxFuture<'static, ElicitResult> {
         let id = random_id();
         let value = serde_json::to_value(&request).unwrap_or(Value::Null);
+        let link = link_for(&value);
+        if let Some(why) = link.get("refused").and_then(Value::as_str) {
+            tracing::warn!(server, "elicitation URL refused as a link: {why}");
+        }
         let (tx, rx) = oneshot::channel();
         if let Ok(mut p) = self.pending.lock() {
             p.insert(
@@ -65,12 +87,13 @@ impl ElicitationHub {
                 Pending {
                     server: server.to_string(),
                     request: value.clone(),
+                    link: link.clone(),
                     tx,
                 },
             );
         }
         let _ = self.events.send(json!({
-            "type": "elicitation", "id": id, "server": server, "request": value,
+            "type": "elicitation", "id": id, "server": server, "request": value, "link": link,
         }));
         let hub = self.clone();
         Box::pin(async move {
@@ -105,7 +128,7 @@ impl ElicitationHub {
             .map(|p| {
                 p.iter()
                     .map(|(id, e)| {
-                        json!({"type": "elicitation", "id": id, "server": e.server, "request": e.request})
+                        json!({"type": "elicitation", "id": id, "server": e.server, "request": e.request, "link": e.link})
                     })
                     .collect()
             })
@@ -211,5 +234,51 @@ pub async fn answer(
         Err(ApiError::not_found(
             "no such elicitation (it was answered, timed out or the server went away)",
         ))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+    use super::*;
+
+    async fn event_for(url: &str) -> Value {
+        let (tx, mut rx) = broadcast::channel(8);
+        let hub = Arc::new(ElicitationHub::new(tx));
+        let request: ElicitRequestParams = serde_json::from_value(json!({
+            "mode": "url", "message": "Sign in", "url": url, "elicitationId": "e1",
+        }))
+        .unwrap();
+        let waiting = hub.ask("srv", request);
+        let ev = rx.recv().await.unwrap();
+        assert_eq!(
+            hub.list()[0]["link"],
+            ev["link"],
+            "pages opened later see it too"
+        );
+        hub.cancel_all();
+        let _ = waiting.await;
+        ev
+    }
+
+    #[tokio::test]
+    async fn url_elicitations_carry_a_link_only_for_safe_urls() {
+        let ev = event_for("https://auth.example.com/login?s=1").await;
+        assert_eq!(ev["link"]["href"], "https://auth.example.com/login?s=1");
+        assert!(ev["link"].get("refused").is_none());
+        for hostile in [
+            "javascript:alert(document.cookie)",
+            "data:text/html,<script>alert(1)</script>",
+            "file:///etc/passwd",
+            "http://evil.example/phish",
+            "not a url",
+        ] {
+            let ev = event_for(hostile).await;
+            assert!(ev["link"].get("href").is_none(), "{hostile}: {ev}");
+            let why = ev["link"]["refused"].as_str().unwrap();
+            assert!(why.contains("will not open"), "{why}");
+        }
+        let ev = event_for("http://127.0.0.1:9/cb").await;
+        assert_eq!(ev["link"]["href"], "http://127.0.0.1:9/cb");
     }
 }

@@ -28,6 +28,7 @@ mod dto;
 mod error;
 mod events;
 mod explorer;
+pub mod links;
 mod oauth;
 mod random;
 pub mod runs;
@@ -37,11 +38,11 @@ mod state;
 mod test_conn;
 mod workflows;
 
-pub use apps::{DEFAULT_CSP, build_csp, permissions_to_allow};
+pub use apps::{CspSourceError, DEFAULT_CSP, build_csp, csp_origin, permissions_to_allow};
 pub use error::WebError;
 pub use oauth::{
     BeganLogin, CALLBACK_PATH, CompleteError, CompletedLogin, OAuthHandle, OAuthHooks, OpenUrlFn,
 };
-pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, serve, start};
+pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve, start};
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};

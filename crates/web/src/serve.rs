@@ -4,8 +4,14 @@
 //! - Binds `127.0.0.1:8765` by default (`port: 0` picks a free port). The proxy
 //!   listens on another free port and is addressed as `http://localhost:PORT`: another
 //!   host name than the app's `127.0.0.1`, so the app's cookies are out of its reach.
-//! - Bound beyond loopback (`--host 0.0.0.0`), the URL policy defaults to `strict` and
-//!   stdio servers cannot be added or edited from the browser.
+//! - Bound beyond loopback (`--host 0.0.0.0`), or with [`ServeOptions::remote`] or a
+//!   public origin (behind a reverse proxy), the app is *remote*: the URL policy
+//!   defaults to `strict` and stdio servers cannot be added or edited from the browser.
+//!   The proxy listens on its own port on the same address; with
+//!   [`ServeOptions::public_origin`] the browser reaches it under
+//!   [`ServeOptions::sandbox_origin`], which must be another host name than the app's,
+//!   so the access cookie (cookies ignore ports) is never sent to it.
+//! - Sandbox responses always carry `frame-ancestors <app origin>`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::PathBuf;
@@ -58,6 +64,16 @@ pub struct ServeOptions {
     /// `switchboard-auth` in). `None`: Test still reports `needsOAuth`, and the page
     /// points at `switchboard mcp login`.
     pub oauth: Option<crate::oauth::OAuthHandle>,
+    /// Serve as reachable beyond loopback even when bound to it (a reverse proxy on
+    /// this machine forwards to it): strict URL policy by default, no stdio edits.
+    pub remote: bool,
+    /// The origin browsers reach the app under (`https://switchboard.example.com`), when
+    /// a reverse proxy sits in front; implies `remote` and needs `sandbox_origin`.
+    pub public_origin: Option<String>,
+    /// The origin browsers reach the sandbox listener under
+    /// (`https://sandbox.switchboard.example.com`): another host name than
+    /// `public_origin`'s.
+    pub sandbox_origin: Option<String>,
 }
 
 impl ServeOptions {
@@ -74,6 +90,69 @@ impl ServeOptions {
             gemini: None,
             transport_cache: None,
             oauth: None,
+            remote: false,
+            public_origin: None,
+            sandbox_origin: None,
+        }
+    }
+
+    /// Whether the app is served as reachable beyond loopback.
+    pub fn is_remote(&self) -> bool {
+        self.remote || self.public_origin.is_some() || !self.host.is_loopback()
+    }
+}
+
+/// A configured public origin: `http(s)://host[:port]`, lower-cased, no path.
+fn public_origin(flag: &str, value: &str) -> Result<String, WebError> {
+    let bad = |why: &str| {
+        WebError::Origins(format!(
+            "{flag} `{value}`: {why}; give an origin such as `https://switchboard.example.com`"
+        ))
+    };
+    let origin = crate::apps::csp_origin(value).map_err(|e| bad(&e.to_string()))?;
+    if !(origin.starts_with("https://") || origin.starts_with("http://")) {
+        return Err(bad("only http and https origins are allowed"));
+    }
+    if origin.contains('*') {
+        return Err(bad("a wildcard is not an origin"));
+    }
+    Ok(origin)
+}
+
+/// The host name of an origin (`https://a.example:8443` → `a.example`).
+fn origin_host(origin: &str) -> &str {
+    let rest = origin.split_once("://").map_or(origin, |(_, r)| r);
+    if rest.starts_with('[') {
+        return rest.split_inclusive(']').next().unwrap_or(rest);
+    }
+    rest.split(':').next().unwrap_or(rest)
+}
+
+/// The `host[:port]` part of an origin.
+fn origin_authority(origin: &str) -> &str {
+    origin.split_once("://").map_or(origin, |(_, r)| r)
+}
+
+/// `--public-origin` and `--sandbox-origin`: both or neither, on different host names.
+fn configured_origins(opts: &ServeOptions) -> Result<Option<(String, String)>, WebError> {
+    match (&opts.public_origin, &opts.sandbox_origin) {
+        (None, None) => Ok(None),
+        (Some(_), None) => Err(WebError::Origins(
+            "a public origin needs a sandbox origin too: the origin your reverse proxy serves the sandbox port under, on another host name (e.g. `https://sandbox.switchboard.example.com`)".into(),
+        )),
+        (None, Some(_)) => Err(WebError::Origins(
+            "a sandbox origin needs the app's public origin too (e.g. `https://switchboard.example.com`)".into(),
+        )),
+        (Some(app), Some(sandbox)) => {
+            let app = public_origin("public origin", app)?;
+            let sandbox = public_origin("sandbox origin", sandbox)?;
+            if origin_host(&app) == origin_host(&sandbox) {
+                return Err(WebError::Origins(format!(
+                    "the sandbox origin `{sandbox}` has the same host name as the app's `{app}`: browsers send cookies regardless of port, so the sandbox would receive the access cookie; serve it under another host name (e.g. `sandbox.{}`)",
+                    origin_host(&app)
+                )));
+            }
+            Ok(Some((app, sandbox)))
         }
     }
 }
@@ -163,7 +242,8 @@ fn resolve_policy(opts: &ServeOptions, remote: bool) -> Result<(UrlPolicy, Vec<S
 /// Binds both listeners, builds the state and starts serving (and connecting the
 /// servers) in the background.
 pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
-    let remote = !opts.host.is_loopback();
+    let remote = opts.is_remote();
+    let configured = configured_origins(&opts)?;
     let addr = SocketAddr::new(opts.host, opts.port);
     let listener = TcpListener::bind(addr)
         .await
@@ -172,7 +252,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
             source,
         })?;
     let addr = listener.local_addr().map_err(WebError::Serve)?;
-    let proxy_bind = if remote {
+    let proxy_bind = if !opts.host.is_loopback() || configured.is_some() {
         SocketAddr::new(opts.host, opts.proxy_port)
     } else {
         SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), opts.proxy_port)
@@ -185,17 +265,32 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
         })?;
     let proxy_port = proxy_listener.local_addr().map_err(WebError::Serve)?.port();
     let token = crate::random::random_hex(32).map_err(WebError::Random)?;
-    let unspecified = opts.host.is_unspecified();
+    let unspecified = opts.host.is_unspecified() && configured.is_none();
     let shown_host = if unspecified {
         "127.0.0.1".to_string()
     } else {
         host_for_url(opts.host)
     };
-    let app_origin = format!("http://{}:{}", host_for_url(opts.host), addr.port());
-    let proxy_origin = if remote {
-        format!("http://{shown_host}:{proxy_port}")
-    } else {
-        format!("http://localhost:{proxy_port}")
+    let bound_authority = format!("{}:{}", host_for_url(opts.host), addr.port());
+    let (app_origin, proxy_origin, allowed_hosts) = match &configured {
+        Some((app, sandbox)) => (
+            app.clone(),
+            sandbox.clone(),
+            vec![origin_authority(app).to_string(), bound_authority],
+        ),
+        None => (
+            format!("http://{bound_authority}"),
+            if remote {
+                format!("http://{shown_host}:{proxy_port}")
+            } else {
+                format!("http://localhost:{proxy_port}")
+            },
+            if unspecified {
+                Vec::new()
+            } else {
+                vec![bound_authority]
+            },
+        ),
     };
     let (url_policy, warnings) = resolve_policy(&opts, remote)?;
     let cfg = AppConfig {
@@ -206,11 +301,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
         proxy_origin: proxy_origin.clone(),
         proxy_port,
         remote,
-        allowed_hosts: if unspecified {
-            Vec::new()
-        } else {
-            vec![format!("{}:{}", host_for_url(opts.host), addr.port())]
-        },
+        allowed_hosts,
         load: opts.load.clone(),
         url_policy,
         default_servers: opts.default_servers.clone(),
@@ -247,8 +338,12 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
             }
         })
     };
+    let url = match &configured {
+        Some((app, _)) => format!("{app}/?token={token}"),
+        None => format!("http://{shown_host}:{}/?token={token}", addr.port()),
+    };
     Ok(RunningServer {
-        url: format!("http://{shown_host}:{}/?token={token}", addr.port()),
+        url,
         app_origin,
         proxy_origin,
         token,
@@ -264,7 +359,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
 /// the browser with `open`), then stops every server on the way out.
 pub async fn serve(opts: ServeOptions) -> Result<(), WebError> {
     let open = opts.open;
-    let remote = !opts.host.is_loopback();
+    let remote = opts.is_remote();
     let running = start(opts).await?;
     for w in &running.warnings {
         eprintln!("warning: {w}");
@@ -272,6 +367,11 @@ pub async fn serve(opts: ServeOptions) -> Result<(), WebError> {
     if remote {
         eprintln!(
             "note: serving beyond loopback: the URL policy defaults to strict and stdio servers cannot be added or edited from the browser"
+        );
+        eprintln!(
+            "note: MCP Apps sandbox at {} (port {}); put both ports behind TLS (see README, Remote deployment)",
+            running.proxy_origin,
+            running.state.cfg().proxy_port
         );
     }
     println!("Switchboard is running at {}", running.url);
@@ -384,6 +484,7 @@ pub fn app(state: AppState) -> Router {
 pub fn proxy_app(state: AppState) -> Router {
     Router::new()
         .route("/sandbox/{id}", get(apps::sandbox_page))
+        .layer(middleware::from_fn(apps::sandbox_default_csp))
         .with_state(state)
 }
 

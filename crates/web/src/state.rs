@@ -36,9 +36,9 @@ pub struct AppConfig {
     /// Bound to an unspecified address (`0.0.0.0`, `::`): the page may be reached under
     /// any address, so a request's `Origin` must equal `http://` + its own `Host`.
     pub origin_from_host: bool,
-    /// The sandbox proxy's origin, e.g. `http://localhost:8766` (on loopback; beyond
-    /// it, the proxy's origin is the host name the page was reached under, with
-    /// `proxy_port`).
+    /// The sandbox proxy's origin, e.g. `http://localhost:8766` on loopback, the
+    /// configured sandbox origin behind a reverse proxy; bound to an unspecified
+    /// address, the host name the page was reached under, with `proxy_port`.
     pub proxy_origin: String,
     /// The sandbox proxy's port.
     pub proxy_port: u16,
@@ -178,7 +178,7 @@ impl AppState {
     /// The sandbox proxy's origin as the browser behind `headers` reaches it.
     pub(crate) fn proxy_origin_for(&self, headers: &axum::http::HeaderMap) -> String {
         let cfg = &self.inner.cfg;
-        if !cfg.remote {
+        if !cfg.origin_from_host {
             return cfg.proxy_origin.clone();
         }
         let host = headers

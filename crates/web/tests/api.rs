@@ -598,10 +598,26 @@ async fn an_app_may_reach_only_its_own_server_and_app_visible_tools() {
     assert!(opened["html"].as_str().unwrap().contains("fake app"));
     assert_eq!(opened["allow"], "clipboard-write");
     let csp = opened["cspHeader"].as_str().unwrap();
+    // Declared origins are kept; bare schemes, `*`, paths and injected directives
+    // are dropped.
     assert!(
-        csp.contains("connect-src 'self' https://api.example.com"),
+        csp.contains("connect-src 'self' https://api.example.com;"),
         "{csp}"
     );
+    assert!(
+        csp.contains("img-src 'self' data: https://cdn.example.com;"),
+        "{csp}"
+    );
+    for dropped in [
+        "https:;",
+        " * ",
+        "evil",
+        "x.example.com",
+        "blob:",
+        "script-src *",
+    ] {
+        assert!(!csp.contains(dropped), "{dropped} in {csp}");
+    }
     assert!(
         csp.contains(&format!("frame-ancestors {}", app.app_origin)),
         "{csp}"

@@ -175,6 +175,23 @@ SB.confirm = function (title, text, okLabel) {
   });
 };
 
+// ---------- links from servers ----------
+// A server's URL becomes a link only if it is https:, or http: to this machine
+// (localhost, 127.0.0.0/8, [::1]), without a user name or password; the same rule as
+// links.rs. Returns the normalised href, or null.
+SB.safeLinkHref = function (raw) {
+  if (typeof raw !== "string" || raw === "" || raw.length > 4096) return null;
+  if (/[\s\u0000-\u001f\u007f-\u009f\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/.test(raw)) return null;
+  var u;
+  try { u = new URL(raw); } catch (e) { return null; }
+  if (u.username || u.password || !u.hostname) return null;
+  if (u.protocol === "https:") return u.href;
+  if (u.protocol !== "http:") return null;
+  var h = u.hostname.toLowerCase().replace(/\.$/, "");
+  if (h === "localhost" || h === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h)) return u.href;
+  return null;
+};
+
 // ---------- elicitation (servers asking the person) ----------
 var openElicitations = {};
 function showElicitation(ev) {
@@ -183,8 +200,18 @@ function showElicitation(ev) {
   var body = SB.el("div", { class: "elicitation", dataset: { elicitation: ev.id } });
   body.appendChild(SB.el("p", { class: "dialog-text" }, SB.el("strong", null, ev.server), " asks: ", req.message || ""));
   var form = null;
-  if (req.mode === "url" && req.url) {
-    body.appendChild(SB.el("p", null, SB.el("a", { href: req.url, target: "_blank", rel: "noopener noreferrer" }, req.url)));
+  var refused = false;
+  if (req.mode === "url") {
+    // The server checked the URL (links.rs); the page checks again before linking.
+    var link = ev.link || {};
+    var href = link.href ? SB.safeLinkHref(link.href) : null;
+    if (href) {
+      body.appendChild(SB.el("p", null, SB.el("a", { href: href, target: "_blank", rel: "noopener noreferrer" }, href)));
+    } else {
+      refused = true;
+      body.appendChild(SB.el("p", { class: "error" }, link.refused || "Switchboard will not open this link: only https (or http to this machine) is opened."));
+      body.appendChild(SB.el("p", null, SB.el("code", { class: "inert-url" }, String(req.url || ""))));
+    }
   } else {
     form = SB.schemaForm(req.requestedSchema || { type: "object", properties: {} }, {});
     body.appendChild(form.node);
@@ -197,9 +224,10 @@ function showElicitation(ev) {
     onOpen: function (finish) { entry.finish = finish; },
     buttons: [
       { label: "Cancel", value: "cancel" },
-      { label: "Decline", value: "decline" },
+      { label: "Decline", value: "decline", primary: refused },
+    ].concat(refused ? [] : [
       { label: "Submit", primary: true, value: "accept", validate: function () { return !form || form.validate(); } },
-    ],
+    ]),
   }).then(function (action) {
     delete openElicitations[ev.id];
     if (entry.closedByServer) return;
