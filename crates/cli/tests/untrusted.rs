@@ -128,6 +128,7 @@ async fn gemini_receives_server_text_inside_the_untrusted_wrapper() {
             ("mcp_injection_fail", json!({})),
         ]),
         FakeTurn::text("done"),
+        FakeTurn::text("summarized"),
     ])
     .await;
     let run = Run::new();
@@ -178,6 +179,32 @@ async fn gemini_receives_server_text_inside_the_untrusted_wrapper() {
         ),
         tag
     );
+
+    // A prompt run as a slash command (a new conversation, a new tag): its messages are
+    // wrapped, after a line saying where they come from.
+    let o = run
+        .run(
+            &[
+                ("GEMINI_API_KEY", &fake.api_key()),
+                ("GEMINI_BASE_URL", &fake.base_url),
+            ],
+            &["-p", "/evil"],
+        )
+        .await;
+    assert!(o.status.success(), "{}", err(&o));
+    let req = &fake.requests()[2];
+    let tag2 = tag_of(
+        req["systemInstruction"]["parts"][0]["text"]
+            .as_str()
+            .unwrap(),
+    );
+    assert_ne!(tag2, tag, "each conversation has its own nonce");
+    let parts = req["contents"][0]["parts"].as_array().unwrap();
+    assert_eq!(
+        parts[0]["text"],
+        "The user ran the prompt /evil from MCP server `injection`; its messages follow."
+    );
+    assert_order_wrapped(&tag2, parts[1]["text"].as_str().unwrap());
 }
 
 #[tokio::test(flavor = "multi_thread")]
