@@ -340,7 +340,7 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
 /// commands become the prompt's messages, `@server:uri` references are attached.
 /// `None` when the line was answered locally (a prompt's `help`), which is printed.
 async fn expand_input(chat: &mut Chat, line: &str) -> Result<Option<Vec<Part>>> {
-    match switchboard_gemini::chat_input::expand_input(chat.host(), line).await {
+    match switchboard_gemini::chat_input::expand_input(chat.host(), line, chat.untrusted()).await {
         Ok(Expanded::Parts(parts)) => Ok(Some(parts)),
         Ok(Expanded::Reply(text)) => {
             outln!("{text}");

@@ -107,7 +107,7 @@ async fn a_tool_call_round_trip_through_the_demo_server() {
         .await;
     assert!(o.status.success(), "{}", err(&o));
     assert!(
-        out(&o).contains("The tool said: {\"output\":\"Echo: from a local model\"}"),
+        out(&o).contains("The tool said: {\"output\":\"<untrusted-data-"),
         "{}",
         out(&o)
     );
@@ -123,10 +123,23 @@ async fn a_tool_call_round_trip_through_the_demo_server() {
         messages[n - 2]["tool_calls"][0]["function"]["arguments"],
         "{\"message\":\"from a local model\"}"
     );
+    assert_eq!(messages[n - 1]["role"], "tool");
+    assert_eq!(messages[n - 1]["tool_call_id"], "call_fake1x1");
+    // The result is the server's text inside this conversation's untrusted-data tags.
+    let content: serde_json::Value =
+        serde_json::from_str(messages[n - 1]["content"].as_str().unwrap()).unwrap();
+    let output = content["output"].as_str().unwrap();
+    let lines: Vec<&str> = output.lines().collect();
+    assert_eq!(lines.len(), 3, "{output}");
+    assert!(
+        lines[0].starts_with("<untrusted-data-")
+            && lines[0].ends_with(" source=\"server `demo`, tool `echo`\" kind=\"tool_result\">"),
+        "{output}"
+    );
+    assert_eq!(lines[1], "Echo: from a local model");
     assert_eq!(
-        messages[n - 1],
-        json!({"role": "tool", "tool_call_id": "call_fake1x1",
-               "content": "{\"output\":\"Echo: from a local model\"}"})
+        lines[2],
+        format!("</{}>", &lines[0][1..lines[0].find(' ').unwrap()])
     );
 }
 

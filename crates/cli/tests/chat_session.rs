@@ -10,6 +10,20 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 use switchboard_gemini::fake::{FakeGemini, FakeTurn, last_function_responses};
 
+/// The server's text inside the untrusted-data wrapper of a tool result (the model
+/// quotes the data, not the tags).
+fn inner(wrapped: &str) -> String {
+    let lines: Vec<&str> = wrapped.lines().collect();
+    match lines.as_slice() {
+        [open, body @ .., close]
+            if open.starts_with("<untrusted-data-") && close.starts_with("</untrusted-data-") =>
+        {
+            body.join("\n")
+        }
+        _ => wrapped.to_string(),
+    }
+}
+
 struct Tmux {
     socket: String,
 }
@@ -72,10 +86,7 @@ async fn interactive_session_matches_the_doc() {
         FakeTurn::call("mcp_demo_echo", json!({"message": "from the terminal"})),
         FakeTurn::dynamic(|req| {
             let frs = last_function_responses(req);
-            let out = frs[0]["response"]["output"]
-                .as_str()
-                .unwrap_or("?")
-                .to_string();
+            let out = inner(frs[0]["response"]["output"].as_str().unwrap_or("?"));
             FakeTurn::text(format!("The echo tool answered: {out}"))
         }),
     ])
@@ -175,18 +186,22 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
         FakeTurn::dynamic(|req| {
             FakeTurn::text(format!(
                 "one: {}",
-                last_function_responses(req)[0]["response"]["output"]
-                    .as_str()
-                    .unwrap_or("?")
+                inner(
+                    last_function_responses(req)[0]["response"]["output"]
+                        .as_str()
+                        .unwrap_or("?")
+                )
             ))
         }),
         FakeTurn::call("mcp_mine_echo", json!({"message": "second"})),
         FakeTurn::dynamic(|req| {
             FakeTurn::text(format!(
                 "two: {}",
-                last_function_responses(req)[0]["response"]["output"]
-                    .as_str()
-                    .unwrap_or("?")
+                inner(
+                    last_function_responses(req)[0]["response"]["output"]
+                        .as_str()
+                        .unwrap_or("?")
+                )
             ))
         }),
     ])

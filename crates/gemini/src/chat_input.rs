@@ -2,11 +2,14 @@
 //! app's chat): `/prompt args` runs an MCP prompt and sends its messages; `/prompt help`
 //! explains its arguments; `@server:uri` (or `@uri` of a listed resource) attaches the
 //! resource's content to the message. The parsing rules live in [`crate::commands`].
+//! Prompt messages and resource contents are server text: they are wrapped with the
+//! conversation's [`Untrusted`] marker ([`crate::chat::Chat::untrusted`]).
 
 use crate::commands::{
     PromptArg, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
 };
 use crate::types::Part;
+use crate::untrusted::{Kind, Untrusted};
 use base64::Engine as _;
 use serde_json::Value;
 use switchboard_host::{Host, ServerStatus};
@@ -22,7 +25,11 @@ pub enum Expanded {
 }
 
 /// Expands one line (see the module doc). Errors are for the person.
-pub async fn expand_input(host: &Host, line: &str) -> Result<Expanded, String> {
+pub async fn expand_input(
+    host: &Host,
+    line: &str,
+    untrusted: &Untrusted,
+) -> Result<Expanded, String> {
     if let Some(rest) = line.strip_prefix('/') {
         let (cmd, args) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
         if cmd == "help" {
@@ -62,6 +69,7 @@ pub async fn expand_input(host: &Host, line: &str) -> Result<Expanded, String> {
                     .await
                     .map_err(|e| format!("/{cmd}: {e}"))?;
                 let value = serde_json::to_value(&result).unwrap_or(Value::Null);
+                let source = format!("server `{}`, prompt `{}`", s.name, p.name);
                 let mut parts = Vec::new();
                 for m in value
                     .get("messages")
@@ -70,11 +78,18 @@ pub async fn expand_input(host: &Host, line: &str) -> Result<Expanded, String> {
                     .unwrap_or_default()
                 {
                     let content = m.get("content").cloned().unwrap_or(Value::Null);
-                    parts.extend(content_to_parts(&content));
+                    parts.extend(content_to_parts(&content, untrusted, Kind::Prompt, &source));
                 }
                 if parts.is_empty() {
                     return Err(format!("/{cmd}: the prompt has no text to send"));
                 }
+                parts.insert(
+                    0,
+                    Part::text(format!(
+                        "The user ran the prompt /{cmd} from MCP server `{}`; its messages follow.",
+                        s.name
+                    )),
+                );
                 return Ok(Expanded::Parts(parts));
             }
         }
@@ -106,9 +121,12 @@ pub async fn expand_input(host: &Host, line: &str) -> Result<Expanded, String> {
             .unwrap_or_default()
         {
             if let Some(text) = c.get("text").and_then(Value::as_str) {
+                let source = format!("server `{}`, resource {}", r.server, r.uri);
                 parts.push(Part::text(format!(
-                    "Content of {} ({}):\n{text}",
-                    r.token, r.uri
+                    "Content of {} ({}):\n{}",
+                    r.token,
+                    r.uri,
+                    untrusted.wrap(Kind::Resource, &source, text)
                 )));
             } else if let Some(blob) = c.get("blob").and_then(Value::as_str) {
                 let mime = c
@@ -126,8 +144,13 @@ pub async fn expand_input(host: &Host, line: &str) -> Result<Expanded, String> {
     Ok(Expanded::Parts(parts))
 }
 
-/// MCP content blocks → model parts.
-pub fn content_to_parts(content: &Value) -> Vec<Part> {
+/// MCP content blocks → model parts; text is wrapped as `kind` data from `source`.
+pub fn content_to_parts(
+    content: &Value,
+    untrusted: &Untrusted,
+    kind: Kind,
+    source: &str,
+) -> Vec<Part> {
     let blocks = match content {
         Value::Array(a) => a.clone(),
         other => vec![other.clone()],
@@ -135,12 +158,11 @@ pub fn content_to_parts(content: &Value) -> Vec<Part> {
     let mut parts = Vec::new();
     for b in blocks {
         match b.get("type").and_then(Value::as_str) {
-            Some("text") => parts.push(Part::text(
-                b.get("text")
-                    .and_then(Value::as_str)
-                    .unwrap_or("")
-                    .to_string(),
-            )),
+            Some("text") => parts.push(Part::text(untrusted.wrap(
+                kind,
+                source,
+                b.get("text").and_then(Value::as_str).unwrap_or(""),
+            ))),
             Some("image") | Some("audio") => {
                 let mime = b
                     .get("mimeType")
@@ -158,12 +180,18 @@ pub fn content_to_parts(content: &Value) -> Vec<Part> {
                 let res = b.get("resource").cloned().unwrap_or(Value::Null);
                 if let Some(t) = res.get("text").and_then(Value::as_str) {
                     let uri = res.get("uri").and_then(Value::as_str).unwrap_or("");
-                    parts.push(Part::text(format!("Resource {uri}:\n{t}")));
+                    parts.push(Part::text(format!(
+                        "Resource {uri}:\n{}",
+                        untrusted.wrap(kind, source, t)
+                    )));
                 }
             }
             Some("resource_link") => {
                 let uri = b.get("uri").and_then(Value::as_str).unwrap_or("");
-                parts.push(Part::text(format!("Resource Link: {uri}")));
+                parts.push(Part::text(format!(
+                    "Resource Link: {}",
+                    untrusted.wrap(kind, source, uri)
+                )));
             }
             _ => {}
         }

@@ -10,6 +10,8 @@
 //! - [`args`]: the argument check against a tool's own `inputSchema` before a call.
 //! - [`results`]: an MCP `CallToolResult` → Gemini `functionResponse` and parts, plus a
 //!   display form for the person.
+//! - [`untrusted`]: the marking of server text as untrusted data for the model (a
+//!   per-conversation nonce tag, the system rule), shared by both providers.
 //! - `fake` (cargo feature `fake`): a fake Gemini API server for tests.
 //! - [`openai`]: an OpenAI-compatible chat-completions provider (llama.cpp, Ollama,
 //!   vLLM…) behind the same [`ModelClient`] trait; `fake_openai` (feature `fake`): a
@@ -30,6 +32,7 @@ pub mod provider;
 pub mod results;
 pub mod schema;
 pub mod types;
+pub mod untrusted;
 
 pub use args::{ArgsChecker, check_args};
 pub use chat::{
@@ -53,3 +56,4 @@ pub use types::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest,
     GenerateResponse, Part, StreamAccumulator, Tool, ToolConfig,
 };
+pub use untrusted::Untrusted;

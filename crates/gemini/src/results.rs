@@ -17,6 +17,10 @@
 //! - A result longer than the limit is cut, with an explicit note saying how much was
 //!   left out — never silently. Media types the model cannot take are described in
 //!   text instead of being sent.
+//! - What this module builds is still the server's raw text: the chat loop passes the
+//!   response through [`crate::untrusted::Untrusted::mark_response`] before it reaches
+//!   the model (text wrapped in the conversation's untrusted-data tags, JSON kept
+//!   structured); `display` stays unwrapped for the person.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};

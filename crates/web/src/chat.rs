@@ -228,7 +228,7 @@ async fn send_inner(state: AppState, req: SendRequest) -> ApiResult<Response> {
         for c in contexts {
             chat.add_model_context(c);
         }
-        match expand_input(&host_now, req.message.trim()).await {
+        match expand_input(&host_now, req.message.trim(), chat.untrusted()).await {
             Err(e) => {
                 let _ = tx.send(json!({"type": "error", "message": e}));
             }
