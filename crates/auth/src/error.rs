@@ -127,6 +127,10 @@ pub enum AuthError {
     /// The token store could not be read or written.
     #[error("token store {}: {reason}", .path.display())]
     Store { path: PathBuf, reason: String },
+    /// The token store (or its lock file) could not be replaced safely, e.g. it is a
+    /// symbolic link.
+    #[error("token store: {0}")]
+    StoreFile(#[from] switchboard_config::ReplaceError),
     /// A setting is missing or wrong.
     #[error("{0}")]
     Config(String),

@@ -88,7 +88,10 @@ fn json_output_keeps_the_exact_strings() {
     let v: Value = serde_json::from_slice(&call.stdout).unwrap();
     let text = v["content"][0]["text"].as_str().unwrap();
     assert!(text.starts_with("result \u{1b}]52;c;"), "{text:?}");
-    assert!(text.contains("\rFAKE OK\u{8}\u{8} \u{202e}txt.exe"), "{text:?}");
+    assert!(
+        text.contains("\rFAKE OK\u{8}\u{8} \u{202e}txt.exe"),
+        "{text:?}"
+    );
     let raw = String::from_utf8_lossy(&call.stdout);
     assert!(!raw.contains('\u{1b}') && !raw.contains('\r'), "{raw}");
 }
