@@ -644,6 +644,7 @@ impl AuthManager {
             secret: l.client_secret.clone(),
             method,
             key,
+            issuer: l.issuer.clone(),
         })
     }
 
@@ -841,6 +842,7 @@ impl AuthManager {
                     secret: sa.oauth.client_secret.clone(),
                     method,
                     key,
+                    issuer: issuer.clone(),
                 };
                 let scope = scope_override
                     .or_else(|| sa.configured_scope())
@@ -946,6 +948,7 @@ impl AuthManager {
             secret: None,
             method: AuthMethod::None,
             key: None,
+            issuer: None,
         };
         let resp = request_token(
             &self.inner.http,
@@ -1185,6 +1188,7 @@ impl AuthManager {
             secret,
             method,
             key,
+            issuer: Some(meta.issuer.clone()),
         };
 
         let pkce = pkce()?;
