@@ -50,7 +50,8 @@ pub use error::AuthError;
 pub use google::{DEFAULT_GOOGLE_SCOPES, GOOGLE_TOKEN_URI, adc_path};
 pub use manager::{
     AuthManager, AuthSummary, Authorization, CompletedAuthorization, Grant, LoginOptions,
-    LoginReport, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations, ServerAuth,
+    LoginReport, MAX_AUTHORIZATIONS, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations,
+    ServerAuth,
 };
 pub use store::{
     KEYRING_SERVICE, REFRESH_MARGIN, SecretBackend, Stamp, StoreLock, StoredLogin, TOKEN_FILE,
