@@ -127,6 +127,10 @@ pub enum AuthError {
     /// The token store could not be read or written.
     #[error("token store {}: {reason}", .path.display())]
     Store { path: PathBuf, reason: String },
+    /// The token store (or its lock file) could not be replaced safely, e.g. it is a
+    /// symbolic link.
+    #[error("token store: {0}")]
+    StoreFile(#[from] switchboard_config::ReplaceError),
     /// A setting is missing or wrong.
     #[error("{0}")]
     Config(String),
@@ -143,9 +147,15 @@ pub enum AuthError {
     NotProtected { url: String, status: u16 },
     /// Step-up authorization was attempted too often.
     #[error(
-        "`{server}` still answers `insufficient_scope` after {attempts} re-authorizations; giving up"
+        "`{server}` still answers 403 insufficient_scope (it asks for scope \"{}\") after {attempts} authorizations; giving up. Your account may not be allowed that scope: ask the server's administrator, or log in again with `switchboard mcp login {server} --scope \"{}\"`",
+        sanitize(scope),
+        sanitize(scope)
     )]
-    StepUpExhausted { server: String, attempts: u32 },
+    StepUpExhausted {
+        server: String,
+        scope: String,
+        attempts: u32,
+    },
 }
 
 fn fmt_code(code: &Option<String>) -> String {

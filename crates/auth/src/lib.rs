@@ -27,6 +27,7 @@
 //! Tokens never appear in logs, `Debug` output or error messages.
 
 mod browser;
+mod browser_client;
 mod callback;
 mod challenge;
 mod crypto;
@@ -41,6 +42,9 @@ mod store;
 mod token;
 
 pub use browser::open_in_browser;
+pub use browser_client::{
+    BrowserClientConfig, BrowserClientOptions, FALLBACK_CLIENT_ID, OAuthDiscovery,
+};
 pub use callback::{CallbackListener, CallbackParams, DEFAULT_REDIRECT_URI};
 pub use challenge::{BearerChallenge, Challenge, parse_challenges};
 pub use discovery::{
@@ -50,7 +54,8 @@ pub use error::AuthError;
 pub use google::{DEFAULT_GOOGLE_SCOPES, GOOGLE_TOKEN_URI, adc_path};
 pub use manager::{
     AuthManager, AuthSummary, Authorization, CompletedAuthorization, Grant, LoginOptions,
-    LoginReport, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations, ServerAuth,
+    LoginReport, MAX_AUTHORIZATIONS, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations,
+    ServerAuth,
 };
 pub use store::{
     KEYRING_SERVICE, REFRESH_MARGIN, SecretBackend, Stamp, StoreLock, StoredLogin, TOKEN_FILE,
@@ -77,5 +82,28 @@ impl DiscoveryClient {
         overrides: &Overrides,
     ) -> Result<Discovery, AuthError> {
         discovery::discover(&self.0, server, server_url, challenge, overrides).await
+    }
+
+    /// Everything a browser needs to start an authorization-code login with `server`
+    /// at `server_url` after its 401 (`www_authenticate`): discovery, then the
+    /// client (configured, registered for `redirect_uri`, or [`FALLBACK_CLIENT_ID`]).
+    /// GemiHub's `oauthDiscovery` object; it holds no secret.
+    pub async fn browser_client(
+        &self,
+        server: &str,
+        server_url: &str,
+        www_authenticate: Option<&str>,
+        redirect_uri: &str,
+        options: &BrowserClientOptions,
+    ) -> Result<OAuthDiscovery, AuthError> {
+        browser_client::browser_client(
+            &self.0,
+            server,
+            server_url,
+            www_authenticate,
+            redirect_uri,
+            options,
+        )
+        .await
     }
 }

@@ -16,8 +16,10 @@
 //!   the same discovery, registration, PKCE and exchange, with the verifier, client
 //!   secret and resource held in [`PendingAuthorizations`] keyed by `state` for
 //!   [`PENDING_TTL`], each usable once.
-//! - **Step-up**: a 403 `insufficient_scope` re-authorizes with the wider scope (at
-//!   most 3 times per server and process); interactively only when a login UI is set.
+//! - **Step-up**: a 403 `insufficient_scope` re-authorizes with the wider scope: at
+//!   most 3 authorizations in all, counting the login that started it (so 2 step-ups
+//!   per server and process until the next login; each request is bounded the same
+//!   way by the connection); interactively only when a login UI is set.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -42,8 +44,14 @@ use crate::token::{
     choose_auth_method, register, request_token,
 };
 
-/// How many step-up re-authorizations one server gets per process.
-pub const MAX_STEP_UPS: u32 = 3;
+/// How many authorizations a server gets while it keeps answering 403
+/// `insufficient_scope`, counting the login (or saved token) that started it: after a
+/// login, at most `MAX_AUTHORIZATIONS - 1` step-ups per server and process (the count
+/// starts again at the next login). Each request is bounded the same way by the
+/// connection.
+pub const MAX_AUTHORIZATIONS: u32 = 3;
+/// How many step-up re-authorizations follow the login that started them.
+pub const MAX_STEP_UPS: u32 = MAX_AUTHORIZATIONS - 1;
 /// `grantType` value for Google ADC logins in the store.
 const GOOGLE_GRANT: &str = "google_credentials";
 /// The ID-JAG token type (draft-ietf-oauth-identity-assertion-authz-grant).
@@ -644,6 +652,7 @@ impl AuthManager {
             secret: l.client_secret.clone(),
             method,
             key,
+            issuer: l.issuer.clone(),
         })
     }
 
@@ -841,6 +850,7 @@ impl AuthManager {
                     secret: sa.oauth.client_secret.clone(),
                     method,
                     key,
+                    issuer: issuer.clone(),
                 };
                 let scope = scope_override
                     .or_else(|| sa.configured_scope())
@@ -946,6 +956,7 @@ impl AuthManager {
             secret: None,
             method: AuthMethod::None,
             key: None,
+            issuer: None,
         };
         let resp = request_token(
             &self.inner.http,
@@ -1185,6 +1196,7 @@ impl AuthManager {
             secret,
             method,
             key,
+            issuer: Some(meta.issuer.clone()),
         };
 
         let pkce = pkce()?;
@@ -1365,7 +1377,8 @@ impl AuthManager {
     }
 
     /// The server answered 403 `insufficient_scope`: re-authorize with the wider
-    /// scope (at most [`MAX_STEP_UPS`] times per server).
+    /// scope (at most [`MAX_STEP_UPS`] times per server after its login, which makes
+    /// [`MAX_AUTHORIZATIONS`] with it).
     pub async fn step_up(
         &self,
         server: &str,
@@ -1383,14 +1396,15 @@ impl AuthManager {
             *n += 1;
             *n
         };
+        let current = self.saved(server, url)?.and_then(|l| l.token.scope);
+        let wider = union_scope(current.as_deref(), challenge.scope.as_deref());
         if attempts > MAX_STEP_UPS {
             return Err(AuthError::StepUpExhausted {
                 server: server.into(),
-                attempts: MAX_STEP_UPS,
+                scope: wider.unwrap_or_else(|| "unknown".into()),
+                attempts: MAX_AUTHORIZATIONS,
             });
         }
-        let current = self.saved(server, url)?.and_then(|l| l.token.scope);
-        let wider = union_scope(current.as_deref(), challenge.scope.as_deref());
         let grant = sa.grant()?;
         let _one = self.inner.renewing.lock().await;
         let login = if grant.is_machine() {

@@ -3,7 +3,9 @@
 //! tokenType, scope}`, `clientId`, `tokenUrl`, `mcpServerUrl`, `updatedAt`) plus
 //! Switchboard's fields (client secret, grant, auth method, resource, issuer).
 //!
-//! - The file is mode 0600 and replaced atomically (temp file, fsync, rename).
+//! - The file is mode 0600 and replaced atomically with [`switchboard_config::replace_file`]
+//!   (a random `create_new`/`O_NOFOLLOW` temp file, fsync, rename). A token file or
+//!   lock file that is a symbolic link is refused, never written or locked through.
 //! - Every change happens under an exclusive `flock` on `mcp-oauth-tokens.json.lock`,
 //!   held across read → network → write by [`StoreLock`], so two processes refreshing
 //!   a rotating refresh token at once never lose it: the second one waits, re-reads and
@@ -17,16 +19,17 @@
 //!   the login is written to the file whole, with a warning: a token is never dropped.
 
 use std::fmt;
-use std::fs::{self, File, OpenOptions};
-use std::io::Write as _;
+use std::fs::{self, File};
 use std::os::fd::AsRawFd;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use switchboard_config::{Replace, replace_file};
 
 use crate::error::AuthError;
 
@@ -407,6 +410,7 @@ impl TokenStore {
 
     /// The entries as they are in the file.
     fn load_raw(&self) -> Result<Vec<StoredLogin>, AuthError> {
+        switchboard_config::refuse_symlink(&self.path)?;
         let text = match fs::read_to_string(&self.path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -439,18 +443,9 @@ impl TokenStore {
                 self.error(format!("cannot create the folder {}: {e}", dir.display()))
             })?;
         }
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .mode(0o600)
-            .open(&self.lock_path)
-            .map_err(|e| {
-                self.error(format!(
-                    "cannot open the lock file {}: {e}",
-                    self.lock_path.display()
-                ))
-            })?;
+        // A link in the lock file's place is refused (`O_NOFOLLOW`), never locked
+        // or created through.
+        let file = switchboard_config::open_owned(&self.lock_path, 0o600)?;
         let start = tokio::time::Instant::now();
         loop {
             match try_flock(&file) {
@@ -491,31 +486,12 @@ impl TokenStore {
             .unwrap_or(Path::new("."));
         create_private_dir(dir)
             .map_err(|e| self.error(format!("cannot create the folder {}: {e}", dir.display())))?;
-        let text = serde_json::to_string_pretty(entries)
+        let mut text = serde_json::to_string_pretty(entries)
             .map_err(|e| self.error(format!("cannot encode it: {e}")))?;
-        let mut tmp_name = self.path.clone().into_os_string();
-        tmp_name.push(format!(".tmp.{}", std::process::id()));
-        let tmp = PathBuf::from(tmp_name);
-        let result = (|| -> std::io::Result<()> {
-            let mut f = OpenOptions::new()
-                .create(true)
-                .truncate(true)
-                .write(true)
-                .mode(0o600)
-                .open(&tmp)?;
-            f.write_all(text.as_bytes())?;
-            f.write_all(b"\n")?;
-            f.sync_all()?;
-            fs::rename(&tmp, &self.path)?;
-            if let Ok(d) = File::open(dir) {
-                let _ = d.sync_all();
-            }
-            Ok(())
-        })();
-        if let Err(e) = result {
-            let _ = fs::remove_file(&tmp);
-            return Err(self.error(format!("cannot write it: {e}")));
-        }
+        text.push('\n');
+        // A random `create_new`/`O_NOFOLLOW` 0600 temporary file, fsync, rename; a
+        // token file that is a symbolic link is refused.
+        replace_file(&self.path, text.as_bytes(), Replace::SECRET)?;
         Ok(())
     }
 }
@@ -890,6 +866,78 @@ mod tests {
         } else {
             assert_eq!(chosen.secrets_in(), "file");
         }
+    }
+
+    fn victim(dir: &Path) -> PathBuf {
+        let v = dir.join("victim.txt");
+        fs::write(&v, "precious").unwrap();
+        v
+    }
+
+    /// A link placed at the token path: refused on write and read, its target untouched.
+    #[tokio::test]
+    async fn a_symlinked_token_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = victim(dir.path());
+        let store = TokenStore::in_home(&dir.path().join("home"));
+        fs::create_dir_all(dir.path().join("home")).unwrap();
+        std::os::unix::fs::symlink(&victim, store.path()).unwrap();
+        let e = store
+            .put(login("a", "tok-a"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link"), "{e}");
+        assert!(e.contains(&store.path().display().to_string()), "{e}");
+        assert!(e.contains("remove the link"), "{e}");
+        assert!(store.load("a").is_err());
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(
+            fs::symlink_metadata(store.path())
+                .unwrap()
+                .file_type()
+                .is_symlink()
+        );
+    }
+
+    /// A link placed at the temp path the store used to use (`<file>.tmp.<pid>`) is
+    /// never opened: the victim is untouched, the token file is a 0600 regular file.
+    #[tokio::test]
+    async fn a_link_at_a_predictable_temp_path_is_not_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = victim(dir.path());
+        let store = TokenStore::in_home(dir.path());
+        let mut tmp = store.path().as_os_str().to_owned();
+        tmp.push(format!(".tmp.{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &tmp).unwrap();
+        store.put(login("a", "tok-a")).await.unwrap();
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        let meta = fs::symlink_metadata(store.path()).unwrap();
+        assert!(meta.file_type().is_file());
+        assert_eq!(meta.permissions().mode() & 0o777, 0o600);
+        assert_eq!(
+            store.load("a").unwrap().unwrap().token.access_token,
+            "tok-a"
+        );
+    }
+
+    /// A link in the lock file's place is refused, never locked or created through.
+    #[tokio::test]
+    async fn a_symlinked_lock_file_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = victim(dir.path());
+        let store = TokenStore::in_home(dir.path());
+        let mut lock = store.path().as_os_str().to_owned();
+        lock.push(".lock");
+        std::os::unix::fs::symlink(&victim, &lock).unwrap();
+        let e = store
+            .put(login("a", "tok-a"))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("symbolic link") && e.contains(".lock"), "{e}");
+        assert_eq!(fs::read_to_string(&victim).unwrap(), "precious");
+        assert!(!store.path().exists());
     }
 
     #[tokio::test]

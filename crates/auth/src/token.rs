@@ -112,6 +112,11 @@ pub struct ClientCreds {
     pub secret: Option<String>,
     pub method: AuthMethod,
     pub key: Option<Arc<SigningKey>>,
+    /// The authorization server's issuer identifier (from its RFC 8414 metadata): the
+    /// `aud` of a `private_key_jwt` client assertion. `None` only when no metadata was
+    /// read (`oauth.tokenUrl` configured); the assertion is then addressed to the token
+    /// endpoint URL, which RFC 7523 §3 also allows.
+    pub issuer: Option<String>,
 }
 
 impl std::fmt::Debug for ClientCreds {
@@ -120,6 +125,7 @@ impl std::fmt::Debug for ClientCreds {
             .field("id", &self.id)
             .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
             .field("method", &self.method)
+            .field("issuer", &self.issuer)
             .finish_non_exhaustive()
     }
 }
@@ -157,7 +163,7 @@ impl TokenResponse {
 /// The parameters and headers that authenticate `client`.
 fn client_auth(
     client: &ClientCreds,
-    audience: &str,
+    token_url: &str,
     form: &mut Vec<(String, String)>,
 ) -> Result<Option<String>, AuthError> {
     form.push(("client_id".into(), client.id.clone()));
@@ -176,6 +182,9 @@ fn client_auth(
             let key = client.key.as_ref().ok_or_else(|| {
                 AuthError::Config("`private_key_jwt` needs `oauth.privateKeyFile`".into())
             })?;
+            // RFC 7523bis / the MCP authorization guidance: the audience is the
+            // authorization server's issuer identifier, not its token endpoint.
+            let audience = client.issuer.as_deref().unwrap_or(token_url);
             let now = now_ms() / 1000;
             let claims = json!({
                 "iss": client.id,

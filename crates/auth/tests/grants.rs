@@ -383,6 +383,96 @@ async fn private_key_jwt_es256_client_assertion() {
     );
 }
 
+/// A fresh ES256 key: its public key and a PKCS#8 PEM file holding the private key.
+fn es256_key(dir: &std::path::Path) -> (Vec<u8>, std::path::PathBuf) {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+    let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
+    let key_file = dir.join("client-key.pem");
+    std::fs::write(
+        &key_file,
+        format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            STANDARD.encode(pkcs8.as_ref())
+        ),
+    )
+    .unwrap();
+    (pair.public_key().as_ref().to_vec(), key_file)
+}
+
+/// With the authorization server's metadata read (after the server's 401), the client
+/// assertion is addressed to the issuer identifier, not to the token endpoint: a strict
+/// authorization server (RFC 7523bis) accepts it.
+#[tokio::test]
+async fn private_key_jwt_audience_is_the_issuer() {
+    let dir = tempfile::tempdir().unwrap();
+    let (public, key_file) = es256_key(dir.path());
+    let auds: Arc<Mutex<Vec<Value>>> = Arc::default();
+    let seen_auds = auds.clone();
+    let base = serve(move |base| {
+        let issuer = base.clone();
+        resource_routes(&base, None, None)
+            .merge(metadata_route(as_metadata(
+                &base,
+                json!({
+                    "grant_types_supported": ["client_credentials"],
+                    "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+                    "token_endpoint_auth_signing_alg_values_supported": ["ES256"],
+                }),
+            )))
+            .route(
+                "/token",
+                post(move |body: String| {
+                    let (auds, public, issuer) =
+                        (seen_auds.clone(), public.clone(), issuer.clone());
+                    async move {
+                        let form: HashMap<String, String> =
+                            url::form_urlencoded::parse(body.as_bytes())
+                                .into_owned()
+                                .collect();
+                        let Some(assertion) = form.get("client_assertion") else {
+                            return oauth_error("invalid_client", "no client assertion");
+                        };
+                        let (_, claims, sig, input) = decode_jwt(assertion);
+                        let key = UnparsedPublicKey::new(&ECDSA_P256_SHA256_FIXED, &public);
+                        if key.verify(input.as_bytes(), &sig).is_err() {
+                            return oauth_error("invalid_client", "bad signature");
+                        }
+                        auds.lock().unwrap().push(claims["aud"].clone());
+                        if claims["aud"] != issuer.as_str() {
+                            return oauth_error("invalid_client", "aud is not the issuer");
+                        }
+                        token_json("issuer-aud-token")
+                    }
+                }),
+            )
+    })
+    .await;
+    let m = manager(dir.path());
+    let url = format!("{base}/mcp");
+    m.add_server(machine_server(
+        "pk",
+        &url,
+        OAuthConfig {
+            grant_type: Some("client_credentials".into()),
+            client_id: Some("pk-client".into()),
+            token_endpoint_auth_method: Some("private_key_jwt".into()),
+            private_key_file: Some(key_file.display().to_string()),
+            signing_algorithm: Some("ES256".into()),
+            ..Default::default()
+        },
+    ));
+    let r = m.login("pk", &url, &login_opts(following_browser())).await;
+    let auds = auds.lock().unwrap().clone();
+    assert!(r.is_ok(), "{r:?} audiences sent: {auds:?}");
+    assert_eq!(auds, vec![Value::from(base.clone())]);
+    assert_ne!(auds[0], Value::from(format!("{base}/token")));
+    assert_eq!(
+        m.token("pk", &url).await.unwrap().as_deref(),
+        Some("issuer-aud-token")
+    );
+}
+
 #[tokio::test]
 async fn enterprise_jwt_bearer_with_an_id_jag() {
     let log: Log = Arc::default();

@@ -615,7 +615,17 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
     }
     notifier.abort();
     if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
-        let _ = ed.save_history(path);
+        // The line editor writes the file in place: never through a link put there.
+        match switchboard_config::refuse_symlink(path) {
+            Ok(()) => {
+                // What was typed may hold secrets: the user's eyes only.
+                use std::os::unix::fs::PermissionsExt as _;
+                if ed.save_history(path).is_ok() {
+                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+                }
+            }
+            Err(e) => errln!("chat history not saved: {e}"),
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

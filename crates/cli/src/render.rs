@@ -115,7 +115,19 @@ fn save_binary(kind: &str, mime: &str, data: &str) -> String {
         extension(mime)
     );
     let path = dir.join(name);
-    match std::fs::write(&path, &bytes) {
+    // The temp folder is shared: create the file new (never through a placed link),
+    // readable by the user only.
+    let written = {
+        use std::io::Write as _;
+        use std::os::unix::fs::OpenOptionsExt as _;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| f.write_all(&bytes))
+    };
+    match written {
         Ok(()) => format!(
             "[{kind}: {mime}, {} bytes, saved to {}]",
             bytes.len(),

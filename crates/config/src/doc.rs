@@ -9,16 +9,14 @@
 //! in the same directory, is flushed to disk (`fsync`), then renamed over the
 //! original. A new file gets mode 0600 on Unix; an existing file keeps its mode.
 
-use std::fs;
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::{Map, Value};
 
 use crate::error::ConfigError;
 use crate::jsonc;
 use crate::raw::type_name;
+use crate::replace::{Replace, replace_file};
 
 /// The user settings file: `<home>/settings.json` (`home` is `$SWITCHBOARD_HOME`,
 /// by default `~/.switchboard`).
@@ -162,64 +160,11 @@ impl SettingsDoc {
     }
 }
 
-static TMP_COUNTER: AtomicU64 = AtomicU64::new(0);
-
-/// Writes `bytes` to `path` via a temporary file in the same directory, `fsync`
-/// and rename. Follows a symlink at `path` (the link's target is replaced).
+/// Writes `bytes` to `path` with [`replace_file`] ([`Replace::SETTINGS`]: a random
+/// `create_new`/`O_NOFOLLOW` temporary file, `fsync`, rename; a symlink at `path` is
+/// resolved and its target replaced, the link kept).
 pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ConfigError> {
-    let werr = |source: std::io::Error| ConfigError::Write {
-        path: path.to_path_buf(),
-        source,
-    };
-    let target = match fs::symlink_metadata(path) {
-        Ok(m) if m.file_type().is_symlink() => fs::canonicalize(path).map_err(werr)?,
-        _ => path.to_path_buf(),
-    };
-    let dir = match target.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    fs::create_dir_all(&dir).map_err(werr)?;
-    let existing_perms = fs::metadata(&target).ok().map(|m| m.permissions());
-    let file_name = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "settings.json".into());
-    let tmp = dir.join(format!(
-        ".{file_name}.tmp-{}-{}",
-        std::process::id(),
-        TMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| -> std::io::Result<()> {
-        let mut opts = fs::OpenOptions::new();
-        opts.write(true).create_new(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt;
-            opts.mode(0o600);
-        }
-        let mut f = opts.open(&tmp)?;
-        f.write_all(bytes)?;
-        if let Some(perms) = &existing_perms {
-            f.set_permissions(perms.clone())?;
-        }
-        f.sync_all()?;
-        drop(f);
-        fs::rename(&tmp, &target)?;
-        #[cfg(unix)]
-        {
-            // Make the rename durable; failure here is not worth failing the save.
-            if let Ok(d) = fs::File::open(&dir) {
-                let _ = d.sync_all();
-            }
-        }
-        Ok(())
-    })();
-    if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
-        return Err(werr(e));
-    }
-    Ok(())
+    Ok(replace_file(path, bytes, Replace::SETTINGS)?)
 }
 
 #[cfg(test)]
@@ -227,6 +172,7 @@ mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
+    use std::fs;
 
     fn only_file(dir: &Path) -> Vec<String> {
         let mut v: Vec<String> = fs::read_dir(dir)

@@ -29,6 +29,9 @@ pub enum ConfigError {
         #[source]
         source: io::Error,
     },
+    /// A file could not be replaced (see [`crate::replace_file`]).
+    #[error(transparent)]
+    Replace(#[from] crate::replace::ReplaceError),
     /// A file is not valid JSON (after comments and trailing commas were removed).
     #[error("{}:{line}:{column}: invalid JSON: {message}", path.display())]
     Parse {

@@ -12,6 +12,7 @@ mod load;
 mod mask;
 mod raw;
 mod references;
+mod replace;
 mod server;
 mod suggest;
 mod trust;
@@ -24,6 +25,7 @@ pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Set
 pub use mask::{is_secret_name, mask_secret};
 pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
 pub use references::{EXPANDED_FIELDS, LocalReference, escape_vars, local_references};
+pub use replace::{Links, Replace, ReplaceError, open_owned, refuse_symlink, replace_file};
 pub use server::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport,
 };

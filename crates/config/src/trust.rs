@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::doc::atomic_write;
 use crate::error::ConfigError;
 use crate::jsonc;
+use crate::replace::{Replace, replace_file};
 
 /// `<home>/trustedFolders.json`.
 pub fn trusted_folders_path(home: &Path) -> PathBuf {
@@ -147,7 +147,8 @@ fn edit_list(home: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> Result<(), Conf
             source: std::io::Error::other(e),
         })?;
     text.push('\n');
-    atomic_write(&file, text.as_bytes())
+    // Switchboard's own file: a link in its place is refused, not followed.
+    Ok(replace_file(&file, text.as_bytes(), Replace::OWNED)?)
 }
 
 #[cfg(test)]

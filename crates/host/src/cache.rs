@@ -45,12 +45,10 @@ pub(crate) fn save(path: &Path, hints: &HashMap<String, TransportKind>) -> std::
         .map(|(u, k)| (u.clone(), serde_json::Value::String(kind_name(*k).into())))
         .collect();
     let text = serde_json::to_string_pretty(&serde_json::Value::Object(map))?;
-    if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
-    }
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    std::fs::write(&tmp, text)?;
-    std::fs::rename(&tmp, path)
+    // Switchboard's own file: random `create_new`/`O_NOFOLLOW` temp file, fsync,
+    // rename; a link in its place is refused.
+    switchboard_config::replace_file(path, text.as_bytes(), switchboard_config::Replace::OWNED)
+        .map_err(std::io::Error::other)
 }
 
 #[cfg(test)]
@@ -70,5 +68,27 @@ mod tests {
         assert_eq!(load(&p), h);
         std::fs::write(&p, "not json").unwrap();
         assert!(load(&p).is_empty());
+    }
+
+    #[test]
+    fn links_are_never_written_through() {
+        let dir = tempfile::tempdir().unwrap();
+        let victim = dir.path().join("victim");
+        std::fs::write(&victim, "precious").unwrap();
+        let p = dir.path().join("c.json");
+        let mut h = HashMap::new();
+        h.insert("http://a/sse".to_string(), TransportKind::Sse);
+        // A link at the temp path the cache used to use: not followed.
+        let old_tmp = p.with_extension(format!("tmp{}", std::process::id()));
+        std::os::unix::fs::symlink(&victim, &old_tmp).unwrap();
+        save(&p, &h).unwrap();
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
+        assert_eq!(load(&p), h);
+        // A link in the cache's place: refused, with the path in the error.
+        std::fs::remove_file(&p).unwrap();
+        std::os::unix::fs::symlink(&victim, &p).unwrap();
+        let e = save(&p, &h).unwrap_err().to_string();
+        assert!(e.contains("symbolic link") && e.contains("c.json"), "{e}");
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
     }
 }

@@ -1,7 +1,8 @@
 //! Bearer tokens for HTTP servers: the [`TokenSource`] a connection asks before each
 //! request, and the Streamable HTTP client wrapper that sends the token and reacts to
 //! the server's verdict (401: refresh once and retry; 403 `insufficient_scope`: ask
-//! for a wider scope and retry, as often as the source allows).
+//! for a wider scope and retry, at most [`MAX_AUTHORIZATIONS`] authorizations in all
+//! per request, the token it started with included).
 //!
 //! The source is asked on every request, so a token refreshed in the background (or
 //! by another process) is picked up without reconnecting. Nothing here logs a token.
@@ -66,8 +67,55 @@ pub trait TokenSource: Send + Sync {
     }
 }
 
-/// How many step-up retries one request may make (the source bounds them too).
-const MAX_STEP_UPS: usize = 3;
+/// How many authorizations one request (one user action) may cost in total while the
+/// server keeps answering 403 `insufficient_scope`. The token the request started with
+/// (from the login that started it, or saved) counts as the first, so at most
+/// `MAX_AUTHORIZATIONS - 1` step-ups follow; then the request fails with an error naming
+/// the server and the scope. The token source bounds step-ups too.
+pub(crate) const MAX_AUTHORIZATIONS: usize = 3;
+
+/// The value of `param` in a `WWW-Authenticate: Bearer ...` header, control
+/// characters dropped and cut to a printable length (it is the server's text).
+fn challenge_param(header: &str, param: &str) -> Option<String> {
+    let lower = header.to_ascii_lowercase();
+    let mut from = 0;
+    while let Some(at) = lower[from..].find(param) {
+        let start = from + at;
+        from = start + param.len();
+        let before = lower[..start].trim_end();
+        let boundary = before.is_empty() || before.ends_with(',') || before.ends_with("bearer");
+        let rest = lower[from..].trim_start();
+        if !boundary || !rest.starts_with('=') {
+            continue;
+        }
+        let value_at = header.len() - rest.len() + 1;
+        let value = header[value_at..].trim_start();
+        let value = match value.strip_prefix('"') {
+            Some(v) => v.split('"').next().unwrap_or(""),
+            None => value.split([',', ' ']).next().unwrap_or(""),
+        };
+        let clean: String = value
+            .chars()
+            .filter(|c| !c.is_control())
+            .take(200)
+            .collect();
+        return Some(clean);
+    }
+    None
+}
+
+/// The error when step-up gave up: the server, the scope it asks for, what to do.
+fn scope_exhausted(server: &str, www_authenticate: &str) -> String {
+    let server: String = server.chars().filter(|c| !c.is_control()).collect();
+    match challenge_param(www_authenticate, "scope").filter(|s| !s.is_empty()) {
+        Some(scope) => format!(
+            "`{server}` still answers 403 insufficient_scope (it asks for scope \"{scope}\") after {MAX_AUTHORIZATIONS} authorizations for this request; giving up. Your account may not be allowed that scope: ask the server's administrator, or log in again with `switchboard mcp login {server} --scope \"{scope}\"`"
+        ),
+        None => format!(
+            "`{server}` still answers 403 insufficient_scope (it names no scope) after {MAX_AUTHORIZATIONS} authorizations for this request; giving up. Ask the server's administrator which scope the request needs"
+        ),
+    }
+}
 
 /// The Streamable HTTP client every connection uses: plain reqwest without a token
 /// source; with one, the token is fetched per request and 401/403 are acted on.
@@ -167,7 +215,13 @@ impl TokenHttpClient {
                         Err(message) => return Err(self.fail(message)),
                     }
                 }
-                Err(StreamableHttpError::InsufficientScope(e)) if step_ups < MAX_STEP_UPS => {
+                Err(StreamableHttpError::InsufficientScope(e)) => {
+                    // The token this request started with was authorization 1.
+                    if step_ups + 1 >= MAX_AUTHORIZATIONS {
+                        return Err(
+                            self.fail(scope_exhausted(&auth.server, &e.www_authenticate_header))
+                        );
+                    }
                     step_ups += 1;
                     let wider = auth
                         .source
@@ -298,5 +352,36 @@ impl StreamableHttpClient for TokenHttpClient {
             )
         })
         .await
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, clippy::expect_used)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scope_from_the_challenge() {
+        let h =
+            r#"Bearer error="insufficient_scope", scope="mcp mcp:admin", resource_metadata="x""#;
+        assert_eq!(
+            challenge_param(h, "scope").as_deref(),
+            Some("mcp mcp:admin")
+        );
+        assert_eq!(
+            challenge_param("Bearer scope=a, error=x", "scope").as_deref(),
+            Some("a")
+        );
+        assert_eq!(challenge_param(r#"Bearer xscope="no""#, "scope"), None);
+        assert_eq!(
+            challenge_param("Bearer scope=\"a\u{1b}[31mb\"", "scope").as_deref(),
+            Some("a[31mb")
+        );
+        let m = scope_exhausted("srv", h);
+        assert!(
+            m.contains("`srv`") && m.contains("\"mcp mcp:admin\""),
+            "{m}"
+        );
+        assert!(m.contains("switchboard mcp login srv --scope"), "{m}");
     }
 }

@@ -279,13 +279,10 @@ pub fn save_run(home: &Path, log: &mut RunLog) -> std::io::Result<PathBuf> {
     }
     log.id = id.clone();
     let text = serde_json::to_string_pretty(log).map_err(std::io::Error::other)?;
-    let tmp = dir.join(format!(".{id}.json.{}.tmp", std::process::id()));
-    std::fs::write(&tmp, text)?;
     let path = dir.join(format!("{id}.json"));
-    if let Err(e) = std::fs::rename(&tmp, &path) {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(e);
-    }
+    // Random `create_new`/`O_NOFOLLOW` temp file, fsync, rename; a link refused.
+    switchboard_config::replace_file(&path, text.as_bytes(), switchboard_config::Replace::OWNED)
+        .map_err(std::io::Error::other)?;
     prune(&dir, MAX_RUNS);
     Ok(path)
 }

@@ -10,8 +10,9 @@
 //! - connected and listed: 200 `{success:true, message:"Connected. Found N tool(s).",
 //!   tools}`;
 //! - the server wants authorization (HTTP 401): 200 `{success:false, needsOAuth:true,
-//!   message:"Server requires OAuth authentication."}` (plus `oauthDiscovery` once an
-//!   OAuth provider is wired in: see [`oauth_discovery`]);
+//!   message:"Server requires OAuth authentication.", oauthDiscovery?:{config:{clientId,
+//!   authorizationUrl, tokenUrl, scopes, resource?}, registrationUrl?}}` (see
+//!   [`oauth_discovery`]; when discovery fails, `oauthDiscoveryError` says why instead);
 //! - anything else: 500 `{success:false, message, error}`.
 //!
 //! Tokens never appear in the answer.
@@ -20,16 +21,18 @@ use std::time::Duration;
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use indexmap::IndexMap;
 use serde::Deserialize;
 use serde_json::{Value, json};
+use switchboard_auth::{BrowserClientOptions, DiscoveryClient, Overrides};
 use switchboard_config::{EnvPolicy, child_env};
 use switchboard_mcp::{CallOptions, ConnectError, ConnectOptions, Connection, StdioTarget, Target};
 
 use crate::access::ApiJson;
 use crate::dto::tool_dto;
+use crate::oauth::CALLBACK_PATH;
 use crate::settings::resolve_headers;
 use crate::state::AppState;
 
@@ -66,18 +69,62 @@ fn failure(status: StatusCode, message: impl Into<String>, error: &str) -> Respo
     )
 }
 
-/// The hook where OAuth discovery plugs in (RFC 9728 → RFC 8414 → dynamic
-/// registration, done by the auth crate): given the server URL and its
-/// `WWW-Authenticate` header, the `oauthDiscovery` object for the browser. Until an
-/// OAuth provider is wired into the web app this finds nothing, and the page offers
-/// `switchboard mcp login` instead.
-pub fn oauth_discovery(_url: &str, _www_authenticate: Option<&str>) -> Option<Value> {
-    None
+/// The time limit of the whole OAuth discovery (each request has its own, shorter one).
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// OAuth discovery after a 401 (RFC 9728 → RFC 8414 → dynamic registration, done by
+/// `switchboard-auth` through the app's URL guard): the `oauthDiscovery` object for
+/// the browser, or why there is none. A saved server's `oauth.clientId`, `scopes`,
+/// `authorizationUrl` and `tokenUrl` are used as configured; otherwise the client is
+/// registered for the app's own callback page (`redirect_uri`), or the fixed
+/// [`switchboard_auth::FALLBACK_CLIENT_ID`] is offered. No secret is in the answer.
+pub async fn oauth_discovery(
+    state: &AppState,
+    name: Option<&str>,
+    url: &str,
+    www_authenticate: Option<&str>,
+    redirect_uri: &str,
+) -> Result<Value, String> {
+    let mut options = BrowserClientOptions::default();
+    if let Some(name) = name
+        && let Ok(settings) = state.load_settings()
+        && let Some(Ok(cfg)) = settings.server(name).map(|e| e.config.as_ref())
+        && cfg.transport.url() == Some(url)
+        && let Some(oauth) = &cfg.oauth
+    {
+        options.client_id = oauth.client_id.clone();
+        options.scopes = oauth.scopes.clone();
+        options.overrides = Overrides {
+            authorization_url: oauth.authorization_url.clone(),
+            token_url: oauth.token_url.clone(),
+        };
+    }
+    let client = DiscoveryClient::new(state.inner.guard.clone());
+    let found = tokio::time::timeout(
+        DISCOVERY_TIMEOUT,
+        client.browser_client(
+            name.unwrap_or("test"),
+            url,
+            www_authenticate,
+            redirect_uri,
+            &options,
+        ),
+    )
+    .await
+    .map_err(|_| {
+        format!(
+            "OAuth discovery took longer than {} s; check that the server's authorization server answers",
+            DISCOVERY_TIMEOUT.as_secs()
+        )
+    })?
+    .map_err(|e| e.to_string())?;
+    serde_json::to_value(found).map_err(|e| format!("cannot encode the OAuth discovery: {e}"))
 }
 
 /// `POST /api/settings/mcp-test`.
 pub async fn mcp_test(
     State(state): State<AppState>,
+    headers: HeaderMap,
     ApiJson(req): ApiJson<TestRequest>,
 ) -> Response {
     let target = match build_target(&state, &req).await {
@@ -112,11 +159,20 @@ pub async fn mcp_test(
                 "needsOAuth": true,
                 "message": "Server requires OAuth authentication.",
             });
-            if let Some(d) = url
-                .as_deref()
-                .and_then(|u| oauth_discovery(u, www_authenticate.as_deref()))
-            {
-                body["oauthDiscovery"] = d;
+            if let Some(url) = url.as_deref() {
+                let redirect_uri = format!("{}{CALLBACK_PATH}", state.app_origin_for(&headers));
+                match oauth_discovery(
+                    &state,
+                    req.name.as_deref(),
+                    url,
+                    www_authenticate.as_deref(),
+                    &redirect_uri,
+                )
+                .await
+                {
+                    Ok(d) => body["oauthDiscovery"] = d,
+                    Err(why) => body["oauthDiscoveryError"] = Value::from(why),
+                }
             }
             return answer(StatusCode::OK, body);
         }
