@@ -18,8 +18,8 @@ use switchboard_gemini::chat_input::Expanded;
 use switchboard_gemini::commands::prompt_command_name;
 use switchboard_gemini::types::Part;
 use switchboard_gemini::{
-    AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, GeminiClient,
-    GeminiOptions, ModelClient, OpenAiClient, OpenAiOptions,
+    AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, ModelClient,
+    ModelConfig, ModelConfigError, Provider as ModelProvider,
 };
 use switchboard_host::{Host, HostOptions, ServerStatus};
 use tokio::sync::mpsc;
@@ -51,9 +51,10 @@ pub struct ChatArgs {
     #[arg(long)]
     pub system: Option<String>,
     /// The model API: `gemini`, or `openai` for any OpenAI-compatible chat-completions
-    /// server (llama.cpp, Ollama, vLLM…; needs `--model` or `model` in settings).
-    #[arg(long, value_enum, default_value_t = Provider::Gemini)]
-    pub provider: Provider,
+    /// server (llama.cpp, Ollama, vLLM…; needs `--model` or `model` in settings)
+    /// (default: `provider` in settings, else gemini).
+    #[arg(long, value_enum)]
+    pub provider: Option<Provider>,
     /// The API base URL. For `openai`, up to and including `/v1`, e.g.
     /// `http://127.0.0.1:8080/v1` (default: OPENAI_BASE_URL, else OpenAI's); for
     /// `gemini`, instead of GEMINI_BASE_URL.
@@ -68,6 +69,15 @@ pub enum Provider {
     Gemini,
     /// An OpenAI-compatible chat-completions endpoint (OPENAI_API_KEY, optional).
     Openai,
+}
+
+impl From<Provider> for switchboard_gemini::Provider {
+    fn from(p: Provider) -> Self {
+        match p {
+            Provider::Gemini => Self::Gemini,
+            Provider::Openai => Self::OpenAi,
+        }
+    }
 }
 
 /// Asks on the terminal; without one, declines (scripts use `--yolo` or `trust`).
@@ -136,36 +146,28 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
     }
 }
 
-fn client(a: &ChatArgs, http: reqwest::Client) -> Result<Arc<dyn ModelClient>> {
-    match a.provider {
-        Provider::Gemini => {
-            let mut opts = GeminiOptions::from_env();
-            opts.http = Some(http);
-            if let Some(url) = &a.base_url {
-                opts.base_url = url.clone();
-            }
-            let client = GeminiClient::new(opts).map_err(|e| {
-                anyhow!(
-                    "{e}\nhint: set GEMINI_API_KEY (create a key at https://aistudio.google.com/apikey); GEMINI_BASE_URL points at a proxy or a local fake"
-                )
-            })?;
-            Ok(Arc::new(client))
-        }
-        Provider::Openai => {
-            // No key is fine: local servers (llama.cpp, Ollama, vLLM) need none.
-            let mut opts = OpenAiOptions::from_env();
-            opts.http = Some(http);
-            if let Some(url) = &a.base_url {
-                opts.base_url = url.clone();
-            }
-            let client = OpenAiClient::new(opts).map_err(|e| {
-                anyhow!(
-                    "{e}\nhint: --base-url (or OPENAI_BASE_URL) is the server's API base up to and including /v1, e.g. http://127.0.0.1:8080/v1"
-                )
-            })?;
-            Ok(Arc::new(client))
-        }
+/// The model client through the one factory: `--provider` over `provider` in the
+/// settings, `--base-url` over the provider's `*_BASE_URL`, keys from the environment.
+fn client(
+    a: &ChatArgs,
+    provider: ModelProvider,
+    http: &reqwest::Client,
+) -> Result<Arc<dyn ModelClient>> {
+    let mut cfg = ModelConfig::from_env().with_provider(provider);
+    cfg.default_http(http);
+    if let Some(url) = &a.base_url {
+        cfg.set_base_url(url);
     }
+    cfg.build().map_err(|e| {
+        let hint = match provider {
+            ModelProvider::Gemini => e.hint(),
+            // No key is fine: local servers (llama.cpp, Ollama, vLLM) need none.
+            ModelProvider::OpenAi => {
+                "--base-url (or OPENAI_BASE_URL) is the server's API base up to and including /v1, e.g. http://127.0.0.1:8080/v1"
+            }
+        };
+        anyhow!("{e}\nhint: {hint}")
+    })
 }
 
 /// Saves `trust: true` for a server in the settings file that defines it (the
@@ -190,14 +192,15 @@ fn save_trust(server: &str) -> Result<std::path::PathBuf> {
 pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
     let (specs, settings) = ctx::all_specs(g, false)?;
     let guard = ctx::guard(g, Some(&settings))?;
-    let model = match a.model.clone().or(settings.model.clone()) {
-        Some(model) => model,
-        None if a.provider == Provider::Openai => bail!(
+    let provider = ModelProvider::choose(a.provider.map(Into::into), settings.provider.as_deref())?;
+    let model = match provider.model([a.model.clone(), settings.model.clone()]) {
+        Ok(model) => model,
+        Err(ModelConfigError::NoModel) => bail!(
             "--provider openai needs a model: pass --model with the name the server serves (e.g. `llama3.2` for Ollama) or set `model` in the settings"
         ),
-        None => switchboard_gemini::DEFAULT_MODEL.to_string(),
+        Err(e) => bail!(e),
     };
-    let client = client(&a, guard.inner().clone())?;
+    let client = client(&a, provider, guard.inner())?;
     let hooks = crate::sampling::ChatHooks {
         client: client.clone(),
         model: model.clone(),

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use switchboard_gemini::GeminiOptions;
+use switchboard_gemini::{ModelConfig, Provider};
 use switchboard_host::{Host, HostOptions};
 use switchboard_workflow::{
     LoadError, RunEvent, RunOptions, Runner, StepStatus, Variables, Workflow, WorkflowHooks,
@@ -163,14 +163,15 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             ..Default::default()
         },
     );
-    let mut gemini = GeminiOptions::from_env();
-    gemini.http = Some(guard.inner().clone());
+    let provider = Provider::choose(None, settings.provider.as_deref())?;
+    let mut model = ModelConfig::from_env().with_provider(provider);
+    model.default_http(guard.inner());
     let cancel = CancellationToken::new();
     let runner = Runner::new(
         host.clone(),
         RunOptions {
             guard: Some(guard),
-            gemini: Some(gemini),
+            model: Some(model),
             default_model: settings.model.clone(),
             events: Some(tx),
             cancel: cancel.clone(),

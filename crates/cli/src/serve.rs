@@ -11,7 +11,7 @@ use anyhow::{Context, Result, anyhow};
 use futures::future::BoxFuture;
 use switchboard_auth::{AuthError, AuthManager, LoginOptions, PendingAuthorizations, TokenStore};
 use switchboard_config::{LoadOptions, Settings};
-use switchboard_gemini::GeminiOptions;
+use switchboard_gemini::ModelConfig;
 use switchboard_mcp::TokenSource;
 use switchboard_net::{GuardedClient, UrlPolicy};
 use switchboard_web::{
@@ -64,7 +64,6 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
         ),
         None => None,
     };
-    let gemini = GeminiOptions::from_env();
     let mut opts = ServeOptions::new(load);
     opts.host = a.host;
     opts.port = a.port;
@@ -75,7 +74,7 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.sandbox_origin = a.sandbox_origin;
     opts.url_policy = url_policy;
     opts.default_servers = vec![ctx::demo_spec()?];
-    opts.gemini = (!gemini.api_key.is_empty()).then_some(gemini);
+    opts.model = Some(ModelConfig::from_env());
     opts.transport_cache = ctx::transport_cache();
     opts.oauth = Some(OAuthHandle(Arc::new(WebOAuth {
         store: TokenStore::from_env(&ctx::home_dir()?),

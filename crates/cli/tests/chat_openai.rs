@@ -258,3 +258,81 @@ async fn openai_needs_a_model() {
     assert!(o.status.success(), "{}", err(&o));
     assert_eq!(fake.recorded()[0].model, "from-settings");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn provider_openai_in_the_settings_needs_no_flag_and_the_flag_wins() {
+    let fake = FakeOpenAi::start(vec![FakeTurn::text("from settings")]).await;
+    let run = Run::new();
+    std::fs::write(
+        run.home.path().join("settings.json"),
+        json!({"provider": "openai", "model": MODEL, "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let chat = |args: &[&str]| {
+        let mut c = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        c.arg("chat")
+            .args(args)
+            .env("SWITCHBOARD_HOME", run.home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env("OPENAI_BASE_URL", &fake.base_url)
+            .env_remove("GEMINI_API_KEY")
+            .env_remove("GEMINI_BASE_URL")
+            .current_dir(run.project.path())
+            .stdin(std::process::Stdio::null());
+        c
+    };
+    let o = chat(&["-p", "hi"]).output().await.unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(out(&o).trim(), "from settings");
+    assert_eq!(fake.recorded()[0].model, MODEL);
+
+    // `--provider gemini` overrides the settings: no Gemini key, so it fails naming
+    // Gemini, and nothing reaches the OpenAI-compatible server.
+    let o = chat(&["-p", "hi", "--provider", "gemini"])
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("GEMINI_API_KEY"), "{}", err(&o));
+    assert_eq!(fake.requests().len(), 1);
+
+    // An unknown provider in the settings is named, with the choices.
+    std::fs::write(
+        run.home.path().join("settings.json"),
+        json!({"provider": "anthropic", "model": MODEL, "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let o = chat(&["-p", "hi"]).output().await.unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(err(&o).contains("`anthropic`"), "{}", err(&o));
+    assert!(err(&o).contains("`openai`"), "{}", err(&o));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_bad_openai_base_url_is_named_as_openai_not_gemini() {
+    let run = Run::new();
+    let o = tokio::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args([
+            "chat",
+            "--provider",
+            "openai",
+            "--base-url",
+            "ftp://127.0.0.1/v1",
+        ])
+        .args(["-p", "hi", "--model", MODEL])
+        .env("SWITCHBOARD_HOME", run.home.path())
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .current_dir(run.project.path())
+        .stdin(std::process::Stdio::null())
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("invalid OpenAI-compatible base URL"),
+        "{}",
+        err(&o)
+    );
+    assert!(!err(&o).contains("Gemini"), "{}", err(&o));
+}

@@ -364,3 +364,57 @@ async fn a_run_is_saved_as_a_run_log_with_its_ui_step_and_a_link() {
     assert_eq!(log["status"], "failed");
     assert_eq!(log["failure"]["node"], "boom");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_command_node_uses_an_openai_compatible_model_when_the_settings_say_so() {
+    use switchboard_gemini::fake_openai::{FakeOpenAi, last_user_text};
+    let fake = FakeOpenAi::start(vec![FakeTurn::text("Hello from a local model.")]).await;
+    let env = Env::new();
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"provider": "openai", "model": "local-model", "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let flow = env.write(
+        "ask.yaml",
+        "nodes:\n  - id: ask\n    type: command\n    prompt: \"say {{word}}\"\n    saveTo: answer\n",
+    );
+    let o = env
+        .command(&[flow.to_str().unwrap(), "--var", "word=hello", "--json"])
+        .env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", &fake.base_url)
+        .output()
+        .await
+        .unwrap();
+    assert!(o.status.success(), "{}", err(&o));
+    assert_eq!(vars(&o)["answer"], "Hello from a local model.");
+    let rec = fake.recorded();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0].model, "local-model");
+    assert_eq!(rec[0].api_key, None);
+    assert_eq!(last_user_text(&rec[0].body), "say hello");
+    assert!(err(&o).contains("OpenAI-compatible"), "{}", err(&o));
+
+    // Without a model, the node fails naming the provider and the fix, not Gemini.
+    std::fs::write(
+        env.home.path().join("settings.json"),
+        json!({"provider": "openai", "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let o = env
+        .command(&[flow.to_str().unwrap(), "--var", "word=x"])
+        .env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", &fake.base_url)
+        .output()
+        .await
+        .unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(
+        err(&o).contains("OpenAI-compatible provider"),
+        "{}",
+        err(&o)
+    );
+    assert!(err(&o).contains("`model`"), "{}", err(&o));
+    assert!(!err(&o).contains("GEMINI_API_KEY"), "{}", err(&o));
+    assert_eq!(fake.recorded().len(), 1);
+}

@@ -104,6 +104,9 @@ pub struct Settings {
     pub ignored_project: Option<IgnoredProject>,
     /// `model` (a string, or Gemini CLI's `model.name`).
     pub model: Option<String>,
+    /// `provider`: the model API (`gemini` or `openai`), checked where the model client
+    /// is built (`switchboard_gemini::Provider`).
+    pub provider: Option<String>,
     /// `mcp.allowed` (non-empty: only these servers may start).
     pub allowed: Option<Vec<String>>,
     /// `mcp.excluded`.
@@ -177,6 +180,7 @@ struct ParsedFile {
     mcp: RawMcp,
     url_policy: Option<String>,
     model: Option<String>,
+    provider: Option<String>,
 }
 
 fn invalid(path: &Path, field: &str, message: String) -> ConfigError {
@@ -306,12 +310,27 @@ fn parse_file(
         Some(Value::Object(m)) => m.get("name").and_then(Value::as_str).map(str::to_string),
         _ => None,
     };
+    let provider = match root.get("provider") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(invalid(
+                path,
+                "provider",
+                format!(
+                    "expected a string (`gemini` or `openai`), found {}",
+                    type_name(other)
+                ),
+            ));
+        }
+    };
     Ok(ParsedFile {
         layer,
         servers,
         mcp,
         url_policy,
         model,
+        provider,
     })
 }
 
@@ -584,8 +603,8 @@ struct Pending {
 /// Policies can only be made stricter by a project file: `mcp.excluded` lists unite,
 /// a non-empty `mcp.allowed` in both layers intersect (either one alone applies),
 /// and the project's `urlPolicy` is kept apart ([`Settings::project_url_policy`]) for
-/// the HTTP layer, which applies it only when it is stricter. `mcp.serverCommand` and
-/// `model`: the project value replaces the user value when set. A non-empty
+/// the HTTP layer, which applies it only when it is stricter. `mcp.serverCommand`,
+/// `model` and `provider`: the project value replaces the user value when set. A non-empty
 /// `mcp.allowed` blocks every server not listed; `mcp.excluded` blocks the servers
 /// listed. `mcp.serverCommand` is split shell-style into a stdio server named `mcp`.
 /// Gemini CLI's older top-level `allowMCPServers`, `excludeMCPServers` and
@@ -747,6 +766,7 @@ pub fn load(
     let mut url_policy = None;
     let mut project_url_policy = None;
     let mut model = None;
+    let mut provider = None;
     for file in &parsed {
         let project = layers[file.layer].origin == Origin::Project;
         if let Some(list) = file.mcp.allowed.as_ref().filter(|l| !l.is_empty()) {
@@ -777,6 +797,9 @@ pub fn load(
         }
         if file.model.is_some() {
             model.clone_from(&file.model);
+        }
+        if file.provider.is_some() {
+            provider.clone_from(&file.provider);
         }
     }
 
@@ -863,6 +886,7 @@ pub fn load(
         project_url_policy,
         ignored_project,
         model,
+        provider,
         allowed,
         excluded,
     })
@@ -883,6 +907,7 @@ fn describe_ignored(file: PathBuf, folder: &Path) -> IgnoredProject {
         for key in [
             "urlPolicy",
             "model",
+            "provider",
             "allowMCPServers",
             "excludeMCPServers",
             "mcpServerCommand",

@@ -752,6 +752,28 @@ fn top_level_kept_values_and_server_fields() {
 }
 
 #[test]
+fn provider_is_read_and_a_trusted_project_replaces_it() {
+    let f = Fixture::new();
+    f.user(r#"{"provider": "gemini", "model": "gemini-2.5-flash"}"#);
+    assert_eq!(f.load().provider.as_deref(), Some("gemini"));
+    f.project(r#"{"provider": "openai", "model": "local-model"}"#);
+    // Untrusted: not applied, and named among what was ignored.
+    let s = f.load();
+    assert_eq!(s.provider.as_deref(), Some("gemini"));
+    let ignored = s.ignored_project.unwrap();
+    assert_eq!(ignored.settings, vec!["`model`", "`provider`"]);
+    f.trust();
+    let s = f.load();
+    assert_eq!(s.provider.as_deref(), Some("openai"));
+    assert_eq!(s.model.as_deref(), Some("local-model"));
+    // Not a string: the error names the file and the field.
+    f.user(r#"{"provider": 1}"#);
+    let err = load(&f.opts(), &env).unwrap_err().to_string();
+    assert!(err.contains("provider"), "{err}");
+    assert!(err.contains("`openai`"), "{err}");
+}
+
+#[test]
 fn relative_home_and_project_paths_are_absolutized() {
     let f = Fixture::new();
     f.user(r#"{"mcpServers": {"a": {"command": "x"}}}"#);

@@ -146,6 +146,14 @@ impl ApiKind {
         }
     }
 
+    /// The API's short name: `Gemini`, `OpenAI-compatible`.
+    pub fn short_name(self) -> &'static str {
+        match self {
+            Self::Gemini => "Gemini",
+            Self::OpenAi => "OpenAI-compatible",
+        }
+    }
+
     /// The prefix of an API error: `Gemini API error`, `OpenAI-compatible API error`.
     fn error_label(self) -> &'static str {
         match self {
@@ -162,8 +170,13 @@ pub enum GeminiError {
     #[error("no Gemini API key: set {API_KEY_ENV} (get one at https://aistudio.google.com/apikey)")]
     MissingApiKey,
     /// The base URL is not an `http(s)` URL.
-    #[error("invalid Gemini base URL {url:?}: {reason}")]
-    InvalidBaseUrl { url: String, reason: String },
+    #[error("invalid {} base URL {url:?}: {reason}", api.short_name())]
+    InvalidBaseUrl {
+        /// Which API the URL was meant for.
+        api: ApiKind,
+        url: String,
+        reason: String,
+    },
     /// The model name cannot be put into the request path.
     #[error(
         "invalid Gemini model name {0:?}: use a model id such as {DEFAULT_MODEL:?} (letters, digits, '.', '-', '_')"
@@ -314,6 +327,7 @@ impl fmt::Debug for GeminiClient {
 /// The API root without the version path: trailing `/` and `/v1beta` stripped.
 pub fn normalize_base_url(raw: &str) -> Result<String, GeminiError> {
     let invalid = |reason: &str| GeminiError::InvalidBaseUrl {
+        api: ApiKind::Gemini,
         url: raw.to_owned(),
         reason: reason.to_owned(),
     };

@@ -16,12 +16,16 @@
 //! - [`openai`]: an OpenAI-compatible chat-completions provider (llama.cpp, Ollama,
 //!   vLLM…) behind the same [`ModelClient`] trait; `fake_openai` (feature `fake`): a
 //!   fake chat-completions server for tests.
+//! - [`factory`]: the one way every front end (CLI, web app, workflow runner) builds its
+//!   `Arc<dyn ModelClient>`: [`ModelConfig`] (provider, both providers' options) and the
+//!   provider/model precedence ([`Provider`]).
 
 pub mod args;
 pub mod chat;
 pub mod chat_input;
 pub mod client;
 pub mod commands;
+pub mod factory;
 #[cfg(feature = "fake")]
 pub mod fake;
 #[cfg(feature = "fake")]
@@ -41,6 +45,7 @@ pub use chat::{
 pub use client::ApiKind;
 pub use client::{DEFAULT_MODEL, GeminiClient, GeminiError, GeminiOptions};
 pub use client::{GenerateStream, RetryNotice};
+pub use factory::{ModelConfig, ModelConfigError, Provider};
 pub use naming::{
     DEFAULT_MAX_DECLARATIONS, Decl, Omitted, RegisteredTool, SEARCH_TOOLS_NAME, SearchHit,
     ToolRegistry,

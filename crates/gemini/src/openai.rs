@@ -142,6 +142,7 @@ fn mask(secret: Option<&str>) -> String {
 /// `/chat/completions`, `http(s)` with a host and no query or fragment.
 pub fn normalize_base_url(raw: &str) -> Result<String, GeminiError> {
     let invalid = |reason: &str| GeminiError::InvalidBaseUrl {
+        api: ApiKind::OpenAi,
         url: raw.to_owned(),
         reason: reason.to_owned(),
     };

@@ -1,7 +1,10 @@
-//! The chat page's API: Gemini with the MCP servers' tools (crates/gemini's `Chat`),
-//! streamed to the browser as Server-Sent Events.
+//! The chat page's API: the model (Gemini, or an OpenAI-compatible server when the
+//! settings say `provider: "openai"`, built by `switchboard_gemini::ModelConfig` as in
+//! the CLI) with the MCP servers' tools (crates/gemini's `Chat`), streamed to the
+//! browser as Server-Sent Events.
 //!
-//! - `GET /api/chat/status`: whether a key is set (else how to set it) and the model;
+//! - `GET /api/chat/status`: whether the chat can start (else how to fix it) and the
+//!   model;
 //! - `POST /api/chat/send` `{sessionId?, message, model?, webSearch?, servers?: {name:
 //!   bool}}` → an SSE stream of `session`, `text`, `notice`, `tool-start`,
 //!   `tool-progress`, `tool-end` (with the raw result and its MCP App, if any),
@@ -87,19 +90,18 @@ pub struct ChatSession {
 
 /// `GET /api/chat/status`.
 pub async fn status(State(state): State<AppState>) -> Json<Value> {
-    let model = default_model(&state);
-    match &state.inner.gemini {
-        Ok(_) => Json(json!({"available": true, "model": model})),
+    match state.model_client(None) {
+        Ok((_, model)) => Json(json!({"available": true, "model": model})),
         Err(why) => Json(json!({
             "available": false,
-            "model": model,
-            "message": format!(
-                "Chat needs a Gemini API key ({why}). Create one at https://aistudio.google.com/apikey, then restart with it set: `GEMINI_API_KEY=… switchboard serve`. (GEMINI_BASE_URL points at a proxy.) The explorer works without a key."
-            ),
+            "model": default_model(&state),
+            "message": why.to_string(),
         })),
     }
 }
 
+/// The model shown when the chat is unavailable: `model` in the settings, else Gemini's
+/// default.
 fn default_model(state: &AppState) -> String {
     state
         .load_settings()
@@ -116,16 +118,16 @@ fn session(state: &AppState, id: &str) -> Option<Arc<ChatSession>> {
     Some(s)
 }
 
-fn create_session(state: &AppState) -> ApiResult<(String, Arc<ChatSession>)> {
-    let client = state
-        .inner
-        .gemini
-        .as_ref()
-        .map_err(|e| ApiError::unavailable(format!("chat is unavailable: {e}")))?
-        .clone();
+fn create_session(
+    state: &AppState,
+    requested_model: Option<&str>,
+) -> ApiResult<(String, Arc<ChatSession>)> {
+    let (client, model) = state
+        .model_client(requested_model)
+        .map_err(|e| ApiError::unavailable(e.to_string()))?;
     let confirmer = Arc::new(WebConfirmer::default());
     let opts = ChatOptions {
-        model: default_model(state),
+        model,
         ..Default::default()
     };
     let chat = Chat::new(state.host(), client, opts, confirmer.clone());
@@ -184,7 +186,7 @@ async fn send_inner(state: AppState, req: SendRequest) -> ApiResult<Response> {
     }
     let (id, session) = match req.session_id.as_deref().and_then(|id| session(&state, id)) {
         Some(s) => (req.session_id.clone().unwrap_or_default(), s),
-        None => create_session(&state)?,
+        None => create_session(&state, req.model.as_deref())?,
     };
     let mut chat = session.chat.clone().try_lock_owned().map_err(|_| {
         ApiError::conflict("a turn is already running in this chat; wait for it or cancel it")

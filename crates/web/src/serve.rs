@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
 use serde_json::json;
 use switchboard_config::LoadOptions;
-use switchboard_gemini::GeminiOptions;
+use switchboard_gemini::ModelConfig;
 use switchboard_host::ServerSpec;
 use switchboard_net::UrlPolicy;
 use tokio::net::TcpListener;
@@ -56,8 +56,9 @@ pub struct ServeOptions {
     pub url_policy: Option<UrlPolicy>,
     /// Servers to use when there is no settings file (the CLI's bundled demo).
     pub default_servers: Vec<ServerSpec>,
-    /// Gemini (`GEMINI_API_KEY`, `GEMINI_BASE_URL`); `None` disables the chat.
-    pub gemini: Option<GeminiOptions>,
+    /// The chat's model APIs (`GEMINI_API_KEY`, `GEMINI_BASE_URL`, `OPENAI_API_KEY`,
+    /// `OPENAI_BASE_URL`); `provider` in the settings picks one. `None` disables the chat.
+    pub model: Option<ModelConfig>,
     /// Where to remember which HTTP transport worked per URL.
     pub transport_cache: Option<PathBuf>,
     /// OAuth: the token source for connections and browser logins (the CLI wires
@@ -87,7 +88,7 @@ impl ServeOptions {
             load,
             url_policy: None,
             default_servers: Vec::new(),
-            gemini: None,
+            model: None,
             transport_cache: None,
             oauth: None,
             remote: false,
@@ -305,7 +306,7 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
         load: opts.load.clone(),
         url_policy,
         default_servers: opts.default_servers.clone(),
-        gemini: opts.gemini.clone(),
+        model: opts.model.clone(),
         transport_cache: opts.transport_cache.clone(),
         oauth: opts.oauth.clone(),
     };
@@ -416,7 +417,7 @@ async fn config(
         "urlPolicy": cfg.url_policy.as_str(),
         "writeFile": cfg.write_path().display().to_string(),
         "keepUnchanged": settings::KEEP_UNCHANGED,
-        "chatAvailable": state.inner.gemini.is_ok(),
+        "chatAvailable": state.model_client(None).is_ok(),
         "oauthLogin": cfg.oauth.is_some(),
     }))
 }

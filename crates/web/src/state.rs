@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_config::{LoadOptions, Settings, load};
-use switchboard_gemini::{GeminiClient, GeminiOptions};
+use switchboard_gemini::{ModelClient, ModelConfig, ModelConfigError, Provider};
 use switchboard_host::{Host, HostEvent, HostOptions, ServerSpec, spec_from_entry};
 use switchboard_net::{GuardedClient, UrlPolicy};
 use tokio::sync::broadcast;
@@ -52,9 +52,10 @@ pub struct AppConfig {
     pub url_policy: UrlPolicy,
     /// Servers used when there is no settings file at all (the CLI's bundled demo).
     pub default_servers: Vec<ServerSpec>,
-    /// Gemini client options; `None` or an empty key leaves the chat page explaining how
-    /// to set `GEMINI_API_KEY`.
-    pub gemini: Option<GeminiOptions>,
+    /// How the chat builds its model client (both providers' keys and base URLs, from
+    /// the environment); `provider` and `model` in the settings choose at each new chat,
+    /// as in the CLI. `None` leaves the chat page explaining how to set `GEMINI_API_KEY`.
+    pub model: Option<ModelConfig>,
     /// Where to remember which HTTP transport worked per URL.
     pub transport_cache: Option<PathBuf>,
     /// OAuth (token source and browser login), when the embedding program provides it.
@@ -87,7 +88,6 @@ pub(crate) struct Shared {
     pub elicitations: Arc<ElicitationHub>,
     pub apps: Mutex<HashMap<String, AppSession>>,
     pub chats: Mutex<HashMap<String, Arc<ChatSession>>>,
-    pub gemini: Result<Arc<GeminiClient>, String>,
     pub write_lock: tokio::sync::Mutex<()>,
     pub settings_warnings: Mutex<Vec<String>>,
 }
@@ -115,18 +115,6 @@ impl AppState {
         let guard = GuardedClient::new(copts).map_err(|e| crate::WebError::Http(e.to_string()))?;
         let (events, _) = broadcast::channel(512);
         let elicitations = Arc::new(ElicitationHub::new(events.clone()));
-        let gemini = match &cfg.gemini {
-            Some(o) if !o.api_key.trim().is_empty() => {
-                let mut o = o.clone();
-                if o.http.is_none() {
-                    o.http = Some(guard.inner().clone());
-                }
-                GeminiClient::new(o)
-                    .map(Arc::new)
-                    .map_err(|e| e.to_string())
-            }
-            _ => Err("GEMINI_API_KEY is not set".to_string()),
-        };
         let placeholder = Host::new(Vec::new(), HostOptions::default());
         let state = AppState {
             inner: Arc::new(Shared {
@@ -138,7 +126,6 @@ impl AppState {
                 elicitations,
                 apps: Mutex::new(HashMap::new()),
                 chats: Mutex::new(HashMap::new()),
-                gemini,
                 write_lock: tokio::sync::Mutex::new(()),
                 settings_warnings: Mutex::new(Vec::new()),
             }),
@@ -205,6 +192,44 @@ impl AppState {
     pub(crate) fn load_settings(&self) -> Result<Settings, String> {
         let env = |k: &str| std::env::var(k).ok();
         load(&self.inner.cfg.load, &env).map_err(|e| e.to_string())
+    }
+
+    /// The chat's model client and model as the settings say now (`provider`, `model`;
+    /// `requested` is a model the browser asked for), through the one factory.
+    pub(crate) fn model_client(
+        &self,
+        requested: Option<&str>,
+    ) -> Result<(Arc<dyn ModelClient>, String), ChatUnavailable> {
+        let Some(cfg) = &self.inner.cfg.model else {
+            return Err(ChatUnavailable::NoGeminiKey(
+                "GEMINI_API_KEY is not set".into(),
+            ));
+        };
+        let settings = self.load_settings().ok();
+        let setting = |f: fn(&Settings) -> Option<String>| settings.as_ref().and_then(f);
+        let provider = Provider::choose(None, setting(|s| s.provider.clone()).as_deref())
+            .map_err(ChatUnavailable::Model)?;
+        let model = provider
+            .model([requested.map(str::to_owned), setting(|s| s.model.clone())])
+            .map_err(ChatUnavailable::Model)?;
+        let mut cfg = cfg.clone().with_provider(provider);
+        cfg.default_http(self.inner.guard.inner());
+        match cfg.build() {
+            Ok(client) => Ok((client, model)),
+            Err(ModelConfigError::Client {
+                provider: Provider::Gemini,
+                source: switchboard_gemini::GeminiError::MissingApiKey,
+            }) => Err(ChatUnavailable::NoGeminiKey(
+                "GEMINI_API_KEY is not set".into(),
+            )),
+            Err(
+                e @ ModelConfigError::Client {
+                    provider: Provider::Gemini,
+                    ..
+                },
+            ) => Err(ChatUnavailable::NoGeminiKey(e.to_string())),
+            Err(e) => Err(ChatUnavailable::Model(e)),
+        }
     }
 
     fn host_options(&self, settings: Option<&Settings>) -> HostOptions {
@@ -307,4 +332,30 @@ fn spawn_forwarder(state: AppState, host: Host, generation: u64) {
             let _ = state.inner.events.send(value);
         }
     });
+}
+
+/// Why the chat cannot start, worded for the chat page.
+#[derive(Debug)]
+pub(crate) enum ChatUnavailable {
+    /// Gemini without a usable key (the reason).
+    NoGeminiKey(String),
+    /// Anything else about the model: an unknown provider, no model for `openai`, a bad
+    /// base URL. The message names the provider.
+    Model(ModelConfigError),
+}
+
+impl std::fmt::Display for ChatUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::NoGeminiKey(why) => write!(
+                f,
+                "Chat needs a Gemini API key ({why}). Create one at https://aistudio.google.com/apikey, then restart with it set: `GEMINI_API_KEY=… switchboard serve`. (GEMINI_BASE_URL points at a proxy; `provider: \"openai\"` in the settings with OPENAI_BASE_URL uses a local OpenAI-compatible model.) The explorer works without a key."
+            ),
+            Self::Model(e) => write!(
+                f,
+                "Chat is unavailable: {e} ({}). The explorer works without it.",
+                e.hint()
+            ),
+        }
+    }
 }

@@ -944,6 +944,87 @@ async fn chat_without_a_key_says_how_to_set_it() {
     app.shutdown().await;
 }
 
+/// `provider: "openai"` in the settings: the web chat builds its model through the same
+/// factory as the CLI and talks to an OpenAI-compatible server (the fake), tools and
+/// all, with no Gemini key anywhere.
+#[tokio::test]
+async fn chat_uses_an_openai_compatible_model_when_the_settings_say_so() {
+    use switchboard_gemini::fake::FakeTurn;
+    use switchboard_gemini::fake_openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
+    let fake = FakeOpenAi::start(vec![
+        FakeTurn::call("mcp_demo_echo", json!({"message": "via openai"})),
+        FakeTurn::text("The echo came back."),
+    ])
+    .await;
+    let demo = demo_http().await;
+    let home = Home::new(Some(&json!({
+        "provider": "openai",
+        "model": "local-model",
+        "mcpServers": {"demo": {"httpUrl": demo, "trust": true}}
+    })));
+    let mut opts = switchboard_web::ServeOptions::new(home.load());
+    opts.port = 0;
+    // What `switchboard serve` passes: both providers from the environment, Gemini
+    // without a key; the settings choose.
+    let mut model = switchboard_gemini::ModelConfig::default();
+    model.openai = fake.options();
+    opts.model = Some(model);
+    let app = switchboard_web::start(opts).await.unwrap();
+    wait_connected(&app, &["demo"]).await;
+    let api = Api::new(&app);
+    let (status, v) = api.get("/api/chat/status").await;
+    assert_eq!(status, 200);
+    assert_eq!(v["available"], true, "{v}");
+    assert_eq!(v["model"], "local-model");
+
+    let resp = api
+        .req(Method::POST, "/api/chat/send")
+        .header("Origin", &api.origin)
+        .json(&json!({"message": "echo something", "servers": {"demo": true}}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut sse = SseReader::new(resp);
+    let mut text = String::new();
+    let mut end = Value::Null;
+    let mut last = Value::Null;
+    while let Some(ev) = sse.next().await {
+        match ev["type"].as_str().unwrap_or("") {
+            "text" => text.push_str(ev["text"].as_str().unwrap()),
+            "tool-end" => end = ev.clone(),
+            "done" | "error" => {
+                last = ev;
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(last["type"], "done", "{last}");
+    assert_eq!(text, "The echo came back.");
+    assert_eq!(end["isError"], false, "{end}");
+    let rec = fake.recorded();
+    assert_eq!(rec.len(), 2);
+    assert!(rec.iter().all(|r| r.model == "local-model"));
+    assert!(declared_tool_names(&rec[0].body).contains(&"mcp_demo_echo".to_string()));
+    let tool = last_tool_messages(&rec[1].body);
+    assert!(tool[0].to_string().contains("via openai"), "{tool:?}");
+
+    // Without a model the page says what the OpenAI-compatible provider needs, and
+    // does not ask for a Gemini key.
+    std::fs::write(
+        home.settings_path(),
+        json!({"provider": "openai", "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let (_, v) = api.get("/api/chat/status").await;
+    assert_eq!(v["available"], false, "{v}");
+    let message = v["message"].as_str().unwrap();
+    assert!(message.contains("OpenAI-compatible"), "{message}");
+    assert!(!message.contains("GEMINI_API_KEY"), "{message}");
+    app.shutdown().await;
+}
+
 #[tokio::test]
 async fn elicitation_requests_reach_the_browser_and_the_answer_reaches_the_server() {
     let (program, args) = switchboard_testkit::everything_stdio_command();
@@ -1032,7 +1113,7 @@ async fn served_beyond_loopback_stdio_servers_cannot_be_added_or_edited() {
         load: home.load(),
         url_policy: UrlPolicy::Strict,
         default_servers: Vec::new(),
-        gemini: None,
+        model: None,
         transport_cache: None,
         oauth: None,
     };

@@ -134,7 +134,7 @@ async fn bound_to_any_address_the_sandbox_is_still_framed_only_by_the_app() {
         load: home.load(),
         url_policy: UrlPolicy::Local,
         default_servers: Vec::new(),
-        gemini: None,
+        model: None,
         transport_cache: None,
         oauth: None,
     };

@@ -1,4 +1,5 @@
-//! The `command` node: one Gemini prompt, optionally with the tools of the servers in
+//! The `command` node: one prompt to the model (Gemini, or an OpenAI-compatible server when
+//! `provider: openai` is set), optionally with the tools of the servers in
 //! `mcpServers` (comma-separated configured names), run without confirmations (the
 //! workflow's author chose the servers).
 //!
@@ -8,7 +9,7 @@
 use std::sync::Arc;
 
 use switchboard_gemini::types::Part;
-use switchboard_gemini::{AlwaysApprove, Chat, ChatEvent, ChatOptions, DEFAULT_MODEL};
+use switchboard_gemini::{AlwaysApprove, Chat, ChatEvent, ChatOptions};
 use tokio::sync::mpsc;
 
 use crate::events::RunEvent;
@@ -26,10 +27,10 @@ pub(crate) async fn run(
 ) -> Result<String, String> {
     let r = |k: &str| node.get(k).map(|v| render(v, vars));
     let prompt = r("prompt").unwrap_or_default();
-    let model = r("model")
-        .filter(|m| !m.trim().is_empty())
-        .or_else(|| runner.options().default_model.clone())
-        .unwrap_or_else(|| DEFAULT_MODEL.to_string());
+    let provider = runner.provider();
+    let model = provider
+        .model([r("model"), runner.options().default_model.clone()])
+        .map_err(|e| format!("{e}, or `model` on the node"))?;
     let system_prompt = r("systemPrompt");
     let web_search = node.get("ragSetting") == Some("__websearch__");
     let wanted: Vec<String> = node
@@ -40,7 +41,7 @@ pub(crate) async fn run(
         .filter(|s| !s.is_empty())
         .map(str::to_string)
         .collect();
-    let client = runner.gemini()?;
+    let client = runner.model_client()?;
     if !web_search {
         for name in &wanted {
             runner
@@ -101,7 +102,7 @@ pub(crate) async fn run(
     let answer = chat.send(vec![Part::text(prompt)], &tx, &cancel).await;
     drop(tx);
     let _ = forward.await;
-    let answer = answer.map_err(|e| format!("Gemini ({model}): {e}"))?;
+    let answer = answer.map_err(|e| format!("{} ({model}): {e}", provider.api().short_name()))?;
     if let Some(to) = node.get("saveTo") {
         vars.set_text(to, answer.clone());
     }

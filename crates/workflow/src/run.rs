@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_gemini::{GeminiClient, GeminiOptions};
+use switchboard_gemini::{ModelClient, ModelConfig, Provider};
 use switchboard_host::{Host, ServerStatus};
 use switchboard_mcp::{ClientHooks, Connection};
 use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
@@ -45,9 +45,11 @@ pub struct RunOptions {
     /// The URL guard for `http` nodes and one-off MCP connections. `None` uses the
     /// `strict` policy.
     pub guard: Option<GuardedClient>,
-    /// How to reach Gemini for `command` nodes (`None`: they fail, saying why).
-    pub gemini: Option<GeminiOptions>,
-    /// The model of `command` nodes without `model`.
+    /// The model API of `command` nodes, built through the one factory
+    /// ([`ModelConfig::build`]; `provider` in the settings picks Gemini or an
+    /// OpenAI-compatible server). `None`: they fail, saying why.
+    pub model: Option<ModelConfig>,
+    /// The model of `command` nodes without `model` (`model` in the settings).
     pub default_model: Option<String>,
     /// Receives the live step log.
     pub events: Option<UnboundedSender<RunEvent>>,
@@ -63,7 +65,7 @@ impl Default for RunOptions {
     fn default() -> Self {
         Self {
             guard: None,
-            gemini: None,
+            model: None,
             default_model: None,
             events: None,
             cancel: CancellationToken::new(),
@@ -77,6 +79,7 @@ impl Default for RunOptions {
 impl std::fmt::Debug for RunOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunOptions")
+            .field("provider", &self.model.as_ref().map(|m| m.provider))
             .field("default_model", &self.default_model)
             .field("mcp_timeout", &self.mcp_timeout)
             .finish_non_exhaustive()
@@ -151,7 +154,7 @@ struct RunState {
 pub struct Runner {
     host: Host,
     opts: RunOptions,
-    gemini: Mutex<Option<Arc<GeminiClient>>>,
+    model_client: Mutex<Option<Arc<dyn ModelClient>>>,
     guard: Mutex<Option<GuardedClient>>,
     tried: Mutex<HashSet<String>>,
     failed: Mutex<HashMap<String, String>>,
@@ -174,7 +177,7 @@ impl Runner {
             guard: Mutex::new(opts.guard.clone()),
             host,
             opts,
-            gemini: Mutex::new(None),
+            model_client: Mutex::new(None),
             tried: Mutex::new(HashSet::new()),
             failed: Mutex::new(HashMap::new()),
         }
@@ -249,27 +252,33 @@ impl Runner {
         Ok(g)
     }
 
-    /// The Gemini client, made on first use.
-    pub(crate) fn gemini(&self) -> Result<Arc<GeminiClient>, String> {
+    /// The provider `command` nodes use (Gemini when none is configured).
+    pub(crate) fn provider(&self) -> Provider {
+        self.opts
+            .model
+            .as_ref()
+            .map(|m| m.provider)
+            .unwrap_or_default()
+    }
+
+    /// The model client of `command` nodes, made on first use through the factory.
+    pub(crate) fn model_client(&self) -> Result<Arc<dyn ModelClient>, String> {
         let mut slot = self
-            .gemini
+            .model_client
             .lock()
-            .map_err(|_| "internal error: Gemini lock poisoned".to_string())?;
+            .map_err(|_| "internal error: model client lock poisoned".to_string())?;
         if let Some(c) = slot.as_ref() {
             return Ok(c.clone());
         }
-        let Some(mut opts) = self.opts.gemini.clone() else {
+        let Some(mut cfg) = self.opts.model.clone() else {
             return Err(
-                "a `command` node needs Gemini, and none is configured: set GEMINI_API_KEY".into(),
+                "a `command` node needs a model, and none is configured: set GEMINI_API_KEY (or `provider: openai` in the settings and OPENAI_BASE_URL)".into(),
             );
         };
-        if opts.http.is_none() {
-            opts.http = self.guard().ok().map(|g| g.inner().clone());
+        if let Ok(g) = self.guard() {
+            cfg.default_http(g.inner());
         }
-        let client = GeminiClient::new(opts).map_err(|e| {
-            format!("{e} (set GEMINI_API_KEY; GEMINI_BASE_URL points at a proxy or a local fake)")
-        })?;
-        let client = Arc::new(client);
+        let client = cfg.build().map_err(|e| format!("{e} ({})", e.hint()))?;
         *slot = Some(client.clone());
         Ok(client)
     }
@@ -370,7 +379,7 @@ impl Runner {
                 self.emit(RunEvent::NodeStarted {
                     node: scoped.clone(),
                     kind: node.kind.clone(),
-                    detail: describe(node, vars),
+                    detail: describe(node, vars, self.provider()),
                 });
                 let started = Instant::now();
                 let result = self
@@ -673,7 +682,7 @@ fn continues_on_error(node: &Node, vars: &Variables) -> bool {
 }
 
 /// What a node is about to do, for the log.
-fn describe(node: &Node, vars: &Variables) -> String {
+fn describe(node: &Node, vars: &Variables, provider: Provider) -> String {
     let r = |k: &str| node.get(k).map(|v| render(v, vars));
     match node.kind.as_str() {
         "mcp" => {
@@ -693,10 +702,11 @@ fn describe(node: &Node, vars: &Variables) -> String {
         ),
         "command" => {
             let servers = node.get("mcpServers").unwrap_or("");
+            let api = provider.api().short_name();
             if servers.is_empty() {
-                "Gemini".into()
+                api.into()
             } else {
-                format!("Gemini with {servers}")
+                format!("{api} with {servers}")
             }
         }
         "workflow" => r("path").unwrap_or_default(),

@@ -220,7 +220,7 @@ pub async fn start_app(
 ) -> RunningServer {
     let mut opts = ServeOptions::new(home.load());
     opts.port = 0;
-    opts.gemini = gemini;
+    opts.model = gemini.map(switchboard_gemini::ModelConfig::gemini);
     switchboard_web::start(opts).await.unwrap()
 }
 

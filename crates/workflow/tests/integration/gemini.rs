@@ -11,7 +11,9 @@ use crate::common::{Harness, demo_http, http_spec, stdio_spec, text};
 
 fn harness(fake: &FakeGemini, specs: Vec<switchboard_host::ServerSpec>) -> Harness {
     let opts = fake.options();
-    Harness::with(specs, move |o| o.gemini = Some(opts))
+    Harness::with(specs, move |o| {
+        o.model = Some(switchboard_gemini::ModelConfig::gemini(opts))
+    })
 }
 
 #[tokio::test(flavor = "multi_thread")]

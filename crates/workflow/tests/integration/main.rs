@@ -5,5 +5,6 @@
 mod common;
 mod gemini;
 mod local;
+mod openai;
 mod peers;
 mod validation;
