@@ -317,3 +317,82 @@ async fn serve_logs_in_through_the_apps_own_oauth_callback() {
     assert_eq!(stats["code_exchanges"], 2, "{stats}");
     drop(peer);
 }
+
+/// `switchboard serve` with `provider: "openai"` in the settings: the web chat uses the
+/// OpenAI-compatible server named by OPENAI_BASE_URL (the fake), as `switchboard chat`
+/// does, with no Gemini key.
+#[tokio::test(flavor = "multi_thread")]
+async fn serve_chats_with_an_openai_compatible_model_when_the_settings_say_so() {
+    use switchboard_gemini::fake::FakeTurn;
+    use switchboard_gemini::fake_openai::FakeOpenAi;
+    let fake = FakeOpenAi::start(vec![FakeTurn::text("Hello from a local model.")]).await;
+    let home = tempfile::tempdir().unwrap();
+    let project = tempfile::tempdir().unwrap();
+    std::fs::write(
+        home.path().join("settings.json"),
+        json!({"provider": "openai", "model": "local-model", "mcpServers": {}}).to_string(),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+        .args(["serve", "--port", "0"])
+        .env("SWITCHBOARD_HOME", home.path())
+        .env_remove("GEMINI_API_KEY")
+        .env_remove("GEMINI_BASE_URL")
+        .env_remove("OPENAI_API_KEY")
+        .env("OPENAI_BASE_URL", &fake.base_url)
+        .env_remove("SWITCHBOARD_LOG")
+        .env_remove("BROWSER")
+        .current_dir(project.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let line = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line
+    });
+    let line = tokio::time::timeout(Duration::from_secs(30), line)
+        .await
+        .expect("the link within 30 s")
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("Switchboard is running at ")
+        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
+        .to_string();
+    let (base, token) = url.split_once("/?token=").unwrap();
+    let http = reqwest::Client::new();
+    let v: Value = http
+        .get(format!("{base}/api/chat/status"))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["available"], true, "{v}");
+    assert_eq!(v["model"], "local-model", "{v}");
+    let body = tokio::time::timeout(Duration::from_secs(30), async {
+        http.post(format!("{base}/api/chat/send"))
+            .bearer_auth(token)
+            .header("Origin", base)
+            .json(&json!({"message": "say hello"}))
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap()
+    })
+    .await
+    .expect("the turn within 30 s");
+    assert!(body.contains("Hello from a local model."), "{body}");
+    assert!(body.contains(r#""type":"done""#), "{body}");
+    let rec = fake.recorded();
+    assert_eq!(rec.len(), 1);
+    assert_eq!(rec[0].model, "local-model");
+    stop(&mut child);
+}
