@@ -966,9 +966,10 @@ async fn chat_uses_an_openai_compatible_model_when_the_settings_say_so() {
     opts.port = 0;
     // What `switchboard serve` passes: both providers from the environment, Gemini
     // without a key; the settings choose.
-    let mut model = switchboard_gemini::ModelConfig::default();
-    model.openai = fake.options();
-    opts.model = Some(model);
+    opts.model = Some(switchboard_gemini::ModelConfig {
+        openai: fake.options(),
+        ..Default::default()
+    });
     let app = switchboard_web::start(opts).await.unwrap();
     wait_connected(&app, &["demo"]).await;
     let api = Api::new(&app);

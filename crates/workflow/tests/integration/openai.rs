@@ -3,9 +3,9 @@
 //! CLI's chat.
 
 use serde_json::json;
+use switchboard_gemini::ModelConfig;
 use switchboard_gemini::fake::FakeTurn;
 use switchboard_gemini::fake_openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
-use switchboard_gemini::{ModelConfig, Provider};
 use switchboard_workflow::RunEvent;
 
 use crate::common::{Harness, demo_http, http_spec, text};
@@ -18,10 +18,8 @@ async fn a_command_node_talks_to_an_openai_compatible_model_with_its_tools() {
     ])
     .await;
     let url = demo_http().await;
-    // As `switchboard run` builds it: both providers' options, `provider: openai` from
-    // the settings, `model` from the settings as the default model.
-    let mut model = ModelConfig::default().with_provider(Provider::OpenAi);
-    model.openai = fake.options();
+    // `provider: openai` and `model` from the settings, as `switchboard run` passes them.
+    let model = ModelConfig::openai(fake.options());
     let mut h = Harness::with(vec![http_spec("demo", &url)], move |o| {
         o.model = Some(model);
         o.default_model = Some("local-model".into());
@@ -57,8 +55,7 @@ async fn a_command_node_talks_to_an_openai_compatible_model_with_its_tools() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_openai_command_node_without_a_model_names_the_provider() {
     let fake = FakeOpenAi::start(vec![FakeTurn::text("unused")]).await;
-    let mut model = ModelConfig::default().with_provider(Provider::OpenAi);
-    model.openai = fake.options();
+    let model = ModelConfig::openai(fake.options());
     let mut h = Harness::with(vec![], move |o| o.model = Some(model));
     let o = h
         .run(
