@@ -1,12 +1,12 @@
 //! Saving a `switchboard run` as a run log (`$SWITCHBOARD_HOME/runs/…json`, see
-//! [`switchboard_web::runs`]) and the links that open its MCP App UIs in `switchboard
+//! [`switchboard_workflow::run_log`]) and the links that open its MCP App UIs in `switchboard
 //! serve`.
 
 use std::path::{Path, PathBuf};
 
 use switchboard_web::DEFAULT_PORT;
-pub use switchboard_web::runs::{RunInfo, from_outcome as build};
-use switchboard_web::runs::{RunLog, save_run};
+pub use switchboard_workflow::run_log::{RunInfo, from_outcome as build};
+use switchboard_workflow::run_log::{RunLog, save_run};
 
 /// Saves the run log; returns its id and path.
 pub fn save(home: &Path, mut log: RunLog) -> std::io::Result<(String, PathBuf)> {

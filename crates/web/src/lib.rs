@@ -10,7 +10,7 @@
 //!   a second loopback origin, bridged by the official host protocol;
 //! - **Chat**: Gemini with the servers' tools, streamed over SSE.
 //! - **Workflows**: the project's workflow files and the runs `switchboard run` saved
-//!   ([`runs`]), with their MCP App UIs rendered again.
+//!   (`switchboard_workflow::run_log`), with their MCP App UIs rendered again.
 //!
 //! Access control ([`access`](crate::access)): a random token printed at start becomes
 //! an `HttpOnly; SameSite=Strict` cookie whose name carries the port; every `/api`
@@ -31,7 +31,6 @@ mod explorer;
 pub mod links;
 mod oauth;
 mod random;
-pub mod runs;
 mod serve;
 mod settings;
 mod state;

@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use switchboard_workflow::Workflow;
 
 use crate::error::{ApiError, ApiResult};
-use crate::runs::{list_runs, load_run, valid_id};
 use crate::state::AppState;
+use switchboard_workflow::run_log::{list_runs, load_run, runs_dir, valid_id};
 
 /// The folders searched for workflows, relative to the project directory.
 pub const WORKFLOW_DIRS: &[&str] = &[".switchboard/workflows", "examples"];
@@ -92,7 +92,7 @@ pub async fn list(State(state): State<AppState>) -> Json<Value> {
 /// `GET /api/workflows/runs`.
 pub async fn runs(State(state): State<AppState>) -> Json<Value> {
     let home = state.cfg().load.home.clone();
-    let dir = crate::runs::runs_dir(&home).display().to_string();
+    let dir = runs_dir(&home).display().to_string();
     let runs = tokio::task::spawn_blocking(move || list_runs(&home))
         .await
         .unwrap_or_default();

@@ -178,7 +178,7 @@ async fn browser_chat_with_fake_gemini_renders_an_app_from_a_tool_result() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_workflows_page_shows_a_run_and_renders_its_clock_app() {
     use std::time::SystemTime;
-    use switchboard_web::runs::{RunInfo, from_outcome, save_run};
+    use switchboard_workflow::run_log::{RunInfo, from_outcome, save_run};
     use switchboard_workflow::{RunOptions, Runner, Variables, Workflow};
 
     let demo = demo_http().await;

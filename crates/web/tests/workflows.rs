@@ -9,7 +9,7 @@ use std::time::SystemTime;
 use common::{Api, Home, demo_http, start_app, wait_connected};
 use serde_json::json;
 use switchboard_testkit::repo_root;
-use switchboard_web::runs::{RunInfo, from_outcome, save_run};
+use switchboard_workflow::run_log::{RunInfo, from_outcome, save_run};
 use switchboard_workflow::{RunOptions, Runner, Variables, Workflow};
 
 /// Runs `examples/demo-tour.yaml` on the app's own servers and saves it as

@@ -10,9 +10,11 @@
 //!   properties, dangling `next`, duplicate ids, missing properties, variables used
 //!   before they are set).
 //! - [`Runner`]: runs a workflow against a [`switchboard_host::Host`]'s servers:
-//!   `mcp`, `command` (Gemini), `variable`, `set`, `if`, `while`, `sleep`, `http`,
+//!   `mcp`, `command` (the model), `variable`, `set`, `if`, `while`, `sleep`, `http`,
 //!   `json` and `workflow` nodes, reporting each step as a [`RunEvent`].
 //! - [`template`]: `{{var}}`, `{{a.b}}`, `{{arr[i]}}`, `{{var:json}}`, conditions.
+//! - [`run_log`]: the saved-run format (`$SWITCHBOARD_HOME/runs/*.json`) that
+//!   `switchboard run` writes and `switchboard serve` lists and shows.
 
 mod command_node;
 mod events;
@@ -22,6 +24,7 @@ mod mcp_node;
 mod parse;
 mod problem;
 mod run;
+pub mod run_log;
 mod spec;
 pub mod template;
 mod validate;

@@ -1,7 +1,8 @@
-//! Saved workflow runs: `switchboard run` writes one JSON file per run under
-//! `$SWITCHBOARD_HOME/runs/` (`<timestamp>-<workflow-name>.json`), and `switchboard
-//! serve` lists them and shows one (the step log, the final variables, and the MCP App
-//! UIs the run produced, which it can render again).
+//! The run-log format, next to the runner that produces it: `switchboard run` writes one
+//! JSON file per run under `$SWITCHBOARD_HOME/runs/` (`<timestamp>-<workflow-name>.json`,
+//! [`from_outcome`] + [`save_run`]), and `switchboard serve` lists them and shows one
+//! ([`list_runs`], [`load_run`]: the step log, the final variables, and the MCP App UIs
+//! the run produced, which it can render again).
 //!
 //! Files are written atomically (a temporary file renamed into place) and only the
 //! newest [`MAX_RUNS`] are kept. A run's id is its file name without `.json`; ids are
@@ -10,9 +11,9 @@
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use crate::{RunOutcome, StepStatus, Variables};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use switchboard_workflow::{RunOutcome, StepStatus, Variables};
 
 /// At most this many run logs are kept; the oldest are deleted.
 pub const MAX_RUNS: usize = 200;
@@ -210,33 +211,11 @@ pub fn valid_id(id: &str) -> bool {
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
 }
 
-/// `time` as RFC 3339 UTC with milliseconds (`2026-11-22T23:15:49.123Z`).
+/// `time` as RFC 3339 UTC with milliseconds (`2026-11-22T23:15:49.123Z`); times
+/// before 1970 as the epoch.
 pub fn rfc3339(time: SystemTime) -> String {
-    let d = time.duration_since(UNIX_EPOCH).unwrap_or_default();
-    let secs = d.as_secs();
-    let (y, m, day) = civil_from_days(secs / 86_400);
-    let rem = secs % 86_400;
-    format!(
-        "{y:04}-{m:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem / 60) % 60,
-        rem % 60,
-        d.subsec_millis()
-    )
-}
-
-/// Days since 1970-01-01 → (year, month, day) (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(days: u64) -> (u64, u64, u64) {
-    let z = days + 719_468;
-    let era = z / 146_097;
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + u64::from(m <= 2);
-    (y, m, d)
+    chrono::DateTime::<chrono::Utc>::from(time.max(UNIX_EPOCH))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
 }
 
 /// The file-name form of a start time: `20261122T231549.123Z`.
