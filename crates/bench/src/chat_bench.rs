@@ -531,6 +531,7 @@ impl InstantModel {
             .is_some_and(|c| c.parts.iter().any(|p| p.function_response.is_some()));
         let decode = |bytes: &[u8]| {
             serde_json::from_slice::<GenerateResponse>(bytes).map_err(|e| GeminiError::Decode {
+                api: switchboard_gemini::ApiKind::Gemini,
                 message: e.to_string(),
             })
         };
@@ -554,6 +555,7 @@ impl ModelClient for InstantModel {
             self.answer(request, false)?
                 .pop()
                 .ok_or_else(|| GeminiError::Decode {
+                    api: switchboard_gemini::ApiKind::Gemini,
                     message: "no canned answer".into(),
                 })
         })

@@ -214,14 +214,22 @@ pub enum GeminiError {
     #[error("could not build the HTTP client for {}: {message}", api.name())]
     HttpClient { api: ApiKind, message: String },
     /// The answer was not the JSON the API documents.
-    #[error("unexpected answer from Gemini: {message}")]
-    Decode { message: String },
+    #[error("unexpected answer from {}: {message}", api.name())]
+    Decode {
+        /// Which API answered.
+        api: ApiKind,
+        message: String,
+    },
     /// The request could not be encoded.
     #[error("could not encode the Gemini request: {0}")]
     Encode(#[source] serde_json::Error),
     /// A stream broke off after it had started.
-    #[error("the Gemini stream broke off: {message}")]
-    Stream { message: String },
+    #[error("the {} stream broke off: {message}", api.short_name())]
+    Stream {
+        /// Which API was streaming.
+        api: ApiKind,
+        message: String,
+    },
 }
 
 impl GeminiError {
@@ -416,6 +424,7 @@ impl GeminiClient {
             source,
         })?;
         serde_json::from_slice(&bytes).map_err(|e| GeminiError::Decode {
+            api: ApiKind::Gemini,
             message: format!(
                 "the generateContent answer is not a GenerateContentResponse ({e}): {}",
                 snippet(&String::from_utf8_lossy(&bytes))
@@ -690,7 +699,13 @@ impl GenerateStream {
                         st.done = true;
                         st.events.clear();
                         let message = describe_reqwest(&source);
-                        return Some((Err(GeminiError::Stream { message }), st));
+                        return Some((
+                            Err(GeminiError::Stream {
+                                api: ApiKind::Gemini,
+                                message,
+                            }),
+                            st,
+                        ));
                     }
                     None => {
                         st.parser.finish(&mut st.events);
@@ -723,6 +738,7 @@ fn decode_event(data: &str) -> Option<Result<GenerateResponse, GeminiError>> {
         Ok(v) => v,
         Err(e) => {
             return Some(Err(GeminiError::Decode {
+                api: ApiKind::Gemini,
                 message: format!("a stream event is not JSON ({e}): {}", snippet(data)),
             }));
         }
@@ -740,6 +756,7 @@ fn decode_event(data: &str) -> Option<Result<GenerateResponse, GeminiError>> {
     }
     Some(
         serde_json::from_value(value).map_err(|e| GeminiError::Decode {
+            api: ApiKind::Gemini,
             message: format!(
                 "a stream event is not a GenerateContentResponse ({e}): {}",
                 snippet(data)

@@ -253,6 +253,7 @@ impl OpenAiClient {
             source,
         })?;
         let value: Value = serde_json::from_slice(&bytes).map_err(|e| GeminiError::Decode {
+            api: ApiKind::OpenAi,
             message: format!(
                 "the chat/completions answer is not JSON ({e}): {}",
                 snippet(&String::from_utf8_lossy(&bytes))
@@ -882,6 +883,7 @@ fn content_text(content: Option<&Value>) -> String {
 /// some servers send as is.
 fn parse_arguments(name: &str, raw: Option<&Value>) -> Result<Map<String, Value>, GeminiError> {
     let bad = |what: String| GeminiError::Decode {
+        api: ApiKind::OpenAi,
         message: format!(
             "the arguments of the model's call to `{name}` are not a JSON object: {what}"
         ),
@@ -950,6 +952,7 @@ pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiErro
                 .find(|x| x.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         })
         .ok_or_else(|| GeminiError::Decode {
+            api: ApiKind::OpenAi,
             message: format!(
                 "the chat/completions answer has no choices: {}",
                 snippet(&body.to_string())
@@ -990,6 +993,7 @@ pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiErro
         let name = function.get("name").and_then(Value::as_str).unwrap_or("");
         if name.is_empty() {
             return Err(GeminiError::Decode {
+                api: ApiKind::OpenAi,
                 message: format!(
                     "a tool call has no function name: {}",
                     snippet(&call.to_string())
@@ -1189,6 +1193,7 @@ impl ChunkAssembler {
         for call in calls {
             if call.name.is_empty() {
                 return Err(GeminiError::Decode {
+                    api: ApiKind::OpenAi,
                     message: format!(
                         "streamed tool call #{} has no function name (arguments {})",
                         call.index,
@@ -1246,6 +1251,7 @@ fn chunk_stream(body: ByteStream) -> ChunkStream {
                 }
                 let item = serde_json::from_str::<Value>(data)
                     .map_err(|e| GeminiError::Decode {
+                        api: ApiKind::OpenAi,
                         message: format!("a stream event is not JSON ({e}): {}", snippet(data)),
                     })
                     .and_then(|chunk| st.assembler.push(&chunk));
@@ -1265,6 +1271,7 @@ fn chunk_stream(body: ByteStream) -> ChunkStream {
                     st.assembler.finish()
                 } else {
                     Err(GeminiError::Stream {
+                        api: ApiKind::OpenAi,
                         message: "the chat/completions stream ended before `data: [DONE]`".into(),
                     })
                 };
@@ -1275,7 +1282,13 @@ fn chunk_stream(body: ByteStream) -> ChunkStream {
                 Some(Err(source)) => {
                     st.done = true;
                     let message = describe_reqwest(&source);
-                    return Some((Err(GeminiError::Stream { message }), st));
+                    return Some((
+                        Err(GeminiError::Stream {
+                            api: ApiKind::OpenAi,
+                            message,
+                        }),
+                        st,
+                    ));
                 }
                 None => {
                     st.parser.finish(&mut st.events);

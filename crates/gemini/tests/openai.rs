@@ -710,3 +710,29 @@ async fn stream_usage_when_asked_for() {
     assert_eq!(first["object"], "chat.completion.chunk");
     assert_eq!(first["choices"][0]["delta"]["role"], "assistant");
 }
+
+/// Errors about an OpenAI-compatible server name that API, never Gemini: a stream that
+/// breaks off, an answer that cannot be used, a bad base URL.
+#[tokio::test]
+async fn openai_errors_name_the_openai_compatible_api_not_gemini() {
+    let chunk = json!({"id": "x", "object": "chat.completion.chunk", "model": MODEL,
+                       "choices": [{"index": 0, "delta": {"content": "cut"}, "finish_reason": null}]});
+    let fake = FakeOpenAi::start(vec![FakeTurn::RawSse(vec![format!("data: {chunk}\n\n")])]).await;
+    let client = fake.client().unwrap();
+    let mut stream = client.stream(MODEL, &ask("x")).await.unwrap();
+    assert_eq!(stream.next().await.unwrap().unwrap().text(), "cut");
+    let broken = stream.next().await.unwrap().unwrap_err().to_string();
+    let undecodable = switchboard_gemini::openai::from_chat_completion(&json!({"choices": []}))
+        .unwrap_err()
+        .to_string();
+    let bad_url = OpenAiClient::new(OpenAiOptions {
+        base_url: "ftp://127.0.0.1/v1".into(),
+        ..Default::default()
+    })
+    .unwrap_err()
+    .to_string();
+    for message in [broken, undecodable, bad_url] {
+        assert!(!message.contains("Gemini"), "{message}");
+        assert!(message.contains("OpenAI-compatible"), "{message}");
+    }
+}
