@@ -88,13 +88,20 @@ pub struct ChatSession {
     used: Mutex<Instant>,
 }
 
-/// `GET /api/chat/status`.
+/// `GET /api/chat/status`: `available`, `model`, `provider` (`gemini`, `openai`, or
+/// what the settings say), and when unavailable a `message` with the fix.
 pub async fn status(State(state): State<AppState>) -> Json<Value> {
+    let provider = state
+        .load_settings()
+        .ok()
+        .and_then(|s| s.provider)
+        .map_or_else(|| "gemini".to_string(), |p| p.trim().to_ascii_lowercase());
     match state.model_client(None) {
-        Ok((_, model)) => Json(json!({"available": true, "model": model})),
+        Ok((_, model)) => Json(json!({"available": true, "model": model, "provider": provider})),
         Err(why) => Json(json!({
             "available": false,
             "model": default_model(&state),
+            "provider": provider,
             "message": why.to_string(),
         })),
     }

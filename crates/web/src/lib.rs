@@ -12,7 +12,7 @@
 //! - **Workflows**: the project's workflow files and the runs `switchboard run` saved
 //!   (`switchboard_workflow::run_log`), with their MCP App UIs rendered again.
 //!
-//! Access control ([`access`](crate::access)): a random token printed at start becomes
+//! Access control (`access.rs`): a random token printed at start becomes
 //! an `HttpOnly; SameSite=Strict` cookie whose name carries the port; every `/api`
 //! route needs the cookie or `Authorization: Bearer <token>`; state-changing requests
 //! from a browser must carry an `Origin` exactly equal to the app's own.

@@ -426,7 +426,7 @@ async fn api_not_found() -> Response {
     ApiError::not_found("no such API route").into_response()
 }
 
-/// The app's router: pages, assets and `/api` (behind [`access::api_guard`]).
+/// The app's router: pages, assets and `/api` (behind `access::api_guard`).
 pub fn app(state: AppState) -> Router {
     let api = Router::new()
         .route("/config", get(config))

@@ -977,6 +977,7 @@ async fn chat_uses_an_openai_compatible_model_when_the_settings_say_so() {
     assert_eq!(status, 200);
     assert_eq!(v["available"], true, "{v}");
     assert_eq!(v["model"], "local-model");
+    assert_eq!(v["provider"], "openai");
 
     let resp = api
         .req(Method::POST, "/api/chat/send")

@@ -1,4 +1,5 @@
-// Chat page: Gemini with the MCP servers' tools, streamed over SSE. Per-server
+// Chat page: the model (Gemini, or an OpenAI-compatible server when the settings say
+// `provider: "openai"`) with the MCP servers' tools, streamed over SSE. Per-server
 // checkboxes are remembered in localStorage; tool calls show as cards (arguments,
 // result, errors) and their MCP Apps render inline; untrusted servers' tools ask first.
 "use strict";
@@ -7,7 +8,10 @@
   var el = SB.el;
   var STORE = "switchboard.chat.servers";
   var MODEL_STORE = "switchboard.chat.model";
-  var page = { root: null, sessionId: null, busy: false, apps: [], cards: {} };
+  var page = { root: null, sessionId: null, busy: false, apps: [], cards: {}, provider: "gemini" };
+  // The model name is remembered per provider (a Gemini model means nothing to a local server).
+  function modelStore() { return page.provider === "gemini" ? MODEL_STORE : MODEL_STORE + "." + page.provider; }
+  function modelName() { return page.provider === "gemini" ? "Gemini" : "Model"; }
 
   function saved() { try { return JSON.parse(localStorage.getItem(STORE) || "{}") || {}; } catch (e) { return {}; } }
   function save(map) { try { localStorage.setItem(STORE, JSON.stringify(map)); } catch (e) { /* private mode */ } }
@@ -48,7 +52,7 @@
   function bubble(role, text) {
     var hint = page.root.messages.querySelector(".empty-chat");
     if (hint) hint.remove();
-    var b = el("div", { class: "msg " + role }, el("div", { class: "msg-role" }, role === "user" ? "You" : (role === "model" ? "Gemini" : "")), el("div", { class: "msg-text" }, text || ""));
+    var b = el("div", { class: "msg " + role }, el("div", { class: "msg-role" }, role === "user" ? "You" : (role === "model" ? modelName() : "")), el("div", { class: "msg-text" }, text || ""));
     page.root.messages.appendChild(b);
     scrollDown();
     return b;
@@ -141,7 +145,7 @@
     bubble("user", text);
     var state = { model: null };
     var model = page.root.model.value.trim();
-    try { localStorage.setItem(MODEL_STORE, model); } catch (e) { /* ignore */ }
+    try { localStorage.setItem(modelStore(), model); } catch (e) { /* ignore */ }
     var body = { sessionId: page.sessionId, message: text, model: model || undefined, webSearch: page.root.webSearch.checked, servers: selection() };
     return fetch("/api/chat/send", { method: "POST", credentials: "same-origin", headers: { "Content-Type": "application/json" }, body: JSON.stringify(body) })
       .then(function (resp) {
@@ -197,16 +201,18 @@
       var wrap = el("div", { class: "chat" });
       view.appendChild(wrap);
       SB.api("GET", "/chat/status").then(function (st) {
+        page.provider = st.provider || "gemini";
+        var gemini = page.provider === "gemini";
         if (!st.available) {
-          wrap.appendChild(el("div", { class: "card no-key", dataset: { noKey: "" } }, el("h1", null, "Chat needs a Gemini API key"), el("p", null, st.message)));
+          wrap.appendChild(el("div", { class: "card no-key", dataset: { noKey: "" } }, el("h1", null, gemini ? "Chat needs a Gemini API key" : "Chat is unavailable"), el("p", null, st.message)));
           return;
         }
-        var model = el("input", { type: "text", class: "model", value: localStorage.getItem(MODEL_STORE) || st.model, list: "models", "aria-label": "Model" });
-        var models = el("datalist", { id: "models" }, ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-pro-preview", "gemma-3-27b-it"].map(function (m) { return el("option", { value: m }); }));
+        var model = el("input", { type: "text", class: "model", value: localStorage.getItem(modelStore()) || st.model, list: "models", "aria-label": "Model" });
+        var models = el("datalist", { id: "models" }, (gemini ? ["gemini-2.5-flash", "gemini-2.5-pro", "gemini-2.5-flash-lite", "gemini-3-pro-preview", "gemma-3-27b-it"] : [st.model]).map(function (m) { return el("option", { value: m }); }));
         var webSearch = el("input", { type: "checkbox", "aria-label": "Web search" });
         var servers = el("div", { class: "server-menu" });
         var messages = el("div", { class: "messages", role: "log" });
-        var input = el("textarea", { class: "chat-input", rows: 2, placeholder: "Message Gemini…  (Enter sends, Shift+Enter for a new line)", "aria-label": "Message" });
+        var input = el("textarea", { class: "chat-input", rows: 2, placeholder: "Message " + (gemini ? "Gemini" : "the model") + "…  (Enter sends, Shift+Enter for a new line)", "aria-label": "Message" });
         var sendBtn = el("button", { type: "submit", class: "primary" }, "Send");
         var stopBtn = el("button", { type: "button", hidden: true, onclick: function () { if (page.sessionId) SB.api("POST", "/chat/cancel", { sessionId: page.sessionId }).catch(function () {}); } }, "Stop");
         var suggestBox = el("div", { class: "suggest", hidden: true });
