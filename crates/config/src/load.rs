@@ -310,18 +310,18 @@ fn parse_file(
         Some(Value::Object(m)) => m.get("name").and_then(Value::as_str).map(str::to_string),
         _ => None,
     };
+    // The file is shared with other tools: a `provider` that is not a string is
+    // ignored with a warning rather than breaking every command.
     let provider = match root.get("provider") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.clone()),
         Some(other) => {
-            return Err(invalid(
-                path,
-                "provider",
-                format!(
-                    "expected a string (`gemini` or `openai`), found {}",
-                    type_name(other)
-                ),
+            warnings.push(format!(
+                "{}: provider: expected `gemini` or `openai`, found {}; ignored",
+                path.display(),
+                type_name(other)
             ));
+            None
         }
     };
     Ok(ParsedFile {

@@ -766,11 +766,19 @@ fn provider_is_read_and_a_trusted_project_replaces_it() {
     let s = f.load();
     assert_eq!(s.provider.as_deref(), Some("openai"));
     assert_eq!(s.model.as_deref(), Some("local-model"));
-    // Not a string: the error names the file and the field.
-    f.user(r#"{"provider": 1}"#);
-    let err = load(&f.opts(), &env).unwrap_err().to_string();
-    assert!(err.contains("provider"), "{err}");
-    assert!(err.contains("`openai`"), "{err}");
+    // Not a string (the file is shared with other tools): ignored with a warning that
+    // names the file, the field and the choices.
+    f.user(r#"{"provider": {"name": "x"}, "mcpServers": {"a": {"command": "x"}}}"#);
+    let s = f.load();
+    assert_eq!(
+        s.provider.as_deref(),
+        Some("openai"),
+        "the project's still applies"
+    );
+    assert!(entry(&s, "a").should_start());
+    let w = s.warnings.join("\n");
+    assert!(w.contains("provider"), "{w}");
+    assert!(w.contains("`openai`"), "{w}");
 }
 
 #[test]
