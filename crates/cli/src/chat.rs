@@ -1,4 +1,5 @@
-//! `switchboard chat`: talk to Gemini with every MCP server's tools.
+//! `switchboard chat`: talk to the model (Gemini, or an OpenAI-compatible server with
+//! `--provider openai` / `provider` in the settings) with every MCP server's tools.
 //!
 //! Interactive mode reads lines with history and editing (rustyline); servers still
 //! starting do not block the first prompt, and their tools join when ready. `-p` runs
@@ -32,7 +33,8 @@ pub struct ChatArgs {
     /// Run one prompt and exit (for scripts).
     #[arg(short = 'p', long = "prompt", value_name = "TEXT")]
     pub prompt: Option<String>,
-    /// The Gemini model (default: `model` in settings, else the built-in default).
+    /// The model (default: `model` in settings, else the built-in Gemini default; the
+    /// `openai` provider has none).
     #[arg(short, long)]
     pub model: Option<String>,
     /// Run every tool call without asking.
