@@ -42,11 +42,11 @@ pub struct ServeArgs {
     #[arg(long)]
     pub remote: bool,
     /// The origin browsers use for the app behind your TLS reverse proxy, e.g.
-    /// https://switchboard.example.com (implies --remote; needs --sandbox-origin).
+    /// <https://switchboard.example.com> (implies --remote; needs --sandbox-origin).
     #[arg(long, value_name = "URL", requires = "sandbox_origin")]
     pub public_origin: Option<String>,
     /// The origin browsers use for the sandbox listener, on another host name than
-    /// --public-origin, e.g. https://sandbox.switchboard.example.com.
+    /// --public-origin, e.g. <https://sandbox.switchboard.example.com>.
     #[arg(long, value_name = "URL", requires = "public_origin")]
     pub sandbox_origin: Option<String>,
 }

@@ -5,8 +5,8 @@
 //! stdout is a TTY. Newlines and tabs pass. `--json` output does not come here: JSON
 //! escapes control characters itself and keeps strings exact.
 //!
-//! Every human-readable line of the CLI goes out through [`outln!`], [`out!`],
-//! [`errln!`] or [`errout!`] (or [`visible`] for a `write!` to a locked handle); the
+//! Every human-readable line of the CLI goes out through `outln!`, `out!`,
+//! `errln!` or `errout!` (or [`visible`] for a `write!` to a locked handle); the
 //! CLI's own escapes (the spinner's line clearing) are written apart from any text.
 
 use std::borrow::Cow;
