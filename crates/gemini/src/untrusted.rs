@@ -53,6 +53,8 @@ pub enum Kind {
     ServerInstructions,
     /// Context sent by an MCP App (`ui/update-model-context`).
     AppContext,
+    /// The answer of an HTTP request (a workflow `http` node).
+    HttpResponse,
 }
 
 impl Kind {
@@ -64,6 +66,7 @@ impl Kind {
             Kind::Prompt => "prompt",
             Kind::ServerInstructions => "server_instructions",
             Kind::AppContext => "app_context",
+            Kind::HttpResponse => "http_response",
         }
     }
 }

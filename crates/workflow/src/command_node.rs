@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 use crate::events::RunEvent;
 use crate::parse::Node;
 use crate::run::{Runner, one_line};
-use crate::template::render;
+use crate::template::{render, render_marking};
 use crate::vars::Variables;
 
 /// Runs a `command` node; returns the summary.
@@ -26,12 +26,10 @@ pub(crate) async fn run(
     scoped: &str,
 ) -> Result<String, String> {
     let r = |k: &str| node.get(k).map(|v| render(v, vars));
-    let prompt = r("prompt").unwrap_or_default();
     let provider = runner.provider();
     let model = provider
         .model([r("model"), runner.options().default_model.clone()])
         .map_err(|e| format!("{e}, or `model` on the node"))?;
-    let system_prompt = r("systemPrompt");
     let web_search = node.get("ragSetting") == Some("__websearch__");
     let wanted: Vec<String> = node
         .get("mcpServers")
@@ -53,13 +51,25 @@ pub(crate) async fn run(
     let host = runner.host().clone();
     let opts = ChatOptions {
         model: model.clone(),
-        system_prompt,
         yolo: true,
         web_search,
         stream: false,
         ..Default::default()
     };
     let mut chat = Chat::new(host.clone(), client, opts, Arc::new(AlwaysApprove));
+    // The prompt and system prompt are the author's, but a variable that holds a tool
+    // result or an HTTP answer is server text: it reaches the model wrapped as untrusted
+    // data, under this conversation's marker (and the system rule then names it).
+    let marked = |k: &str| {
+        node.get(k).map(|v| {
+            render_marking(v, vars, |kind, source, text| {
+                chat.untrusted().wrap(kind, source, &text)
+            })
+        })
+    };
+    let prompt = marked("prompt").unwrap_or_default();
+    let system_prompt = marked("systemPrompt");
+    chat.options_mut().system_prompt = system_prompt;
     for name in host.server_names() {
         if !wanted.contains(&name) {
             chat.set_server_enabled(&name, false);

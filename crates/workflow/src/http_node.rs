@@ -320,7 +320,12 @@ pub(crate) async fn run(
     };
     let summary = format!("{status} ({} bytes, {mime})", bytes.len());
     if let Some(to) = node.get("saveTo") {
-        vars.set_text(to, saved);
+        vars.set_external(
+            to,
+            saved,
+            switchboard_gemini::untrusted::Kind::HttpResponse,
+            format!("{method_text} {url}"),
+        );
     }
     Ok(summary)
 }

@@ -235,7 +235,12 @@ pub(crate) async fn run(
         return Err(format!("`{tool}` on {label} returned an error: {text}"));
     }
     if let Some(to) = node.get("saveTo") {
-        vars.set_text(to, text.clone());
+        vars.set_external(
+            to,
+            text.clone(),
+            switchboard_gemini::untrusted::Kind::ToolResult,
+            format!("server {label}, tool `{tool}`"),
+        );
     }
     let ui_uri = ui_resource_uri(&result).or_else(|| tool_def.as_ref().and_then(ui_resource_uri));
     let mut app = None;

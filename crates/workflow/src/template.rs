@@ -109,13 +109,26 @@ pub fn replace_placeholders(text: &str, with: &str) -> String {
 
 /// Fills in every placeholder that resolves.
 pub fn render(text: &str, vars: &Variables) -> String {
+    render_marking(text, vars, |_, _, s| s)
+}
+
+/// [`render`], passing the text of every variable that came from outside (see
+/// [`Variables::external`]) through `mark` with its kind and source first.
+pub fn render_marking(
+    text: &str,
+    vars: &Variables,
+    mark: impl Fn(switchboard_gemini::untrusted::Kind, &str, String) -> String,
+) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;
     for p in placeholders(text) {
         out.push_str(&text[last..p.start]);
         match lookup(&p.path, vars) {
             Some(v) => {
-                let s = value_text(&v);
+                let mut s = value_text(&v);
+                if let Some((kind, source)) = vars.external(p.root()) {
+                    s = mark(kind, source, s);
+                }
                 if p.json {
                     out.push_str(&json_escape(&s));
                 } else {

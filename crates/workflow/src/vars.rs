@@ -1,13 +1,19 @@
 //! Workflow variables: names mapped to strings or numbers (GemiHub's model), kept in
 //! the order they were first set, and the text form a value takes inside `{{…}}`.
 
+use std::collections::HashMap;
+
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
+use switchboard_gemini::untrusted::Kind;
 
 /// The variables of one run.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Variables {
     map: IndexMap<String, Value>,
+    /// Variables whose text came from outside (a tool result, an HTTP answer): what it
+    /// is and where it came from. A `command` node's prompt wraps them as untrusted.
+    external: HashMap<String, (Kind, String)>,
 }
 
 impl Variables {
@@ -25,7 +31,28 @@ impl Variables {
 
     /// Sets a variable (a new name goes last; an existing one keeps its place).
     pub fn set(&mut self, name: impl Into<String>, value: Value) {
-        self.map.insert(name.into(), value);
+        let name = name.into();
+        self.external.remove(&name);
+        self.map.insert(name, value);
+    }
+
+    /// Sets a string variable whose text came from outside the workflow (`kind`, from
+    /// `source`, e.g. "server `demo`, tool `echo`").
+    pub fn set_external(
+        &mut self,
+        name: impl Into<String>,
+        value: impl Into<String>,
+        kind: Kind,
+        source: impl Into<String>,
+    ) {
+        let name = name.into();
+        self.map.insert(name.clone(), Value::String(value.into()));
+        self.external.insert(name, (kind, source.into()));
+    }
+
+    /// Where a variable's text came from, when it came from outside.
+    pub fn external(&self, name: &str) -> Option<(Kind, &str)> {
+        self.external.get(name).map(|(k, s)| (*k, s.as_str()))
     }
 
     /// Sets a string variable.
@@ -89,6 +116,9 @@ impl Variables {
 
     /// Adds every variable of `other`, replacing same-named ones.
     pub fn extend(&mut self, other: &Variables) {
+        for (name, origin) in &other.external {
+            self.external.insert(name.clone(), origin.clone());
+        }
         for (k, v) in other.iter() {
             self.set(k.to_string(), v.clone());
         }
