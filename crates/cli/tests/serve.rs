@@ -14,7 +14,17 @@ use serde_json::{Value, json};
 
 /// Starts `switchboard serve --port 0` over `home`; returns the child and the link.
 async fn start_serve(home: &Path, project: &Path) -> (Child, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
+    start_serve_with(home, project, |_| {}).await
+}
+
+/// [`start_serve`] with more environment set by `env`.
+async fn start_serve_with(
+    home: &Path,
+    project: &Path,
+    env: impl FnOnce(&mut Command),
+) -> (Child, String) {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_switchboard"));
+    command
         .args(["serve", "--port", "0"])
         .env("SWITCHBOARD_HOME", home)
         .env_remove("GEMINI_API_KEY")
@@ -22,9 +32,9 @@ async fn start_serve(home: &Path, project: &Path) -> (Child, String) {
         .env_remove("BROWSER")
         .current_dir(project)
         .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        .stderr(Stdio::null());
+    env(&mut command);
+    let mut child = command.spawn().unwrap();
     let stdout = child.stdout.take().unwrap();
     let line = tokio::task::spawn_blocking(move || {
         let mut line = String::new();
@@ -333,35 +343,12 @@ async fn serve_chats_with_an_openai_compatible_model_when_the_settings_say_so() 
         json!({"provider": "openai", "model": "local-model", "mcpServers": {}}).to_string(),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_switchboard"))
-        .args(["serve", "--port", "0"])
-        .env("SWITCHBOARD_HOME", home.path())
-        .env_remove("GEMINI_API_KEY")
-        .env_remove("GEMINI_BASE_URL")
-        .env_remove("OPENAI_API_KEY")
-        .env("OPENAI_BASE_URL", &fake.base_url)
-        .env_remove("SWITCHBOARD_LOG")
-        .env_remove("BROWSER")
-        .current_dir(project.path())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let line = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line
-    });
-    let line = tokio::time::timeout(Duration::from_secs(30), line)
-        .await
-        .expect("the link within 30 s")
-        .unwrap();
-    let url = line
-        .trim()
-        .strip_prefix("Switchboard is running at ")
-        .unwrap_or_else(|| panic!("unexpected first line: {line}"))
-        .to_string();
+    let (mut child, url) = start_serve_with(home.path(), project.path(), |c| {
+        c.env_remove("GEMINI_BASE_URL")
+            .env_remove("OPENAI_API_KEY")
+            .env("OPENAI_BASE_URL", &fake.base_url);
+    })
+    .await;
     let (base, token) = url.split_once("/?token=").unwrap();
     let http = reqwest::Client::new();
     let v: Value = http

@@ -271,26 +271,29 @@ impl Overflow {
         self.bytes = self.bytes.saturating_add(bytes.len());
     }
 
-    /// Reports the message as soon as it is known to be a reply with an id.
-    fn report_early(&mut self, out: &mut Vec<Frame>) {
+    /// Reports the message (through `make`, the framer's oversized frame) as soon as it
+    /// is known to be a reply with an id.
+    fn report_early<F>(&mut self, out: &mut Vec<F>, make: fn(Envelope, usize) -> F) {
         if !self.reported && self.scan.envelope().reply_id().is_some() {
             self.reported = true;
-            out.push(Frame::Oversized {
-                envelope: self.scan.envelope().clone(),
-                bytes: self.bytes,
-            });
+            out.push(make(self.scan.envelope().clone(), self.bytes));
         }
     }
 
     /// Reports the message at its end, unless it was reported already.
-    fn report_end(self, out: &mut Vec<Frame>) {
+    fn report_end<F>(self, out: &mut Vec<F>, make: fn(Envelope, usize) -> F) {
         if !self.reported {
-            out.push(Frame::Oversized {
-                envelope: self.scan.envelope().clone(),
-                bytes: self.bytes,
-            });
+            out.push(make(self.scan.envelope().clone(), self.bytes));
         }
     }
+}
+
+fn oversized_line(envelope: Envelope, bytes: usize) -> Frame {
+    Frame::Oversized { envelope, bytes }
+}
+
+fn oversized_event(envelope: Envelope, bytes: usize) -> SseFrame {
+    SseFrame::Oversized { envelope, bytes }
 }
 
 /// Newline-delimited framing (the stdio transport) with a limit per line.
@@ -338,11 +341,11 @@ impl LineFramer {
     fn append(&mut self, part: &[u8], out: &mut Vec<Frame>) {
         if let Some(over) = &mut self.over {
             over.feed(part);
-            over.report_early(out);
+            over.report_early(out, oversized_line);
         } else if self.line.len() + part.len() > self.max {
             let mut over = Overflow::start(&[&self.line, part]);
             self.line = Vec::new();
-            over.report_early(out);
+            over.report_early(out, oversized_line);
             self.over = Some(over);
         } else {
             self.line.extend_from_slice(part);
@@ -351,7 +354,7 @@ impl LineFramer {
 
     fn end_line(&mut self, out: &mut Vec<Frame>) {
         if let Some(over) = self.over.take() {
-            over.report_end(out);
+            over.report_end(out, oversized_line);
             return;
         }
         let mut line = std::mem::take(&mut self.line);
@@ -470,7 +473,7 @@ impl SseParser {
         if let Some(sse) = &mut self.over {
             sse.line_empty = false;
             feed_overflow_line(sse, part);
-            report_sse_early(&mut sse.over, out);
+            sse.over.report_early(out, oversized_event);
             return;
         }
         if self.line.len() + self.data.len() + part.len() <= self.max {
@@ -487,7 +490,7 @@ impl SseParser {
         let line = std::mem::take(&mut self.line);
         feed_overflow_line(&mut sse, &line);
         feed_overflow_line(&mut sse, part);
-        report_sse_early(&mut sse.over, out);
+        sse.over.report_early(out, oversized_event);
         self.data = Vec::new();
         self.over = Some(sse);
     }
@@ -497,13 +500,7 @@ impl SseParser {
             if sse.line_empty {
                 // The blank line ends the oversized event.
                 if let Some(sse) = self.over.take() {
-                    let SseOverflow { over, .. } = sse;
-                    if !over.reported {
-                        out.push(SseFrame::Oversized {
-                            envelope: over.scan.envelope().clone(),
-                            bytes: over.bytes,
-                        });
-                    }
+                    sse.over.report_end(out, oversized_event);
                 }
                 self.reset_event();
             } else {
@@ -618,20 +615,16 @@ fn feed_overflow_line(sse: &mut SseOverflow, mut bytes: &[u8]) {
     }
 }
 
-fn report_sse_early(over: &mut Overflow, out: &mut Vec<SseFrame>) {
-    if !over.reported && over.scan.envelope().reply_id().is_some() {
-        over.reported = true;
-        out.push(SseFrame::Oversized {
-            envelope: over.scan.envelope().clone(),
-            bytes: over.bytes,
-        });
-    }
+/// [`error_reply`] as the message type `T` a transport yields (`None` when `id` is not a
+/// valid request id for it).
+pub(crate) fn stand_in<T: serde::de::DeserializeOwned>(id: &Value, message: String) -> Option<T> {
+    serde_json::from_value(error_reply(id, message)).ok()
 }
 
 /// A JSON-RPC error reply for `id`, standing in for the server's own reply that could not
 /// be read, so the request fails at once with `message` instead of waiting for its
 /// timeout.
-pub fn error_reply(id: &Value, message: String) -> Value {
+fn error_reply(id: &Value, message: String) -> Value {
     json!({
         "jsonrpc": "2.0",
         "id": id,

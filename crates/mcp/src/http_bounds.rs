@@ -53,10 +53,6 @@ fn request_id(message: &ClientJsonRpcMessage) -> Option<Value> {
     }
 }
 
-fn stand_in(id: &Value, text: String) -> Option<ServerJsonRpcMessage> {
-    serde_json::from_value(framing::error_reply(id, text)).ok()
-}
-
 /// An SSE event carrying `message`.
 fn event(message: &ServerJsonRpcMessage) -> Sse {
     Sse {
@@ -84,7 +80,7 @@ impl BoundedHttpClient {
             Err(StreamableHttpError::ResponseBodyTooLarge { max_size }) => {
                 let text = framing::oversized_message(&self.server, max_size + 1, max_size);
                 tracing::warn!(server = %self.server, "{text}");
-                match stand_in(&id, text) {
+                match framing::stand_in::<ServerJsonRpcMessage>(&id, text) {
                     Some(reply) => Ok(StreamableHttpPostResponse::Json(reply, None)),
                     None => Err(StreamableHttpError::ResponseBodyTooLarge { max_size }),
                 }
@@ -92,7 +88,7 @@ impl BoundedHttpClient {
             Err(StreamableHttpError::UnexpectedServerResponse(reason)) => {
                 let text = framing::unreadable_message(&self.server, &reason);
                 tracing::warn!(server = %self.server, "{text}");
-                match stand_in(&id, text) {
+                match framing::stand_in::<ServerJsonRpcMessage>(&id, text) {
                     Some(reply) => Ok(StreamableHttpPostResponse::Json(reply, None)),
                     None => Err(StreamableHttpError::UnexpectedServerResponse(reason)),
                 }
@@ -125,7 +121,10 @@ impl BoundedHttpClient {
                             ended = true;
                             let text = framing::oversized_message(&server, max + 1, max);
                             tracing::warn!(server = %server, "{text}");
-                            match id.as_ref().and_then(|id| stand_in(id, text)) {
+                            match id
+                                .as_ref()
+                                .and_then(|id| framing::stand_in::<ServerJsonRpcMessage>(id, text))
+                            {
                                 Some(reply) => Some(Ok(event(&reply))),
                                 None => Some(Err(SseError::Body(e))),
                             }
@@ -145,17 +144,21 @@ fn deep_check(sse: Sse, server: &str) -> Sse {
     let Some(data) = sse.data.as_deref() else {
         return sse;
     };
+    // A quick count first (vectorized, no state): with no more openers than the limit
+    // the event cannot nest past it, which is every ordinary event.
+    let openers = data.bytes().filter(|b| matches!(b, b'[' | b'{')).count();
+    if openers <= MAX_PARSE_DEPTH {
+        return sse;
+    }
     let mut scan = EnvelopeScan::new();
     scan.feed(data.as_bytes());
     if scan.max_depth() <= MAX_PARSE_DEPTH {
         return sse;
     }
     let reason = format!("nested deeper than {MAX_PARSE_DEPTH} levels");
-    match scan
-        .envelope()
-        .reply_id()
-        .and_then(|id| stand_in(id, framing::unreadable_message(server, &reason)))
-    {
+    match scan.envelope().reply_id().and_then(|id| {
+        framing::stand_in::<ServerJsonRpcMessage>(id, framing::unreadable_message(server, &reason))
+    }) {
         Some(reply) => {
             tracing::warn!(server = %server, "a reply {reason} was replaced by an error");
             event(&reply)

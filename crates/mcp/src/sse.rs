@@ -392,7 +392,7 @@ fn handle_frame(frame: SseFrame, info: &StreamInfo) -> Option<ServerJsonRpcMessa
             tracing::warn!(sse_url = %info.sse_url, "{text}");
             envelope
                 .reply_id()
-                .and_then(|id| serde_json::from_value(framing::error_reply(id, text)).ok())
+                .and_then(|id| framing::stand_in(id, text))
         }
     }
 }
@@ -434,7 +434,7 @@ fn handle_event(event: SseEvent, info: &StreamInfo) -> Option<ServerJsonRpcMessa
             let envelope = EnvelopeScan::of(data.as_bytes());
             let id = envelope.reply_id()?;
             let text = framing::unreadable_message(&info.server, &error.to_string());
-            serde_json::from_value(framing::error_reply(id, text)).ok()
+            framing::stand_in(id, text)
         }
     }
 }

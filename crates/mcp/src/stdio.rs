@@ -298,7 +298,9 @@ impl StdioTransport {
                         framing::human_bytes(self.max_message_bytes)
                     ));
                 }
-                return envelope.reply_id().and_then(|id| stand_in(id, text));
+                return envelope
+                    .reply_id()
+                    .and_then(|id| framing::stand_in(id, text));
             }
         };
         let trimmed = line.trim_ascii();
@@ -318,21 +320,13 @@ impl StdioTransport {
                 }
                 let envelope = EnvelopeScan::of(trimmed);
                 let id = envelope.reply_id()?;
-                stand_in(
+                framing::stand_in(
                     id,
                     framing::unreadable_message(&self.server, &e.to_string()),
                 )
             }
         }
     }
-}
-
-/// A JSON-RPC error reply to request `id` carrying `text`.
-pub(crate) fn stand_in(
-    id: &serde_json::Value,
-    text: String,
-) -> Option<RxJsonRpcMessage<RoleClient>> {
-    serde_json::from_value(framing::error_reply(id, text)).ok()
 }
 
 impl Transport<RoleClient> for StdioTransport {

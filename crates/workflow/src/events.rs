@@ -21,8 +21,9 @@ pub enum StepStatus {
     ContinuedAfterError,
 }
 
-/// An MCP App UI that a step produced.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An MCP App UI that a step produced (also its form in a saved run log).
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase", default)]
 pub struct AppInfo {
     /// The node (with sub-workflow nodes as `parent/child`).
     pub node: String,

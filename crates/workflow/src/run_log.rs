@@ -68,23 +68,8 @@ pub struct RunStep {
     pub duration_ms: u64,
 }
 
-/// A step that produced an MCP App UI.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", default)]
-pub struct RunApp {
-    /// The node (`parent/child` inside sub-workflows).
-    pub node: String,
-    /// The configured server's name, when the call went to one.
-    pub server: Option<String>,
-    /// The server's URL, for HTTP servers.
-    pub server_url: Option<String>,
-    pub resource_uri: String,
-    pub mime_type: Option<String>,
-    pub tool: String,
-    pub arguments: Value,
-    /// The tool result, as JSON.
-    pub result: Value,
-}
+/// A step that produced an MCP App UI, as saved: the event's own form.
+pub type RunApp = crate::events::AppInfo;
 
 /// A run in the list (without variables and tool results).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -178,20 +163,7 @@ pub fn from_outcome(info: &RunInfo<'_>, outcome: &RunOutcome) -> RunLog {
             })
             .collect(),
         variables: outcome.variables.to_json(),
-        apps: outcome
-            .apps
-            .iter()
-            .map(|a| RunApp {
-                node: a.node.clone(),
-                server: a.server.clone(),
-                server_url: a.server_url.clone(),
-                resource_uri: a.resource_uri.clone(),
-                mime_type: a.mime_type.clone(),
-                tool: a.tool.clone(),
-                arguments: a.arguments.clone(),
-                result: a.result.clone(),
-            })
-            .collect(),
+        apps: outcome.apps.clone(),
     }
 }
 
