@@ -203,7 +203,7 @@ async fn respond(stream: &mut TcpStream, status: &str, body: &str) -> std::io::R
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+#[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
 

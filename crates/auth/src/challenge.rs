@@ -141,7 +141,6 @@ pub fn parse_challenges(header: &str) -> Vec<Challenge> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -172,7 +172,6 @@ pub(crate) fn pem_decode(text: &str) -> Option<(String, Vec<u8>)> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use aws_lc_rs::encoding::AsDer;
     use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, KeyPair, UnparsedPublicKey};

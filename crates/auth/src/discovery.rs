@@ -455,7 +455,6 @@ fn configured_only(server_url: &str, overrides: &Overrides) -> Option<Discovery>
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -192,7 +192,6 @@ pub(crate) async fn fetch_token(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -277,7 +277,6 @@ fn net_detail(e: &NetError) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -102,7 +102,6 @@ fn retried<T>(op: impl Fn() -> Result<T, String>) -> Result<T, String> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::store::{StoredLogin, TokenSet, TokenStore, keyring_account, now_ms};

@@ -590,7 +590,6 @@ fn try_flock(file: &File) -> std::io::Result<bool> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 

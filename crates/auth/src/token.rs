@@ -400,7 +400,6 @@ pub(crate) async fn register(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use reqwest::header::HeaderMap;
 
