@@ -39,16 +39,16 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Map, Value, json};
+use switchboard_chat::visible_to_model;
+use switchboard_chat::{AlwaysApprove, Chat, ChatOptions, ToolRegistry, normalize};
 use switchboard_config::{EnvPolicy, child_env};
-use switchboard_gemini::fake::{FakeGemini, FakeOptions, FakeTurn, declared_function_names};
-use switchboard_gemini::naming::visible_to_model;
-use switchboard_gemini::{
-    AlwaysApprove, Chat, ChatOptions, ChunkStream, GeminiError, GenerateRequest, GenerateResponse,
-    ModelClient, Part, ToolRegistry, normalize,
-};
 use switchboard_host::{Host, HostOptions, ServerSpec, ServerStatus};
 use switchboard_mcp::model::Tool;
 use switchboard_mcp::{CallOptions, StdioTarget, Target};
+use switchboard_model::{
+    ChunkStream, GenerateRequest, GenerateResponse, ModelClient, ModelError, Part,
+};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeOptions, FakeTurn, declared_function_names};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -165,7 +165,7 @@ impl RegistryOpts {
             servers: args.parsed_or("servers", 20usize)?,
             iterations: args.parsed_or("iterations", 200usize)?,
             warmup: args.parsed_or("warmup", 20usize)?,
-            cap: args.parsed_or("cap", switchboard_gemini::DEFAULT_MAX_DECLARATIONS)?,
+            cap: args.parsed_or("cap", switchboard_chat::DEFAULT_MAX_DECLARATIONS)?,
             fixtures: fixtures_dir(args),
         };
         if opts.tools == 0 || opts.servers == 0 || opts.iterations == 0 {
@@ -490,7 +490,7 @@ impl InstantModel {
                     "index": 0
                 }],
                 "usageMetadata": {"promptTokenCount": 4321, "candidatesTokenCount": 42, "totalTokenCount": 4363},
-                "modelVersion": switchboard_gemini::DEFAULT_MODEL,
+                "modelVersion": switchboard_model::DEFAULT_MODEL,
                 "responseId": "bench-response"
             })
         };
@@ -513,8 +513,11 @@ impl InstantModel {
         &self,
         request: &GenerateRequest,
         chunked: bool,
-    ) -> Result<Vec<GenerateResponse>, GeminiError> {
-        let body = serde_json::to_vec(request).map_err(GeminiError::Encode)?;
+    ) -> Result<Vec<GenerateResponse>, ModelError> {
+        let body = serde_json::to_vec(request).map_err(|source| ModelError::Encode {
+            api: switchboard_model::ApiKind::Gemini,
+            source,
+        })?;
         black_box(&body);
         let declarations = request
             .tools
@@ -530,8 +533,8 @@ impl InstantModel {
             .last()
             .is_some_and(|c| c.parts.iter().any(|p| p.function_response.is_some()));
         let decode = |bytes: &[u8]| {
-            serde_json::from_slice::<GenerateResponse>(bytes).map_err(|e| GeminiError::Decode {
-                api: switchboard_gemini::ApiKind::Gemini,
+            serde_json::from_slice::<GenerateResponse>(bytes).map_err(|e| ModelError::Decode {
+                api: switchboard_model::ApiKind::Gemini,
                 message: e.to_string(),
             })
         };
@@ -550,12 +553,12 @@ impl ModelClient for InstantModel {
         &'a self,
         _model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<GenerateResponse, GeminiError>> {
+    ) -> BoxFuture<'a, Result<GenerateResponse, ModelError>> {
         Box::pin(async move {
             self.answer(request, false)?
                 .pop()
-                .ok_or_else(|| GeminiError::Decode {
-                    api: switchboard_gemini::ApiKind::Gemini,
+                .ok_or_else(|| ModelError::Decode {
+                    api: switchboard_model::ApiKind::Gemini,
                     message: "no canned answer".into(),
                 })
         })
@@ -565,7 +568,7 @@ impl ModelClient for InstantModel {
         &'a self,
         _model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<ChunkStream, GeminiError>> {
+    ) -> BoxFuture<'a, Result<ChunkStream, ModelError>> {
         Box::pin(async move {
             let chunks = self.answer(request, true)?;
             Ok(Box::pin(futures::stream::iter(chunks.into_iter().map(Ok))) as ChunkStream)
@@ -603,7 +606,7 @@ struct TimedStream {
 }
 
 impl Stream for TimedStream {
-    type Item = Result<GenerateResponse, GeminiError>;
+    type Item = Result<GenerateResponse, ModelError>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut TaskContext<'_>) -> Poll<Option<Self::Item>> {
         let since = *self.waiting_since.get_or_insert_with(Instant::now);
@@ -621,7 +624,7 @@ impl ModelClient for TimedModel {
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<GenerateResponse, GeminiError>> {
+    ) -> BoxFuture<'a, Result<GenerateResponse, ModelError>> {
         Box::pin(async move {
             let t = Instant::now();
             let r = self.inner.generate(model, request).await;
@@ -634,7 +637,7 @@ impl ModelClient for TimedModel {
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<ChunkStream, GeminiError>> {
+    ) -> BoxFuture<'a, Result<ChunkStream, ModelError>> {
         Box::pin(async move {
             let t = Instant::now();
             let r = self.inner.stream(model, request).await;

@@ -15,14 +15,14 @@ use std::sync::Arc;
 use anyhow::{Context, Result, anyhow, bail};
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_gemini::chat_input::Expanded;
-use switchboard_gemini::commands::prompt_command_name;
-use switchboard_gemini::types::Part;
-use switchboard_gemini::{
-    AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision, ModelClient,
-    ModelConfig, ModelConfigError, Provider as ModelProvider,
+use switchboard_chat::Expanded;
+use switchboard_chat::prompt_command_name;
+use switchboard_chat::{
+    AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
 };
 use switchboard_host::{Host, HostOptions, ServerStatus};
+use switchboard_model::Part;
+use switchboard_model::{ModelClient, ModelConfig, ModelConfigError, Provider as ModelProvider};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -44,7 +44,7 @@ pub struct ChatArgs {
     #[arg(long)]
     pub web_search: bool,
     /// At most this many tool declarations per request.
-    #[arg(long, default_value_t = switchboard_gemini::DEFAULT_MAX_DECLARATIONS)]
+    #[arg(long, default_value_t = switchboard_chat::DEFAULT_MAX_DECLARATIONS)]
     pub max_tools: usize,
     /// Do not stream the answer.
     #[arg(long)]
@@ -73,7 +73,7 @@ pub enum Provider {
     Openai,
 }
 
-impl From<Provider> for switchboard_gemini::Provider {
+impl From<Provider> for switchboard_model::Provider {
     fn from(p: Provider) -> Self {
         match p {
             Provider::Gemini => Self::Gemini,
@@ -341,11 +341,11 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
     r.map(|_| ()).map_err(anyhow::Error::from)
 }
 
-/// Turns a line into message parts (see `switchboard_gemini::chat_input`): `/prompt …`
+/// Turns a line into message parts (see `switchboard_chat::expand_input`): `/prompt …`
 /// commands become the prompt's messages, `@server:uri` references are attached.
 /// `None` when the line was answered locally (a prompt's `help`), which is printed.
 async fn expand_input(chat: &mut Chat, line: &str) -> Result<Option<Vec<Part>>> {
-    match switchboard_gemini::chat_input::expand_input(chat.host(), line, chat.untrusted()).await {
+    match switchboard_chat::expand_input(chat.host(), line, chat.untrusted()).await {
         Ok(Expanded::Parts(parts)) => Ok(Some(parts)),
         Ok(Expanded::Reply(text)) => {
             outln!("{text}");

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use anyhow::{Context, Result, bail};
-use switchboard_gemini::{ModelConfig, Provider};
 use switchboard_host::{Host, HostOptions};
+use switchboard_model::{ModelConfig, Provider};
 use switchboard_workflow::{
     LoadError, RunEvent, RunOptions, Runner, StepStatus, Variables, Workflow, WorkflowHooks,
 };

@@ -9,13 +9,13 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use switchboard_gemini::ModelClient;
-use switchboard_gemini::types::{Content, GenerateRequest, GenerationConfig, Part};
 use switchboard_mcp::model::{
     CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
     ErrorData,
 };
 use switchboard_mcp::{ClientHooks, ServerEvent};
+use switchboard_model::ModelClient;
+use switchboard_model::{Content, GenerateRequest, GenerationConfig, Part};
 
 use crate::hooks::CliHooks;
 

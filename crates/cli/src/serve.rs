@@ -11,8 +11,8 @@ use anyhow::{Context, Result, anyhow};
 use futures::future::BoxFuture;
 use switchboard_auth::{AuthError, AuthManager, LoginOptions, PendingAuthorizations, TokenStore};
 use switchboard_config::{LoadOptions, Settings};
-use switchboard_gemini::ModelConfig;
 use switchboard_mcp::TokenSource;
+use switchboard_model::ModelConfig;
 use switchboard_net::{GuardedClient, UrlPolicy};
 use switchboard_web::{
     BeganLogin, CompleteError, CompletedLogin, DEFAULT_PORT, OAuthHandle, OAuthHooks, OpenUrlFn,

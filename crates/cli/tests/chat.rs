@@ -7,7 +7,7 @@ use std::path::Path;
 use std::process::Output;
 
 use serde_json::{Value, json};
-use switchboard_gemini::fake::{FakeGemini, FakeTurn, last_function_responses};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, last_function_responses};
 
 struct Run {
     home: tempfile::TempDir,

@@ -8,8 +8,8 @@
 use std::process::Output;
 
 use serde_json::json;
-use switchboard_gemini::fake::FakeTurn;
-use switchboard_gemini::fake_openai::{
+use switchboard_model_fakes::gemini::FakeTurn;
+use switchboard_model_fakes::openai::{
     FakeOpenAi, FakeOpenAiOptions, declared_tool_names, last_tool_messages,
 };
 

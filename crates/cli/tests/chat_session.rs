@@ -8,7 +8,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use switchboard_gemini::fake::{FakeGemini, FakeTurn, last_function_responses};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, last_function_responses};
 
 /// The server's text inside the untrusted-data wrapper of a tool result (the model
 /// quotes the data, not the tags).

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::Output;
 
 use serde_json::{Value, json};
-use switchboard_gemini::fake::{FakeGemini, FakeTurn, declared_function_names};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, declared_function_names};
 
 struct Env {
     home: tempfile::TempDir,
@@ -367,7 +367,7 @@ async fn a_run_is_saved_as_a_run_log_with_its_ui_step_and_a_link() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_command_node_uses_an_openai_compatible_model_when_the_settings_say_so() {
-    use switchboard_gemini::fake_openai::{FakeOpenAi, last_user_text};
+    use switchboard_model_fakes::openai::{FakeOpenAi, last_user_text};
     let fake = FakeOpenAi::start(vec![FakeTurn::text("Hello from a local model.")]).await;
     let env = Env::new();
     std::fs::write(

@@ -333,8 +333,8 @@ async fn serve_logs_in_through_the_apps_own_oauth_callback() {
 /// does, with no Gemini key.
 #[tokio::test(flavor = "multi_thread")]
 async fn serve_chats_with_an_openai_compatible_model_when_the_settings_say_so() {
-    use switchboard_gemini::fake::FakeTurn;
-    use switchboard_gemini::fake_openai::FakeOpenAi;
+    use switchboard_model_fakes::gemini::FakeTurn;
+    use switchboard_model_fakes::openai::FakeOpenAi;
     let fake = FakeOpenAi::start(vec![FakeTurn::text("Hello from a local model.")]).await;
     let home = tempfile::tempdir().unwrap();
     let project = tempfile::tempdir().unwrap();

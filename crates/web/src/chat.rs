@@ -1,5 +1,5 @@
 //! The chat page's API: the model (Gemini, or an OpenAI-compatible server when the
-//! settings say `provider: "openai"`, built by `switchboard_gemini::ModelConfig` as in
+//! settings say `provider: "openai"`, built by `switchboard_model::ModelConfig` as in
 //! the CLI) with the MCP servers' tools (crates/gemini's `Chat`), streamed to the
 //! browser as Server-Sent Events.
 //!
@@ -31,7 +31,7 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Value, json};
-use switchboard_gemini::{Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision};
+use switchboard_chat::{Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -40,7 +40,7 @@ use crate::apps::{result_ui_uri, tool_ui};
 use crate::error::{ApiError, ApiResult};
 use crate::random::random_id;
 use crate::state::AppState;
-use switchboard_gemini::chat_input::{Expanded, expand_input};
+use switchboard_chat::{Expanded, expand_input};
 
 /// How long a confirmation waits for the person before it counts as "cancel".
 const CONFIRM_TIMEOUT: Duration = Duration::from_secs(600);
@@ -114,7 +114,7 @@ fn default_model(state: &AppState) -> String {
         .load_settings()
         .ok()
         .and_then(|s| s.model)
-        .unwrap_or_else(|| switchboard_gemini::DEFAULT_MODEL.to_string())
+        .unwrap_or_else(|| switchboard_model::DEFAULT_MODEL.to_string())
 }
 
 fn session(state: &AppState, id: &str) -> Option<Arc<ChatSession>> {

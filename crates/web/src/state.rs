@@ -15,8 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use switchboard_config::{LoadOptions, Settings, load};
-use switchboard_gemini::{ModelClient, ModelConfig, ModelConfigError, Provider};
 use switchboard_host::{Host, HostEvent, HostOptions, ServerSpec, spec_from_entry};
+use switchboard_model::{ModelClient, ModelConfig, ModelConfigError, Provider};
 use switchboard_net::{GuardedClient, UrlPolicy};
 use tokio::sync::broadcast;
 
@@ -218,7 +218,7 @@ impl AppState {
             Ok(client) => Ok((client, model)),
             Err(ModelConfigError::Client {
                 provider: Provider::Gemini,
-                source: switchboard_gemini::GeminiError::MissingApiKey,
+                source: switchboard_model::ModelError::MissingApiKey,
             }) => Err(ChatUnavailable::NoGeminiKey(
                 "GEMINI_API_KEY is not set".into(),
             )),

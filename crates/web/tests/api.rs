@@ -811,7 +811,7 @@ impl SseReader {
 
 #[tokio::test]
 async fn chat_streams_tool_calls_with_confirmation_and_the_app_link() {
-    use switchboard_gemini::fake::{FakeGemini, FakeTurn, declared_function_names};
+    use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, declared_function_names};
     let fake = FakeGemini::start(vec![
         FakeTurn::dynamic(|req| {
             let name = declared_function_names(req)
@@ -949,8 +949,8 @@ async fn chat_without_a_key_says_how_to_set_it() {
 /// all, with no Gemini key anywhere.
 #[tokio::test]
 async fn chat_uses_an_openai_compatible_model_when_the_settings_say_so() {
-    use switchboard_gemini::fake::FakeTurn;
-    use switchboard_gemini::fake_openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
+    use switchboard_model_fakes::gemini::FakeTurn;
+    use switchboard_model_fakes::openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
     let fake = FakeOpenAi::start(vec![
         FakeTurn::call("mcp_demo_echo", json!({"message": "via openai"})),
         FakeTurn::text("The echo came back."),
@@ -966,7 +966,7 @@ async fn chat_uses_an_openai_compatible_model_when_the_settings_say_so() {
     opts.port = 0;
     // What `switchboard serve` passes: both providers from the environment, Gemini
     // without a key; the settings choose.
-    opts.model = Some(switchboard_gemini::ModelConfig {
+    opts.model = Some(switchboard_model::ModelConfig {
         openai: fake.options(),
         ..Default::default()
     });

@@ -145,7 +145,7 @@ async fn browser_mcp_apps_render_handshake_round_trip_and_isolation() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn browser_chat_with_fake_gemini_renders_an_app_from_a_tool_result() {
-    use switchboard_gemini::fake::{FakeGemini, FakeTurn, declared_function_names};
+    use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, declared_function_names};
     let fake_gemini = FakeGemini::start(vec![
         FakeTurn::dynamic(|req| {
             let name = declared_function_names(req)

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
-use switchboard_gemini::types::Part;
-use switchboard_gemini::{AlwaysApprove, Chat, ChatEvent, ChatOptions};
+use switchboard_chat::{AlwaysApprove, Chat, ChatEvent, ChatOptions};
+use switchboard_model::Part;
 use tokio::sync::mpsc;
 
 use crate::events::RunEvent;

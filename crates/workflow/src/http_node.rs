@@ -323,7 +323,7 @@ pub(crate) async fn run(
         vars.set_external(
             to,
             saved,
-            switchboard_gemini::untrusted::Kind::HttpResponse,
+            switchboard_chat::UntrustedKind::HttpResponse,
             format!("{method_text} {url}"),
         );
     }

@@ -238,7 +238,7 @@ pub(crate) async fn run(
         vars.set_external(
             to,
             text.clone(),
-            switchboard_gemini::untrusted::Kind::ToolResult,
+            switchboard_chat::UntrustedKind::ToolResult,
             format!("server {label}, tool `{tool}`"),
         );
     }

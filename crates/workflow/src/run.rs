@@ -13,9 +13,9 @@ use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
 use serde_json::Value;
-use switchboard_gemini::{ModelClient, ModelConfig, Provider};
 use switchboard_host::{Host, ServerStatus};
 use switchboard_mcp::{ClientHooks, Connection};
+use switchboard_model::{ModelClient, ModelConfig, Provider};
 use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;

@@ -117,7 +117,7 @@ pub fn render(text: &str, vars: &Variables) -> String {
 pub fn render_marking(
     text: &str,
     vars: &Variables,
-    mark: impl Fn(switchboard_gemini::untrusted::Kind, &str, String) -> String,
+    mark: impl Fn(switchboard_chat::UntrustedKind, &str, String) -> String,
 ) -> String {
     let mut out = String::with_capacity(text.len());
     let mut last = 0;

@@ -5,7 +5,7 @@ use std::collections::HashMap;
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value};
-use switchboard_gemini::untrusted::Kind;
+use switchboard_chat::UntrustedKind as Kind;
 
 /// The variables of one run.
 #[derive(Debug, Clone, Default, PartialEq)]

@@ -216,11 +216,11 @@ impl Home {
 /// Starts the web app on free ports over `home`.
 pub async fn start_app(
     home: &Home,
-    gemini: Option<switchboard_gemini::GeminiOptions>,
+    gemini: Option<switchboard_model::GeminiOptions>,
 ) -> RunningServer {
     let mut opts = ServeOptions::new(home.load());
     opts.port = 0;
-    opts.model = gemini.map(switchboard_gemini::ModelConfig::gemini);
+    opts.model = gemini.map(switchboard_model::ModelConfig::gemini);
     switchboard_web::start(opts).await.unwrap()
 }
 

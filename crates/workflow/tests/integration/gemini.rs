@@ -1,7 +1,7 @@
 //! `command` nodes against the fake Gemini server, with real MCP servers' tools.
 
 use serde_json::{Value, json};
-use switchboard_gemini::fake::{
+use switchboard_model_fakes::gemini::{
     FakeGemini, FakeTurn, declared_function_names, last_function_responses, last_user_text,
 };
 use switchboard_testkit::python_stdio_command;
@@ -12,7 +12,7 @@ use crate::common::{Harness, demo_http, http_spec, stdio_spec, text};
 fn harness(fake: &FakeGemini, specs: Vec<switchboard_host::ServerSpec>) -> Harness {
     let opts = fake.options();
     Harness::with(specs, move |o| {
-        o.model = Some(switchboard_gemini::ModelConfig::gemini(opts))
+        o.model = Some(switchboard_model::ModelConfig::gemini(opts))
     })
 }
 

@@ -3,9 +3,9 @@
 //! CLI's chat.
 
 use serde_json::json;
-use switchboard_gemini::ModelConfig;
-use switchboard_gemini::fake::FakeTurn;
-use switchboard_gemini::fake_openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
+use switchboard_model::ModelConfig;
+use switchboard_model_fakes::gemini::FakeTurn;
+use switchboard_model_fakes::openai::{FakeOpenAi, declared_tool_names, last_tool_messages};
 use switchboard_workflow::RunEvent;
 
 use crate::common::{Harness, demo_http, http_spec, text};

@@ -6,11 +6,12 @@
 use futures::future::BoxFuture;
 use futures::stream::BoxStream;
 
-use crate::client::{GeminiClient, GeminiError};
+use crate::error::ModelError;
+use crate::gemini::GeminiClient;
 use crate::types::{GenerateRequest, GenerateResponse};
 
 /// A stream of response chunks, each a complete `GenerateResponse` increment.
-pub type ChunkStream = BoxStream<'static, Result<GenerateResponse, GeminiError>>;
+pub type ChunkStream = BoxStream<'static, Result<GenerateResponse, ModelError>>;
 
 /// A model provider.
 pub trait ModelClient: Send + Sync {
@@ -19,14 +20,14 @@ pub trait ModelClient: Send + Sync {
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<GenerateResponse, GeminiError>>;
+    ) -> BoxFuture<'a, Result<GenerateResponse, ModelError>>;
 
     /// The answer as it is produced.
     fn stream<'a>(
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<ChunkStream, GeminiError>>;
+    ) -> BoxFuture<'a, Result<ChunkStream, ModelError>>;
 }
 
 impl ModelClient for GeminiClient {
@@ -34,7 +35,7 @@ impl ModelClient for GeminiClient {
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<GenerateResponse, GeminiError>> {
+    ) -> BoxFuture<'a, Result<GenerateResponse, ModelError>> {
         Box::pin(GeminiClient::generate(self, model, request))
     }
 
@@ -42,7 +43,7 @@ impl ModelClient for GeminiClient {
         &'a self,
         model: &'a str,
         request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<ChunkStream, GeminiError>> {
+    ) -> BoxFuture<'a, Result<ChunkStream, ModelError>> {
         Box::pin(async move {
             let s = GeminiClient::stream(self, model, request).await?;
             Ok(Box::pin(s) as ChunkStream)

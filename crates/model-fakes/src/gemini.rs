@@ -1,4 +1,4 @@
-//! A fake Gemini API for tests (cargo feature `fake`): an axum server on
+//! A fake Gemini API for tests: an axum server on
 //! `127.0.0.1:0` that serves `generateContent` and `streamGenerateContent` (`alt=sse`,
 //! and the JSON-array form without it) with the real wire shapes, answering from a
 //! script of [`FakeTurn`]s, and rejecting what the real API rejects.
@@ -17,10 +17,10 @@
 //!   `API_KEY_INVALID`); a model that is not `gemini-*`/`gemma-*` (404 `NOT_FOUND`);
 //! - a body that is not JSON, empty `contents`, a bad role, empty `parts`, a part with no
 //!   or two data fields, inline data that is not base64;
-//! - invalid function names (`^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`), duplicate names,
+//! - invalid function names (`switchboard_model::is_valid_function_name`: at most 63 characters), duplicate names,
 //!   unknown fields in a declaration, a declaration with both `parameters` and
 //!   `parametersJsonSchema`, a `parametersJsonSchema` that fails
-//!   [`validate_for_gemini`](crate::schema::validate_for_gemini), a `parameters` schema
+//!   [`validate_for_gemini`](switchboard_model::validate_for_gemini), a `parameters` schema
 //!   outside the OpenAPI subset, more than 512 declarations, function declarations on a
 //!   Gemma model or next to `googleSearch`;
 //! - `allowedFunctionNames` unless the mode is `ANY` or `VALIDATED`, an unknown mode;
@@ -49,7 +49,10 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::client::{GeminiClient, GeminiError, GeminiOptions};
+use switchboard_model::{
+    GeminiClient, GeminiOptions, MAX_FUNCTION_NAME_LEN, ModelError, is_valid_function_name,
+    validate_for_gemini,
+};
 
 /// The API key the fake accepts unless [`FakeOptions::api_key`] says otherwise.
 pub const FAKE_API_KEY: &str = "fake-gemini-key";
@@ -322,7 +325,7 @@ impl FakeGemini {
     }
 
     /// A client for the fake (see [`options`](Self::options)).
-    pub fn client(&self) -> Result<GeminiClient, GeminiError> {
+    pub fn client(&self) -> Result<GeminiClient, ModelError> {
         GeminiClient::new(self.options())
     }
 
@@ -681,17 +684,6 @@ const OPENAPI_TYPES: [&str; 8] = [
     "NULL",
 ];
 
-/// Whether `name` matches `^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`.
-pub fn is_valid_function_name(name: &str) -> bool {
-    let mut chars = name.chars();
-    let Some(first) = chars.next() else {
-        return false;
-    };
-    (first.is_ascii_alphabetic() || first == '_')
-        && name.len() <= 64
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | ':' | '-'))
-}
-
 fn is_base64(data: &str) -> bool {
     use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
     [STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD]
@@ -916,7 +908,7 @@ fn validate_tools(model: &str, request: &Map<String, Value>) -> Result<(), Strin
         let name = obj.get("name").and_then(Value::as_str).unwrap_or("");
         if !is_valid_function_name(name) {
             return Err(format!(
-                "* GenerateContentRequest.{at}.name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of 64. (got {name:?})"
+                "* GenerateContentRequest.{at}.name: Invalid function name. Must start with a letter or an underscore. Must be alphameric (a-z, A-Z, 0-9), underscores (_), dots (.), colons (:), or dashes (-), with a maximum length of {MAX_FUNCTION_NAME_LEN}. (got {name:?})"
             ));
         }
         if !seen.insert(name.to_owned()) {
@@ -930,7 +922,7 @@ fn validate_tools(model: &str, request: &Map<String, Value>) -> Result<(), Strin
             ));
         }
         if let Some(schema) = json_schema
-            && let Err(problems) = crate::schema::validate_for_gemini(schema)
+            && let Err(problems) = validate_for_gemini(schema)
         {
             return Err(format!(
                 "* GenerateContentRequest.{at}.parameters_json_schema: {}",

@@ -18,9 +18,10 @@ use std::fmt;
 use std::str::FromStr;
 use std::sync::Arc;
 
-use crate::client::{ApiKind, DEFAULT_MODEL, GeminiClient, GeminiError, GeminiOptions};
+use crate::client::ModelClient;
+use crate::error::{ApiKind, ModelError};
+use crate::gemini::{DEFAULT_MODEL, GeminiClient, GeminiOptions};
 use crate::openai::{OpenAiClient, OpenAiOptions};
-use crate::provider::ModelClient;
 
 /// Which model API a chat talks to.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -120,7 +121,7 @@ pub enum ModelConfigError {
         /// The provider whose client failed.
         provider: Provider,
         #[source]
-        source: GeminiError,
+        source: ModelError,
     },
 }
 

@@ -8,12 +8,12 @@
 use crate::commands::{
     PromptArg, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
 };
-use crate::types::Part;
 use crate::untrusted::{Kind, Untrusted};
 use base64::Engine as _;
 use serde_json::Value;
 use switchboard_host::{Host, ServerStatus};
 use switchboard_mcp::CallOptions;
+use switchboard_model::Part;
 
 /// What a line of input turned into.
 #[derive(Debug)]

@@ -1,454 +1,21 @@
-//! An OpenAI-compatible chat-completions provider (`POST {base}/chat/completions`), so a
-//! chat can run on local models (llama.cpp's `llama-server`, Ollama, vLLM, LM Studio…)
-//! or any hosted API that speaks the same wire format, with the same MCP tools.
-//!
-//! [`OpenAiClient`] implements [`ModelClient`]: the chat loop keeps building Gemini-shaped
-//! [`GenerateRequest`]s, and this module translates them on the way out and the answers
-//! on the way back ([`to_chat_request`], [`from_chat_completion`], [`ChunkAssembler`]):
-//!
-//! | Gemini request | chat-completions message |
-//! |---|---|
-//! | `systemInstruction` | one `system` message |
-//! | `user` text / `inlineData` parts | a `user` message (text, or `text` + `image_url` data-URI / `input_audio` parts) |
-//! | `model` turn | an `assistant` message: `content` text, `tool_calls` `[{id, type: "function", function: {name, arguments: "<JSON>"}}]` (thought parts dropped) |
-//! | `functionResponse` parts | one `tool` message each: `{tool_call_id, content: "<JSON of response>"}` |
-//! | `inlineData` next to (or inside) function responses | a `user` message after the `tool` messages |
-//! | `tools[].functionDeclarations` | `tools: [{type: "function", function: {name, description, parameters}}]` |
-//! | `toolConfig` / `generationConfig` | `tool_choice`; `temperature`, `top_p`, `max_tokens`, `stop` |
-//!
-//! A function call without an id gets a stable one (9 letters and digits, derived from
-//! its position, so the same history always translates to the same ids), and the
-//! function response that answers it is given the same id. Answers come back as one
-//! candidate: a thought part for `reasoning_content`, a text part, then one
-//! `functionCall` part per tool call (ids kept, arguments parsed); `finish_reason` is
-//! mapped (`stop`/`tool_calls` → `STOP`, `length` → `MAX_TOKENS`, `content_filter` →
-//! `SAFETY`).
-//!
-//! Streamed (`stream: true`), each SSE `data:` event is a `chat.completion.chunk`; text
-//! increments are passed on as they come, tool-call fragments are joined by `index`, and
-//! the complete calls arrive in one final chunk when `data: [DONE]` (or the end of the
-//! body after a `finish_reason`) is reached.
-//!
-//! Errors (`{"error": {"message", "type", "code"}}`, also vLLM's flat form and plain
-//! strings) become [`GeminiError::Api`] with [`ApiKind::OpenAi`]; 429 and 5xx are retried
-//! with backoff like the Gemini client (`Retry-After` and `retry-after-ms` honoured).
+//! The translation between the Gemini-shaped requests the chat loop builds and the
+//! chat-completions wire format: [`to_chat_request`] on the way out,
+//! [`from_chat_completion`] and [`ChunkAssembler`] (streamed chunks) on the way back, and
+//! the stable tool-call ids that keep a history's translation the same every time.
 
-use std::collections::VecDeque;
-use std::fmt;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
-use bytes::Bytes;
-use futures::StreamExt;
-use futures::future::BoxFuture;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
-use crate::client::{
-    ApiKind, GeminiError, RetryCallback, RetryNotice, SseParser, describe_reqwest, jitter,
-    parse_retry_after, snippet,
-};
-use crate::provider::{ChunkStream, ModelClient};
+use crate::error::{ApiKind, ModelError};
+use crate::http::snippet;
+
+use super::api_error;
 use crate::types::{
     Candidate, Content, FunctionCall, FunctionCallingMode, FunctionDeclaration, GenerateRequest,
     GenerateResponse, Part, UsageMetadata,
 };
-
-/// The API base used when nothing else is configured (OpenAI's own).
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
-
-/// Environment variable holding the API key (optional: local servers need none).
-pub const API_KEY_ENV: &str = "OPENAI_API_KEY";
-
-/// Environment variable holding the API base (the path up to and including `/v1`).
-pub const BASE_URL_ENV: &str = "OPENAI_BASE_URL";
-
-/// How to build an [`OpenAiClient`].
-#[derive(Clone)]
-pub struct OpenAiOptions {
-    /// The API base: the path up to and including `/v1`, e.g.
-    /// `http://127.0.0.1:8080/v1` (llama.cpp), `http://localhost:11434/v1` (Ollama),
-    /// `http://localhost:8000/v1` (vLLM). A trailing `/` or `/chat/completions` is
-    /// stripped.
-    pub base_url: String,
-    /// Sent as `Authorization: Bearer …` when set and not empty.
-    pub api_key: Option<String>,
-    /// The HTTP client to use (one with a 15 s connect timeout is built otherwise).
-    pub http: Option<reqwest::Client>,
-    /// Retries after the first attempt on 429/500/502/503/504 and connection failures.
-    pub max_retries: u32,
-    /// The first retry waits about this long; each further retry doubles it (±20 %).
-    pub backoff_base: Duration,
-    /// Cap on one wait. A server asking for a longer wait than this is not retried.
-    pub max_backoff: Duration,
-    /// Told about every retry.
-    pub on_retry: Option<RetryCallback>,
-}
-
-impl Default for OpenAiOptions {
-    fn default() -> Self {
-        Self {
-            base_url: DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            http: None,
-            max_retries: 3,
-            backoff_base: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(60),
-            on_retry: None,
-        }
-    }
-}
-
-impl fmt::Debug for OpenAiOptions {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiOptions")
-            .field("base_url", &self.base_url)
-            .field("api_key", &mask(self.api_key.as_deref()))
-            .field("max_retries", &self.max_retries)
-            .field("backoff_base", &self.backoff_base)
-            .field("max_backoff", &self.max_backoff)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OpenAiOptions {
-    /// Defaults, with the key from `OPENAI_API_KEY` and the base from `OPENAI_BASE_URL`
-    /// when they are set and not empty.
-    pub fn from_env() -> Self {
-        Self::from_vars(|name| std::env::var(name).ok())
-    }
-
-    /// As [`from_env`](Self::from_env), reading variables through `get`.
-    pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Self {
-        let mut opts = Self::default();
-        if let Some(key) = get(API_KEY_ENV).filter(|k| !k.trim().is_empty()) {
-            opts.api_key = Some(key.trim().to_owned());
-        }
-        if let Some(url) = get(BASE_URL_ENV).filter(|u| !u.trim().is_empty()) {
-            opts.base_url = url.trim().to_owned();
-        }
-        opts
-    }
-}
-
-fn mask(secret: Option<&str>) -> String {
-    match secret {
-        Some(s) if !s.is_empty() => format!("<{} chars>", s.len()),
-        _ => "<unset>".into(),
-    }
-}
-
-/// The API base as requests use it: trimmed, without a trailing `/` or
-/// `/chat/completions`, `http(s)` with a host and no query or fragment.
-pub fn normalize_base_url(raw: &str) -> Result<String, GeminiError> {
-    let invalid = |reason: &str| GeminiError::InvalidBaseUrl {
-        api: ApiKind::OpenAi,
-        url: raw.to_owned(),
-        reason: reason.to_owned(),
-    };
-    let mut url = raw.trim().trim_end_matches('/');
-    if let Some(stripped) = url.strip_suffix("/chat/completions") {
-        url = stripped.trim_end_matches('/');
-    }
-    let parsed = reqwest::Url::parse(url).map_err(|e| invalid(&e.to_string()))?;
-    if !matches!(parsed.scheme(), "http" | "https") {
-        return Err(invalid("the scheme must be http or https"));
-    }
-    if parsed.host_str().is_none_or(str::is_empty) {
-        return Err(invalid("the URL has no host"));
-    }
-    if parsed.query().is_some() || parsed.fragment().is_some() {
-        return Err(invalid("the URL must not have a query or fragment"));
-    }
-    Ok(url.to_owned())
-}
-
-/// What the person can do about an API error from an OpenAI-compatible server.
-pub(crate) fn hint_for(status: u16, reason: Option<&str>) -> Option<&'static str> {
-    match (status, reason) {
-        (401 | 403, _) => Some("check OPENAI_API_KEY; local servers usually need none"),
-        (404, _) => Some(
-            "check the model name (--model) and the base URL (--base-url or OPENAI_BASE_URL: the path up to and including /v1)",
-        ),
-        (400, Some("context_length_exceeded")) => {
-            Some("the conversation no longer fits the model's context: start a new chat")
-        }
-        (429, Some("insufficient_quota")) => {
-            Some("the quota is used up: check the plan and billing")
-        }
-        (429, _) => Some("rate limit reached: wait a little and try again"),
-        (500..=599, _) => Some("the model server had a problem: try again in a moment"),
-        _ => None,
-    }
-}
-
-/// A client for one OpenAI-compatible API base. Cheap to clone.
-#[derive(Clone)]
-pub struct OpenAiClient {
-    http: reqwest::Client,
-    api_key: Option<String>,
-    base_url: String,
-    max_retries: u32,
-    backoff_base: Duration,
-    max_backoff: Duration,
-    on_retry: Option<RetryCallback>,
-}
-
-impl fmt::Debug for OpenAiClient {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("OpenAiClient")
-            .field("base_url", &self.base_url)
-            .field("api_key", &mask(self.api_key.as_deref()))
-            .field("max_retries", &self.max_retries)
-            .finish_non_exhaustive()
-    }
-}
-
-impl OpenAiClient {
-    /// A client from `opts`. Fails only on a base URL that is not `http(s)`; no key is
-    /// needed.
-    pub fn new(opts: OpenAiOptions) -> Result<Self, GeminiError> {
-        let base_url = normalize_base_url(&opts.base_url)?;
-        let http = match opts.http {
-            Some(http) => http,
-            None => crate::client::default_http(ApiKind::OpenAi)?,
-        };
-        Ok(Self {
-            http,
-            api_key: opts
-                .api_key
-                .map(|k| k.trim().to_owned())
-                .filter(|k| !k.is_empty()),
-            base_url,
-            max_retries: opts.max_retries,
-            backoff_base: opts.backoff_base,
-            max_backoff: opts.max_backoff,
-            on_retry: opts.on_retry,
-        })
-    }
-
-    /// The API base in use.
-    pub fn base_url(&self) -> &str {
-        &self.base_url
-    }
-
-    /// `{base}/chat/completions`.
-    pub fn endpoint(&self) -> String {
-        format!("{}/chat/completions", self.base_url)
-    }
-
-    /// One whole answer (`stream: false`).
-    pub async fn generate(
-        &self,
-        model: &str,
-        request: &GenerateRequest,
-    ) -> Result<GenerateResponse, GeminiError> {
-        let body = encode(&to_chat_request(check_model(model)?, request, false))?;
-        let url = self.endpoint();
-        let response = self.send(&url, body, false).await?;
-        let bytes = response.bytes().await.map_err(|source| GeminiError::Http {
-            api: ApiKind::OpenAi,
-            url: url.clone(),
-            message: format!("reading the answer failed: {source}"),
-            source,
-        })?;
-        let value: Value = serde_json::from_slice(&bytes).map_err(|e| GeminiError::Decode {
-            api: ApiKind::OpenAi,
-            message: format!(
-                "the chat/completions answer is not JSON ({e}): {}",
-                snippet(&String::from_utf8_lossy(&bytes))
-            ),
-        })?;
-        from_chat_completion(&value)
-    }
-
-    /// The answer as it is produced (`stream: true`): text increments as they come, the
-    /// complete function calls in one final chunk. Only the opening is retried.
-    pub async fn stream(
-        &self,
-        model: &str,
-        request: &GenerateRequest,
-    ) -> Result<ChunkStream, GeminiError> {
-        let body = encode(&to_chat_request(check_model(model)?, request, true))?;
-        let response = self.send(&self.endpoint(), body, true).await?;
-        Ok(chunk_stream(Box::pin(response.bytes_stream())))
-    }
-
-    /// Sends with retries; returns the first successful response or the last error.
-    async fn send(
-        &self,
-        url: &str,
-        body: Bytes,
-        sse: bool,
-    ) -> Result<reqwest::Response, GeminiError> {
-        let mut attempt: u32 = 0;
-        loop {
-            tracing::debug!(url, attempt, "chat/completions request");
-            let mut builder = self
-                .http
-                .post(url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body.clone());
-            if let Some(key) = &self.api_key {
-                builder = builder.bearer_auth(key);
-            }
-            if sse {
-                builder = builder.header(reqwest::header::ACCEPT, "text/event-stream");
-            }
-            let error = match builder.send().await {
-                Ok(response) if response.status().is_success() => return Ok(response),
-                Ok(response) => {
-                    let status = response.status().as_u16();
-                    let headers = response.headers();
-                    let header_delay = headers
-                        .get("retry-after-ms")
-                        .and_then(|v| v.to_str().ok())
-                        .and_then(|v| v.trim().parse::<f64>().ok())
-                        .filter(|ms| ms.is_finite() && *ms >= 0.0)
-                        .map(|ms| Duration::from_secs_f64(ms / 1000.0))
-                        .or_else(|| {
-                            headers
-                                .get(reqwest::header::RETRY_AFTER)
-                                .and_then(|v| v.to_str().ok())
-                                .and_then(parse_retry_after)
-                        });
-                    let text = response.text().await.unwrap_or_default();
-                    parse_error(status, &text, header_delay)
-                }
-                Err(source) => GeminiError::Http {
-                    api: ApiKind::OpenAi,
-                    url: url.to_owned(),
-                    message: describe_reqwest(&source),
-                    source,
-                },
-            };
-            if attempt >= self.max_retries || !error.is_retryable() {
-                return Err(error);
-            }
-            let delay = match &error {
-                GeminiError::Api {
-                    retry_after: Some(wait),
-                    ..
-                } => {
-                    if *wait > self.max_backoff {
-                        tracing::debug!(?wait, "the server asked for a longer wait than allowed");
-                        return Err(error);
-                    }
-                    *wait
-                }
-                _ => self.backoff(attempt),
-            };
-            attempt += 1;
-            tracing::debug!(%error, ?delay, attempt, "retrying chat/completions request");
-            if let Some(cb) = &self.on_retry {
-                cb(&RetryNotice {
-                    attempt,
-                    max_retries: self.max_retries,
-                    delay,
-                    reason: error.to_string(),
-                });
-            }
-            tokio::time::sleep(delay).await;
-        }
-    }
-
-    /// The wait before retry number `attempt + 1`: base·2^attempt, capped, ±20 %.
-    fn backoff(&self, attempt: u32) -> Duration {
-        let factor = 2u32.saturating_pow(attempt.min(20));
-        let raw = self
-            .backoff_base
-            .saturating_mul(factor)
-            .min(self.max_backoff);
-        raw.mul_f64(jitter())
-    }
-}
-
-impl ModelClient for OpenAiClient {
-    fn generate<'a>(
-        &'a self,
-        model: &'a str,
-        request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<GenerateResponse, GeminiError>> {
-        Box::pin(OpenAiClient::generate(self, model, request))
-    }
-
-    fn stream<'a>(
-        &'a self,
-        model: &'a str,
-        request: &'a GenerateRequest,
-    ) -> BoxFuture<'a, Result<ChunkStream, GeminiError>> {
-        Box::pin(OpenAiClient::stream(self, model, request))
-    }
-}
-
-/// Any non-empty model id is passed on as is (`llama3.2:3b`, `Qwen/Qwen3-8B`, …).
-fn check_model(model: &str) -> Result<&str, GeminiError> {
-    let id = model.trim();
-    if id.is_empty() {
-        return Err(GeminiError::InvalidModel(model.to_owned()));
-    }
-    Ok(id)
-}
-
-fn encode(body: &Value) -> Result<Bytes, GeminiError> {
-    serde_json::to_vec(body)
-        .map(Bytes::from)
-        .map_err(GeminiError::Encode)
-}
-
-/// The error of a non-2xx answer: `{"error": {"message", "type", "param", "code"}}`,
-/// vLLM's flat `{"object": "error", "message", "type", "code"}`, `{"error": "text"}`,
-/// `{"detail": "text"}`, or the body itself.
-fn parse_error(status: u16, body: &str, header_delay: Option<Duration>) -> GeminiError {
-    let parsed: Option<Value> = serde_json::from_str(body).ok();
-    let error: Option<&Value> = parsed.as_ref().and_then(|v| match v.get("error") {
-        Some(e) => Some(e),
-        None if v.get("message").is_some() => Some(v),
-        None => None,
-    });
-    api_error(status, error, parsed.as_ref(), body, header_delay)
-}
-
-fn api_error(
-    status: u16,
-    error: Option<&Value>,
-    whole: Option<&Value>,
-    body: &str,
-    header_delay: Option<Duration>,
-) -> GeminiError {
-    let field = |name: &str| error.and_then(|e| e.get(name));
-    let message = match (error, field("message").and_then(Value::as_str)) {
-        (_, Some(m)) if !m.trim().is_empty() => m.trim().to_owned(),
-        (Some(Value::String(m)), _) if !m.trim().is_empty() => m.trim().to_owned(),
-        _ => match whole.and_then(|w| w.get("detail")).and_then(Value::as_str) {
-            Some(d) if !d.trim().is_empty() => d.trim().to_owned(),
-            _ if !body.trim().is_empty() => snippet(body),
-            _ => reqwest::StatusCode::from_u16(status)
-                .ok()
-                .and_then(|s| s.canonical_reason())
-                .unwrap_or("no message")
-                .to_owned(),
-        },
-    };
-    let code_field = field("code");
-    GeminiError::Api {
-        api: ApiKind::OpenAi,
-        status,
-        code: code_field
-            .and_then(Value::as_i64)
-            .unwrap_or(i64::from(status)),
-        status_text: field("type")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        message,
-        reason: code_field
-            .and_then(Value::as_str)
-            .filter(|c| !c.is_empty())
-            .map(str::to_owned),
-        retry_after: header_delay,
-    }
-}
 
 // ---------------------------------------------------------------------------------------
 // Gemini request → chat-completions request
@@ -881,8 +448,8 @@ fn content_text(content: Option<&Value>) -> String {
 
 /// Tool-call arguments as an object: a JSON string (empty means `{}`), or an object
 /// some servers send as is.
-fn parse_arguments(name: &str, raw: Option<&Value>) -> Result<Map<String, Value>, GeminiError> {
-    let bad = |what: String| GeminiError::Decode {
+fn parse_arguments(name: &str, raw: Option<&Value>) -> Result<Map<String, Value>, ModelError> {
+    let bad = |what: String| ModelError::Decode {
         api: ApiKind::OpenAi,
         message: format!(
             "the arguments of the model's call to `{name}` are not a JSON object: {what}"
@@ -940,7 +507,7 @@ fn response_of(
 /// A `chat.completion` answer as a Gemini-shaped response: one candidate holding a
 /// thought part (`reasoning_content`), a text part, then one `functionCall` per tool call
 /// (ids kept, arguments parsed), with `finishReason` mapped.
-pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiError> {
+pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, ModelError> {
     if let Some(error) = body.get("error") {
         return Err(stream_error(error));
     }
@@ -951,7 +518,7 @@ pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiErro
             c.iter()
                 .find(|x| x.get("index").and_then(Value::as_u64).unwrap_or(0) == 0)
         })
-        .ok_or_else(|| GeminiError::Decode {
+        .ok_or_else(|| ModelError::Decode {
             api: ApiKind::OpenAi,
             message: format!(
                 "the chat/completions answer has no choices: {}",
@@ -992,7 +559,7 @@ pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiErro
         let function = call.get("function").unwrap_or(&Value::Null);
         let name = function.get("name").and_then(Value::as_str).unwrap_or("");
         if name.is_empty() {
-            return Err(GeminiError::Decode {
+            return Err(ModelError::Decode {
                 api: ApiKind::OpenAi,
                 message: format!(
                     "a tool call has no function name: {}",
@@ -1026,7 +593,7 @@ pub fn from_chat_completion(body: &Value) -> Result<GenerateResponse, GeminiErro
 }
 
 /// An `error` object inside an answer or a stream.
-fn stream_error(error: &Value) -> GeminiError {
+fn stream_error(error: &Value) -> ModelError {
     let status = error
         .get("code")
         .and_then(Value::as_u64)
@@ -1070,7 +637,7 @@ impl ChunkAssembler {
 
     /// Adds one chunk; returns the text increment it carried, if any. An `error` event
     /// is returned as the error.
-    pub fn push(&mut self, chunk: &Value) -> Result<Option<GenerateResponse>, GeminiError> {
+    pub fn push(&mut self, chunk: &Value) -> Result<Option<GenerateResponse>, ModelError> {
         if let Some(error) = chunk.get("error") {
             return Err(stream_error(error));
         }
@@ -1186,13 +753,13 @@ impl ChunkAssembler {
 
     /// The final chunk: every function call, complete, in `index` order, with the
     /// finish reason and usage.
-    pub fn finish(&mut self) -> Result<GenerateResponse, GeminiError> {
+    pub fn finish(&mut self) -> Result<GenerateResponse, ModelError> {
         let mut calls = std::mem::take(&mut self.calls);
         calls.sort_by_key(|c| c.index);
         let mut parts = Vec::with_capacity(calls.len());
         for call in calls {
             if call.name.is_empty() {
-                return Err(GeminiError::Decode {
+                return Err(ModelError::Decode {
                     api: ApiKind::OpenAi,
                     message: format!(
                         "streamed tool call #{} has no function name (arguments {})",
@@ -1214,92 +781,5 @@ impl ChunkAssembler {
     }
 }
 
-type ByteStream = std::pin::Pin<Box<dyn futures::Stream<Item = reqwest::Result<Bytes>> + Send>>;
-
-struct StreamState {
-    body: ByteStream,
-    parser: SseParser,
-    events: VecDeque<String>,
-    assembler: ChunkAssembler,
-    eof: bool,
-    done: bool,
-}
-
-/// The Gemini-shaped chunks of an SSE body of `chat.completion.chunk`s.
-fn chunk_stream(body: ByteStream) -> ChunkStream {
-    let state = StreamState {
-        body,
-        parser: SseParser::default(),
-        events: VecDeque::new(),
-        assembler: ChunkAssembler::new(),
-        eof: false,
-        done: false,
-    };
-    let stream = futures::stream::unfold(state, |mut st| async move {
-        loop {
-            if st.done {
-                return None;
-            }
-            if let Some(data) = st.events.pop_front() {
-                let data = data.trim();
-                if data.is_empty() {
-                    continue;
-                }
-                if data == "[DONE]" {
-                    st.done = true;
-                    return Some((st.assembler.finish(), st));
-                }
-                let item = serde_json::from_str::<Value>(data)
-                    .map_err(|e| GeminiError::Decode {
-                        api: ApiKind::OpenAi,
-                        message: format!("a stream event is not JSON ({e}): {}", snippet(data)),
-                    })
-                    .and_then(|chunk| st.assembler.push(&chunk));
-                match item {
-                    Ok(Some(chunk)) => return Some((Ok(chunk), st)),
-                    Ok(None) => continue,
-                    Err(e) => {
-                        st.done = true;
-                        return Some((Err(e), st));
-                    }
-                }
-            }
-            if st.eof {
-                st.done = true;
-                // Without `[DONE]`, a body that reached a finish reason is complete.
-                let last = if st.assembler.finished() {
-                    st.assembler.finish()
-                } else {
-                    Err(GeminiError::Stream {
-                        api: ApiKind::OpenAi,
-                        message: "the chat/completions stream ended before `data: [DONE]`".into(),
-                    })
-                };
-                return Some((last, st));
-            }
-            match st.body.next().await {
-                Some(Ok(bytes)) => st.parser.feed(&bytes, &mut st.events),
-                Some(Err(source)) => {
-                    st.done = true;
-                    let message = describe_reqwest(&source);
-                    return Some((
-                        Err(GeminiError::Stream {
-                            api: ApiKind::OpenAi,
-                            message,
-                        }),
-                        st,
-                    ));
-                }
-                None => {
-                    st.parser.finish(&mut st.events);
-                    st.eof = true;
-                }
-            }
-        }
-    });
-    Box::pin(stream)
-}
-
 #[cfg(test)]
-#[path = "openai_tests.rs"]
 mod tests;

@@ -35,15 +35,15 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
-use crate::client::GeminiError;
 use crate::commands::model_supports_tools;
-use crate::naming::{SEARCH_TOOLS_NAME, ToolRegistry};
-use crate::provider::ModelClient;
+use crate::registry::{SEARCH_TOOLS_NAME, ToolRegistry};
 use crate::results::map_call_result;
-use crate::types::{
+use crate::untrusted::{Kind, Untrusted};
+use switchboard_model::ModelClient;
+use switchboard_model::ModelError;
+use switchboard_model::{
     Content, FunctionCall, FunctionResponse, GenerateRequest, Part, StreamAccumulator, Tool,
 };
-use crate::untrusted::{Kind, Untrusted};
 
 /// What the person decided about one tool call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -132,11 +132,11 @@ pub struct ChatOptions {
 impl Default for ChatOptions {
     fn default() -> Self {
         Self {
-            model: crate::client::DEFAULT_MODEL.into(),
+            model: switchboard_model::DEFAULT_MODEL.into(),
             system_prompt: None,
             yolo: false,
             max_tool_rounds: 20,
-            max_declarations: crate::naming::DEFAULT_MAX_DECLARATIONS,
+            max_declarations: crate::registry::DEFAULT_MAX_DECLARATIONS,
             web_search: false,
             result_limit_chars: crate::results::DEFAULT_LIMIT_CHARS,
             stream: true,
@@ -148,7 +148,7 @@ impl Default for ChatOptions {
 #[derive(Debug, thiserror::Error)]
 pub enum ChatError {
     #[error("{0}")]
-    Model(#[from] GeminiError),
+    Model(#[from] ModelError),
     #[error("the turn was cancelled")]
     Cancelled,
     #[error("the model kept calling tools for {0} rounds; stopping this turn")]

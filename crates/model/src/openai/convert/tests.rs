@@ -4,10 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
+use crate::openai::*;
 use crate::types::{
     Blob, FunctionCallingConfig, FunctionResponse, FunctionResponsePart, GenerationConfig, Tool,
     ToolConfig,
 };
+use std::time::Duration;
 
 fn call(id: Option<&str>, name: &str, args: Value) -> Part {
     Part::function_call(FunctionCall {
@@ -402,7 +404,7 @@ fn finish_reasons_refusals_and_bad_answers() {
 
     let no_choices = from_chat_completion(&json!({"choices": []})).unwrap_err();
     assert!(
-        matches!(no_choices, GeminiError::Decode { .. }),
+        matches!(no_choices, ModelError::Decode { .. }),
         "{no_choices}"
     );
     let bad_args = json!({"choices": [{"message": {"tool_calls": [{"id": "c", "type": "function", "function": {"name": "f", "arguments": "{\"x\":"}}]}}]});
@@ -511,7 +513,7 @@ fn error_bodies_of_every_dialect() {
         None,
     );
     match &openai {
-        GeminiError::Api {
+        ModelError::Api {
             api,
             status,
             code,
@@ -619,17 +621,4 @@ fn options_from_env_need_no_key_and_hide_it() {
     let client = OpenAiClient::new(opts).unwrap();
     assert_eq!(client.base_url(), "http://localhost:11434/v1");
     assert!(!format!("{client:?}").contains("secret"));
-}
-
-#[test]
-fn backoff_grows_and_is_capped() {
-    let client = OpenAiClient::new(OpenAiOptions {
-        backoff_base: Duration::from_millis(100),
-        max_backoff: Duration::from_millis(500),
-        ..OpenAiOptions::default()
-    })
-    .unwrap();
-    let d0 = client.backoff(0);
-    assert!(d0 >= Duration::from_millis(80) && d0 <= Duration::from_millis(120));
-    assert!(client.backoff(9) <= Duration::from_millis(600));
 }

@@ -2,7 +2,6 @@
 //! `fake`): whole and streamed answers (text increments, tool-call arguments in
 //! fragments), tool round trips the server accepts, error bodies, retries, and every
 //! request the fake rejects the way real servers do.
-#![cfg(feature = "fake")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // A test plays the client or peer side of the network with its own sockets and HTTP
 // clients; the one-network-door rule (clippy.toml) is for shipped code.
@@ -13,17 +12,17 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchboard_gemini::client::{ApiKind, GeminiError};
-use switchboard_gemini::fake::FakeTurn;
-use switchboard_gemini::fake_openai::{
-    FakeOpenAi, FakeOpenAiOptions, declared_tool_names, last_tool_messages, last_user_text,
-};
-use switchboard_gemini::openai::{OpenAiClient, OpenAiOptions};
-use switchboard_gemini::types::{
+use switchboard_model::{ApiKind, ModelError};
+use switchboard_model::{
     Content, FunctionDeclaration, FunctionResponse, GenerateRequest, GenerateResponse, Part,
     StreamAccumulator, Tool,
 };
-use switchboard_gemini::{ModelClient, RetryNotice};
+use switchboard_model::{ModelClient, RetryNotice};
+use switchboard_model::{OpenAiClient, OpenAiOptions};
+use switchboard_model_fakes::gemini::FakeTurn;
+use switchboard_model_fakes::openai::{
+    FakeOpenAi, FakeOpenAiOptions, declared_tool_names, last_tool_messages, last_user_text,
+};
 
 const MODEL: &str = "qwen2.5:7b-instruct";
 
@@ -60,9 +59,9 @@ async fn collect(client: &OpenAiClient, req: &GenerateRequest) -> Vec<GenerateRe
     out
 }
 
-fn api_parts(err: &GeminiError) -> (u16, String, String) {
+fn api_parts(err: &ModelError) -> (u16, String, String) {
     match err {
-        GeminiError::Api {
+        ModelError::Api {
             api,
             status,
             message,
@@ -305,7 +304,7 @@ async fn stream_framing_split_anywhere_errors_and_truncation() {
     let mut stream = client.stream(MODEL, &ask("x")).await.unwrap();
     assert_eq!(stream.next().await.unwrap().unwrap().text(), "cut");
     let err = stream.next().await.unwrap().unwrap_err();
-    assert!(matches!(err, GeminiError::Stream { .. }), "{err:?}");
+    assert!(matches!(err, ModelError::Stream { .. }), "{err:?}");
 
     // With a finish reason but no [DONE] (some servers), the answer is complete.
     let fake = FakeOpenAi::start(vec![FakeTurn::RawSse(vec![format!(
@@ -486,7 +485,7 @@ async fn an_unreachable_server_is_named_as_such() {
     assert!(
         matches!(
             err,
-            GeminiError::Http {
+            ModelError::Http {
                 api: ApiKind::OpenAi,
                 ..
             }
@@ -506,7 +505,7 @@ async fn translated_requests_the_fake_rejects() {
     let fake = FakeOpenAi::start(vec![FakeTurn::text("unused")]).await;
     let client = fake.client().unwrap();
     let expect = |needle: &'static str| {
-        move |err: GeminiError| {
+        move |err: ModelError| {
             let (status, _, message) = api_parts(&err);
             assert_eq!(status, 400, "{message}");
             assert!(message.contains(needle), "{message:?} lacks {needle:?}");
@@ -722,7 +721,7 @@ async fn openai_errors_name_the_openai_compatible_api_not_gemini() {
     let mut stream = client.stream(MODEL, &ask("x")).await.unwrap();
     assert_eq!(stream.next().await.unwrap().unwrap().text(), "cut");
     let broken = stream.next().await.unwrap().unwrap_err().to_string();
-    let undecodable = switchboard_gemini::openai::from_chat_completion(&json!({"choices": []}))
+    let undecodable = switchboard_model::openai_api::from_chat_completion(&json!({"choices": []}))
         .unwrap_err()
         .to_string();
     let bad_url = OpenAiClient::new(OpenAiOptions {

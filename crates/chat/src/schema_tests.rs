@@ -4,6 +4,10 @@
 
 use super::*;
 use serde_json::json;
+use switchboard_model::{
+    is_valid_function_name, validate_for_gemini, validate_function_declaration,
+    validate_openapi_for_gemini,
+};
 
 /// Normalizes and insists the result is valid for Gemini in both forms.
 fn norm(v: Value) -> Value {

@@ -9,10 +9,11 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use switchboard_gemini::fake::{FakeGemini, FakeTurn};
-use switchboard_gemini::fake_openai::FakeOpenAi;
-use switchboard_gemini::{AlwaysApprove, Chat, ChatOptions, ModelClient, Part};
+use switchboard_chat::{AlwaysApprove, Chat, ChatOptions};
 use switchboard_host::{Host, HostOptions};
+use switchboard_model::{ModelClient, Part};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn};
+use switchboard_model_fakes::openai::FakeOpenAi;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 

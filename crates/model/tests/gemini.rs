@@ -1,7 +1,6 @@
 //! The Gemini client against the fake Gemini API (feature `fake`): both endpoints, SSE
 //! framing and chunking, retries, error bodies, the byte-for-byte round trip of model
 //! turns, and every request the fake rejects the way the real API does.
-#![cfg(feature = "fake")]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 // A test plays the client or peer side of the network with its own sockets and HTTP
 // clients; the one-network-door rule (clippy.toml) is for shipped code.
@@ -12,12 +11,12 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use switchboard_gemini::client::{GeminiClient, GeminiError, GeminiOptions};
-use switchboard_gemini::fake::{FakeGemini, FakeTurn, last_function_responses};
-use switchboard_gemini::types::{
+use switchboard_model::{
     Content, FunctionCallingConfig, FunctionCallingMode, FunctionDeclaration, FunctionResponse,
     GenerateRequest, GenerateResponse, Part, StreamAccumulator, Tool, ToolConfig,
 };
+use switchboard_model::{GeminiClient, GeminiOptions, ModelError};
+use switchboard_model_fakes::gemini::{FakeGemini, FakeTurn, last_function_responses};
 
 const FLASH: &str = "gemini-2.5-flash";
 const G3: &str = "gemini-3-flash-preview";
@@ -57,9 +56,9 @@ async fn collect(
     out
 }
 
-fn api_parts(err: &GeminiError) -> (u16, String, String) {
+fn api_parts(err: &ModelError) -> (u16, String, String) {
     match err {
-        GeminiError::Api {
+        ModelError::Api {
             status,
             status_text,
             message,
@@ -425,7 +424,7 @@ async fn a_wait_longer_than_max_backoff_is_not_retried() {
     assert_eq!(err.status(), Some(429));
     assert!(err.hint().unwrap().contains("quota"));
     match err {
-        GeminiError::Api { retry_after, .. } => {
+        ModelError::Api { retry_after, .. } => {
             assert_eq!(retry_after, Some(Duration::from_secs(3600)))
         }
         other => panic!("{other:?}"),
@@ -487,7 +486,7 @@ async fn wrong_and_missing_keys_are_rejected_like_the_api() {
     let (status, status_text, message) = api_parts(&err);
     assert_eq!((status, status_text.as_str()), (400, "INVALID_ARGUMENT"));
     assert_eq!(message, "API key not valid. Please pass a valid API key.");
-    assert!(matches!(&err, GeminiError::Api { reason: Some(r), .. } if r == "API_KEY_INVALID"));
+    assert!(matches!(&err, ModelError::Api { reason: Some(r), .. } if r == "API_KEY_INVALID"));
     assert_eq!(err.hint(), Some("check GEMINI_API_KEY"));
     assert!(err.to_string().contains("check GEMINI_API_KEY"));
 
@@ -515,7 +514,7 @@ async fn wrong_and_missing_keys_are_rejected_like_the_api() {
 
     assert!(matches!(
         GeminiClient::new(GeminiOptions::default()),
-        Err(GeminiError::MissingApiKey)
+        Err(ModelError::MissingApiKey)
     ));
 }
 
@@ -540,7 +539,7 @@ async fn unknown_model_is_404_with_a_hint() {
         .generate("bad model/..", &ask("x"))
         .await
         .unwrap_err();
-    assert!(matches!(bad, GeminiError::InvalidModel(_)));
+    assert!(matches!(bad, ModelError::InvalidModel { .. }));
 }
 
 #[tokio::test]
@@ -558,7 +557,7 @@ async fn unreachable_server_is_an_http_error_after_retries() {
     })
     .unwrap();
     let err = client.generate(FLASH, &ask("x")).await.unwrap_err();
-    assert!(matches!(err, GeminiError::Http { .. }), "{err:?}");
+    assert!(matches!(err, ModelError::Http { .. }), "{err:?}");
     assert!(err.to_string().contains("could not reach Gemini"), "{err}");
 }
 
@@ -773,10 +772,9 @@ async fn fake_rejects_bad_declarations() {
         "parameters_json_schema",
     )
     .await;
-    let problems = switchboard_gemini::schema::validate_for_gemini(
-        bad_schema.parameters_json_schema.as_ref().unwrap(),
-    )
-    .unwrap_err();
+    let problems =
+        switchboard_model::validate_for_gemini(bad_schema.parameters_json_schema.as_ref().unwrap())
+            .unwrap_err();
     let err = fake
         .client()
         .unwrap()
@@ -1022,8 +1020,8 @@ async fn fake_rejects_audio_in_function_response_parts() {
     let id = turn.function_calls()[0].id.clone();
     let with_parts = |mime: &str| {
         let mut fr = FunctionResponse::output(id.clone(), "shot", json!("see attached"));
-        fr.parts = Some(vec![switchboard_gemini::types::FunctionResponsePart {
-            inline_data: Some(switchboard_gemini::types::Blob::new(mime, "AAAA")),
+        fr.parts = Some(vec![switchboard_model::FunctionResponsePart {
+            inline_data: Some(switchboard_model::Blob::new(mime, "AAAA")),
             ..Default::default()
         }]);
         let mut r = req.clone();
@@ -1108,7 +1106,7 @@ async fn fake_rejects_malformed_contents() {
     )
     .await;
     let mut two = Part::text("x");
-    two.inline_data = Some(switchboard_gemini::types::Blob::new("image/png", "AAAA"));
+    two.inline_data = Some(switchboard_model::Blob::new("image/png", "AAAA"));
     expect_rejected(
         &fake,
         FLASH,

@@ -30,7 +30,7 @@ use switchboard_mcp::model::Tool;
 use crate::schema::{Normalized, normalize, to_openapi};
 
 /// Longest model-facing function name.
-pub const MAX_NAME_LEN: usize = 63;
+pub const MAX_NAME_LEN: usize = switchboard_model::MAX_FUNCTION_NAME_LEN;
 
 /// Default cap on function declarations in one request.
 pub const DEFAULT_MAX_DECLARATIONS: usize = 128;
@@ -591,5 +591,5 @@ impl ToolRegistry {
 }
 
 #[cfg(test)]
-#[path = "naming_tests.rs"]
+#[path = "registry_tests.rs"]
 mod tests;

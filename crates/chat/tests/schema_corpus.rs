@@ -11,12 +11,12 @@ use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use switchboard_gemini::naming::ToolRegistry;
-use switchboard_gemini::schema::{
-    normalize, to_openapi, validate_for_gemini, validate_function_declaration,
-    validate_openapi_for_gemini,
-};
+use switchboard_chat::ToolRegistry;
+use switchboard_chat::{normalize, to_openapi};
 use switchboard_mcp::model::Tool;
+use switchboard_model::{
+    validate_for_gemini, validate_function_declaration, validate_openapi_for_gemini,
+};
 
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/schemas")

@@ -3,8 +3,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
-use crate::schema::{is_valid_function_name, validate_function_declaration};
 use serde_json::json;
+use switchboard_model::{is_valid_function_name, validate_function_declaration};
 
 fn tool(name: &str) -> Tool {
     serde_json::from_value(json!({

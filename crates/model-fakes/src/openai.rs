@@ -1,7 +1,7 @@
-//! A fake OpenAI-compatible chat-completions server for tests (cargo feature `fake`): an
+//! A fake OpenAI-compatible chat-completions server for tests: an
 //! axum server on `127.0.0.1:0` serving `POST /v1/chat/completions` with the real wire
 //! shapes, answering from a script of [`FakeTurn`]s (the same turns as
-//! [`FakeGemini`](crate::fake::FakeGemini)), and rejecting what real servers reject.
+//! [`FakeGemini`](crate::gemini::FakeGemini)), and rejecting what real servers reject.
 //!
 //! What it sends:
 //! - not streamed: a `chat.completion` (`id`, `object`, `created`, `model`,
@@ -52,9 +52,9 @@ use serde_json::{Map, Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
-use crate::client::GeminiError;
-use crate::fake::FakeTurn;
-use crate::openai::{OpenAiClient, OpenAiOptions};
+use crate::gemini::FakeTurn;
+use switchboard_model::ModelError;
+use switchboard_model::{OpenAiClient, OpenAiOptions};
 
 /// The most tools one request may declare.
 pub const MAX_TOOLS: usize = 128;
@@ -202,7 +202,7 @@ impl FakeOpenAi {
     }
 
     /// A client for the fake (see [`options`](Self::options)).
-    pub fn client(&self) -> Result<OpenAiClient, GeminiError> {
+    pub fn client(&self) -> Result<OpenAiClient, ModelError> {
         OpenAiClient::new(self.options())
     }
 
