@@ -2,9 +2,9 @@
 //! lifecycle), list with bounded pagination, call with a timeout, close.
 //!
 //! State machine: `connect()` either returns a ready [`Connection`] or a
-//! [`ConnectError`](crate::ConnectError); a `Connection` is usable until the transport closes
-//! ([`Connection::is_closed`]) or [`Connection::close`] is called. Reconnecting is the
-//! host's job (it builds a new `Connection`).
+//! [`ConnectError`](crate::ConnectError); a `Connection` is usable until the transport
+//! closes ([`Connection::is_closed`]) or [`Connection::close`] is called. Reconnecting
+//! is the host's job (it builds a new `Connection`).
 //!
 //! This module owns the public types ([`ConnectOptions`], [`CallOptions`],
 //! [`Connection`]); the work is split by concern:
