@@ -53,7 +53,6 @@ pub(crate) fn save(path: &Path, hints: &HashMap<String, TransportKind>) -> std::
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

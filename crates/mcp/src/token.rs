@@ -356,7 +356,6 @@ impl StreamableHttpClient for TokenHttpClient {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -151,7 +151,6 @@ fn address_message(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::ip::Ipv4Embedding;

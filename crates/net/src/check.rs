@@ -215,7 +215,6 @@ pub(crate) fn check_host_name(name: &str, policy: UrlPolicy) -> Result<NameKind,
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

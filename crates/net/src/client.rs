@@ -566,7 +566,6 @@ fn redirected_headers(headers: HeaderMap, keep_body: bool, same_origin: bool) ->
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

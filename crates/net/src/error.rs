@@ -114,7 +114,6 @@ pub(crate) fn redacted(url: &str) -> String {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

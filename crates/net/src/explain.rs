@@ -161,7 +161,6 @@ pub async fn explain_with(url: &str, policy: UrlPolicy, resolver: &dyn NameResol
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
     use crate::resolve::StaticResolver;

@@ -301,7 +301,6 @@ fn classify_v6(ip: Ipv6Addr) -> IpClass {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

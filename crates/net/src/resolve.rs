@@ -151,7 +151,6 @@ pub async fn resolve_and_check_with(
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

@@ -1,0 +1,140 @@
+//! One live connection to one MCP server: connect (with the right transport and
+//! lifecycle), list with bounded pagination, call with a timeout, close.
+//!
+//! State machine: `connect()` either returns a ready [`Connection`] or a
+//! [`ConnectError`](crate::ConnectError); a `Connection` is usable until the transport
+//! closes ([`Connection::is_closed`]) or [`Connection::close`] is called. Reconnecting
+//! is the host's job (it builds a new `Connection`).
+//!
+//! This module owns the public types ([`ConnectOptions`], [`CallOptions`],
+//! [`Connection`]); the work is split by concern:
+//! - `dial`: choosing and opening the transport (stdio, Streamable HTTP with the
+//!   stateless probe, legacy SSE, the `Auto` fallback) within the start-up limit;
+//! - `http_setup`: what every HTTP dial shares (URL check, the guard and its
+//!   preflight, custom headers, the token source);
+//! - `failure`: wording transport and rmcp failures as
+//!   [`ConnectError`](crate::ConnectError) and [`RequestError`](crate::RequestError)
+//!   messages;
+//! - `session`: the connected peer (requests with timeouts, progress and
+//!   cancellation, list calls, state, close).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::service::{Peer, RoleClient, RunningService};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::handler::{ClientHooks, DefaultHooks, HostHandler, Progress, ProgressRouter};
+use crate::stdio::{ChildGuard, SharedDiagnostics};
+use crate::target::{Target, TransportKind};
+use crate::token::TokenSource;
+
+mod dial;
+mod failure;
+mod http_setup;
+mod session;
+
+pub use session::{MAX_LIST_PAGES, PROGRESS_CAP};
+
+/// Everything needed to connect to one server.
+#[derive(Clone)]
+pub struct ConnectOptions {
+    /// The server's name (used in messages and logs).
+    pub name: String,
+    pub target: Target,
+    /// Time limit for each request (the server's `timeout`; Gemini CLI's default is 10 min).
+    pub request_timeout: Duration,
+    /// Time limit for spawning/connecting and the handshake. The request timeout bounds
+    /// `initialize` too (as in Gemini CLI), so start-up waits at most
+    /// [`ConnectOptions::startup_limit`], the smaller of the two.
+    pub startup_timeout: Duration,
+    pub hooks: Arc<dyn ClientHooks>,
+    /// What worked last time for this target, to skip probing.
+    pub transport_hint: Option<TransportKind>,
+    pub client_name: String,
+    pub client_version: String,
+    /// Advertise the MCP Apps UI extension in `initialize`.
+    pub ui_extension: bool,
+    /// The URL guard: every HTTP request goes through its client, and the server URL is
+    /// checked against its policy before anything is sent. `None` uses a guard with the
+    /// `local` policy (loopback and private addresses allowed; link-local and cloud
+    /// metadata blocked). There is no unguarded HTTP client.
+    pub guard: Option<switchboard_net::GuardedClient>,
+    /// Bearer tokens (OAuth) for HTTP servers: asked before each request unless the
+    /// target's headers set `Authorization`; a 401 makes it refresh once.
+    pub token_source: Option<Arc<dyn TokenSource>>,
+    /// The largest message read from the server (a stdio line, an SSE event, a
+    /// Streamable HTTP event), in bytes; a larger reply fails its request at once.
+    pub max_message_bytes: usize,
+}
+
+impl std::fmt::Debug for ConnectOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ConnectOptions")
+            .field("name", &self.name)
+            .field("target", &self.target.display())
+            .field("request_timeout", &self.request_timeout)
+            .field("startup_timeout", &self.startup_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ConnectOptions {
+    /// How long start-up may take: the smaller of `startup_timeout` and
+    /// `request_timeout` (a server's `timeout` is the limit for every request,
+    /// `initialize` included).
+    pub fn startup_limit(&self) -> Duration {
+        self.startup_timeout.min(self.request_timeout)
+    }
+
+    /// Options with the defaults: 10 min request timeout, 30 s start-up timeout.
+    pub fn new(name: impl Into<String>, target: Target) -> Self {
+        Self {
+            name: name.into(),
+            target,
+            request_timeout: Duration::from_secs(600),
+            startup_timeout: Duration::from_secs(30),
+            hooks: Arc::new(DefaultHooks),
+            transport_hint: None,
+            client_name: "switchboard".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            ui_extension: true,
+            guard: None,
+            token_source: None,
+            max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
+        }
+    }
+}
+
+/// Per-request options.
+#[derive(Debug, Clone, Default)]
+pub struct CallOptions {
+    /// Overrides the connection's request timeout.
+    pub timeout: Option<Duration>,
+    /// Receives `notifications/progress` for this request.
+    pub progress: Option<mpsc::UnboundedSender<Progress>>,
+    /// Cancels the request (a `notifications/cancelled` is sent).
+    pub cancel: Option<CancellationToken>,
+}
+
+/// A connected MCP server.
+pub struct Connection {
+    name: Arc<str>,
+    service: std::sync::Mutex<Option<RunningService<RoleClient, HostHandler>>>,
+    peer: Peer<RoleClient>,
+    kind: TransportKind,
+    child: Option<Arc<ChildGuard>>,
+    diag: Option<SharedDiagnostics>,
+    progress: Arc<ProgressRouter>,
+    request_timeout: Duration,
+}
+
+impl std::fmt::Debug for Connection {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Connection")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .finish_non_exhaustive()
+    }
+}

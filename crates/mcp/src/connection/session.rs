@@ -1,0 +1,331 @@
+//! The live session of a connected server: requests with a timeout (reset by progress,
+//! capped at [`PROGRESS_CAP`] times), progress routing, cancellation
+//! (`notifications/cancelled`), bounded list pagination, the typed calls, the state
+//! the server declared, and closing.
+
+use std::collections::HashSet;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolResult, ClientRequest, GetPromptResult, Prompt, ProtocolVersion, ReadResourceResult,
+    Resource, ResourceTemplate, ServerCapabilities, ServerResult, Tool,
+};
+use rmcp::service::{PeerRequestOptions, ServiceError};
+use serde_json::{Value, json};
+
+use super::failure::strip_type_names;
+use super::{CallOptions, Connection};
+use crate::error::RequestError;
+use crate::stdio;
+use crate::target::TransportKind;
+
+/// At most this many pages are fetched for one list request.
+pub const MAX_LIST_PAGES: usize = 100;
+
+impl Connection {
+    /// The server's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The transport in use.
+    pub fn transport_kind(&self) -> TransportKind {
+        self.kind
+    }
+
+    /// The protocol version agreed with the server.
+    pub fn protocol_version(&self) -> Option<ProtocolVersion> {
+        self.peer.peer_info().map(|i| i.protocol_version.clone())
+    }
+
+    /// The server's `serverInfo` name and version.
+    pub fn server_info(&self) -> Option<(String, String)> {
+        self.peer
+            .peer_info()
+            .and_then(|i| i.server_info.clone())
+            .map(|s| (s.name, s.version))
+    }
+
+    /// The server's `instructions`, if any.
+    pub fn instructions(&self) -> Option<String> {
+        self.peer.peer_info().and_then(|i| i.instructions.clone())
+    }
+
+    /// What the server declared it offers.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.peer
+            .peer_info()
+            .map(|i| i.capabilities.clone())
+            .unwrap_or_default()
+    }
+
+    /// True once the transport has closed (the server went away).
+    pub fn is_closed(&self) -> bool {
+        self.peer.is_transport_closed()
+    }
+
+    /// The last lines the server wrote to stderr (stdio servers).
+    pub fn stderr_tail(&self) -> Vec<String> {
+        self.diag
+            .as_ref()
+            .map(stdio::stderr_tail)
+            .unwrap_or_default()
+    }
+
+    /// The process id of a stdio server.
+    pub fn pid(&self) -> Option<i32> {
+        self.child.as_ref().map(|c| c.pid())
+    }
+
+    /// The default request timeout of this connection.
+    pub fn request_timeout(&self) -> Duration {
+        self.request_timeout
+    }
+
+    /// Closes the connection: ends the session (DELETE for Streamable HTTP), closes
+    /// stdin, and stops a stdio server's process group (SIGTERM, SIGKILL after `grace`).
+    pub async fn close(&self, grace: Duration) {
+        let service = self.service.lock().ok().and_then(|mut s| s.take());
+        if let Some(mut service) = service {
+            let _ = service.close_with_timeout(grace).await;
+        }
+        if let Some(child) = &self.child {
+            child.terminate(grace).await;
+        }
+    }
+
+    async fn request(
+        &self,
+        method: &str,
+        params: Value,
+        opts: &CallOptions,
+    ) -> Result<ServerResult, RequestError> {
+        let req = make_request(method, params)?;
+        let timeout = opts.timeout.unwrap_or(self.request_timeout);
+        let handle = self
+            .peer
+            .send_request_with_option(req, request_options(timeout))
+            .await
+            .map_err(|e| map_service_error(method, timeout, e))?;
+        let token = handle.progress_token.clone();
+        if let Some(sink) = &opts.progress {
+            self.progress.register(token.clone(), sink.clone());
+        }
+        let peer = handle.peer.clone();
+        let id = handle.id.clone();
+        let result = match &opts.cancel {
+            Some(ct) => {
+                tokio::select! {
+                    r = handle.await_response() => r.map_err(|e| map_service_error(method, timeout, e)),
+                    _ = ct.cancelled() => {
+                        let note = json!({
+                            "method": "notifications/cancelled",
+                            "params": {"requestId": id, "reason": "cancelled by the user"}
+                        });
+                        if let Ok(n) = serde_json::from_value(note) {
+                            let _ = peer.send_notification(n).await;
+                        }
+                        Err(RequestError::Cancelled { method: method.to_string() })
+                    }
+                }
+            }
+            None => handle
+                .await_response()
+                .await
+                .map_err(|e| map_service_error(method, timeout, e)),
+        };
+        self.progress.unregister(&token);
+        result
+    }
+
+    async fn list_all<T>(
+        &self,
+        method: &str,
+        key: &str,
+        opts: &CallOptions,
+    ) -> Result<Vec<T>, RequestError>
+    where
+        T: serde::de::DeserializeOwned,
+    {
+        let mut out = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = HashSet::new();
+        for _ in 0..MAX_LIST_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let result = self.request(method, params, opts).await?;
+            let value = serde_json::to_value(&result).map_err(|_| RequestError::Unexpected {
+                method: method.into(),
+            })?;
+            let items = value
+                .get(key)
+                .cloned()
+                .ok_or_else(|| RequestError::Unexpected {
+                    method: method.into(),
+                })?;
+            let items: Vec<T> =
+                serde_json::from_value(items).map_err(|e| RequestError::Transport {
+                    method: method.into(),
+                    message: format!("the server's `{key}` list is malformed: {e}"),
+                })?;
+            out.extend(items);
+            match value.get("nextCursor").and_then(Value::as_str) {
+                Some(next) if !next.is_empty() => {
+                    if !seen.insert(next.to_string()) {
+                        return Err(RequestError::Pagination {
+                            method: method.into(),
+                            reason: format!(
+                                "the server returned cursor `{next}` twice (a pagination loop)"
+                            ),
+                        });
+                    }
+                    cursor = Some(next.to_string());
+                }
+                _ => return Ok(out),
+            }
+        }
+        Err(RequestError::Pagination {
+            method: method.into(),
+            reason: format!("more than {MAX_LIST_PAGES} pages"),
+        })
+    }
+
+    /// `tools/list`, all pages.
+    pub async fn list_tools(&self, opts: &CallOptions) -> Result<Vec<Tool>, RequestError> {
+        self.list_all("tools/list", "tools", opts).await
+    }
+
+    /// `prompts/list`, all pages.
+    pub async fn list_prompts(&self, opts: &CallOptions) -> Result<Vec<Prompt>, RequestError> {
+        self.list_all("prompts/list", "prompts", opts).await
+    }
+
+    /// `resources/list`, all pages.
+    pub async fn list_resources(&self, opts: &CallOptions) -> Result<Vec<Resource>, RequestError> {
+        self.list_all("resources/list", "resources", opts).await
+    }
+
+    /// `resources/templates/list`, all pages.
+    pub async fn list_resource_templates(
+        &self,
+        opts: &CallOptions,
+    ) -> Result<Vec<ResourceTemplate>, RequestError> {
+        self.list_all("resources/templates/list", "resourceTemplates", opts)
+            .await
+    }
+
+    /// `tools/call`.
+    pub async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Option<serde_json::Map<String, Value>>,
+        opts: &CallOptions,
+    ) -> Result<CallToolResult, RequestError> {
+        let mut params = json!({"name": name});
+        if let Some(args) = arguments {
+            params["arguments"] = Value::Object(args);
+        }
+        match self.request("tools/call", params, opts).await? {
+            ServerResult::CallToolResult(r) => Ok(r),
+            _ => Err(RequestError::Unexpected {
+                method: "tools/call".into(),
+            }),
+        }
+    }
+
+    /// `resources/read`.
+    pub async fn read_resource(
+        &self,
+        uri: &str,
+        opts: &CallOptions,
+    ) -> Result<ReadResourceResult, RequestError> {
+        match self
+            .request("resources/read", json!({"uri": uri}), opts)
+            .await?
+        {
+            ServerResult::ReadResourceResult(r) => Ok(r),
+            _ => Err(RequestError::Unexpected {
+                method: "resources/read".into(),
+            }),
+        }
+    }
+
+    /// `prompts/get`.
+    pub async fn get_prompt(
+        &self,
+        name: &str,
+        arguments: serde_json::Map<String, Value>,
+        opts: &CallOptions,
+    ) -> Result<GetPromptResult, RequestError> {
+        let params = json!({"name": name, "arguments": arguments});
+        match self.request("prompts/get", params, opts).await? {
+            ServerResult::GetPromptResult(r) => Ok(r),
+            _ => Err(RequestError::Unexpected {
+                method: "prompts/get".into(),
+            }),
+        }
+    }
+
+    /// `ping`.
+    pub async fn ping(&self, timeout: Duration) -> Result<(), RequestError> {
+        let opts = CallOptions {
+            timeout: Some(timeout),
+            ..Default::default()
+        };
+        self.request("ping", json!({}), &opts).await.map(|_| ())
+    }
+}
+
+fn make_request(method: &str, params: Value) -> Result<ClientRequest, RequestError> {
+    let value = if method == "ping" {
+        json!({"method": method})
+    } else {
+        json!({"method": method, "params": params})
+    };
+    serde_json::from_value(value).map_err(|e| RequestError::Transport {
+        method: method.into(),
+        message: format!("could not build the request: {e}"),
+    })
+}
+
+/// How long a request may wait: `timeout` without news from the server; each progress
+/// notification for it starts that wait again, up to [`PROGRESS_CAP`] × `timeout` in
+/// all. Past either limit the request fails and `notifications/cancelled` is sent.
+fn request_options(timeout: Duration) -> PeerRequestOptions {
+    PeerRequestOptions::with_timeout(timeout)
+        .reset_timeout_on_progress()
+        .with_max_total_timeout(timeout.saturating_mul(PROGRESS_CAP))
+}
+
+/// How many times its timeout a request that keeps reporting progress may run.
+pub const PROGRESS_CAP: u32 = 10;
+
+fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> RequestError {
+    match e {
+        ServiceError::McpError(data) => RequestError::Server {
+            method: method.into(),
+            code: data.code.0,
+            message: data.message.to_string(),
+        },
+        ServiceError::Timeout { timeout: after } => RequestError::Timeout {
+            method: method.into(),
+            after: after.max(timeout),
+        },
+        ServiceError::TransportClosed => RequestError::Closed(None),
+        ServiceError::TransportSend(err) => {
+            RequestError::Closed(Some(strip_type_names(&err.to_string())))
+        }
+        ServiceError::Cancelled { .. } => RequestError::Cancelled {
+            method: method.into(),
+        },
+        ServiceError::UnexpectedResponse => RequestError::Unexpected {
+            method: method.into(),
+        },
+        other => RequestError::Transport {
+            method: method.into(),
+            message: strip_type_names(&other.to_string()),
+        },
+    }
+}
