@@ -29,8 +29,9 @@ use switchboard_mcp::model::Tool;
 
 use crate::schema::{Normalized, normalize, to_openapi};
 
-/// Longest model-facing function name.
-pub const MAX_NAME_LEN: usize = switchboard_model::MAX_FUNCTION_NAME_LEN;
+/// Longest model-facing function name: one under the API's limit
+/// ([`switchboard_model::MAX_FUNCTION_NAME_LEN`]), the length Gemini CLI keeps to.
+pub const MAX_NAME_LEN: usize = switchboard_model::MAX_FUNCTION_NAME_LEN - 1;
 
 /// Default cap on function declarations in one request.
 pub const DEFAULT_MAX_DECLARATIONS: usize = 128;

@@ -982,7 +982,7 @@ fn function_declarations_are_checked() {
         &validate_function_declaration(&both).unwrap_err(),
         "mutually exclusive"
     ));
-    for bad in ["1abc", "has space", "", &"a".repeat(64), "a/b"] {
+    for bad in ["1abc", "has space", "", &"a".repeat(65), "a/b"] {
         let d = json!({"name": bad});
         assert!(
             has(
@@ -1018,8 +1018,8 @@ fn function_declarations_are_checked() {
 fn valid_function_names() {
     assert!(is_valid_function_name("_x"));
     assert!(is_valid_function_name("mcp_my-server_tool.v2:x"));
-    assert!(is_valid_function_name(&"a".repeat(63)));
-    assert!(!is_valid_function_name(&"a".repeat(64)));
+    assert!(is_valid_function_name(&"a".repeat(64)));
+    assert!(!is_valid_function_name(&"a".repeat(65)));
     assert!(!is_valid_function_name("-x"));
     assert!(!is_valid_function_name("é"));
 }

@@ -17,7 +17,7 @@
 //!   `API_KEY_INVALID`); a model that is not `gemini-*`/`gemma-*` (404 `NOT_FOUND`);
 //! - a body that is not JSON, empty `contents`, a bad role, empty `parts`, a part with no
 //!   or two data fields, inline data that is not base64;
-//! - invalid function names (`switchboard_model::is_valid_function_name`: at most 63 characters), duplicate names,
+//! - invalid function names (`switchboard_model::is_valid_function_name`: at most 64 characters), duplicate names,
 //!   unknown fields in a declaration, a declaration with both `parameters` and
 //!   `parametersJsonSchema`, a `parametersJsonSchema` that fails
 //!   [`validate_for_gemini`](switchboard_model::validate_for_gemini), a `parameters` schema

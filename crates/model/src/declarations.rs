@@ -13,8 +13,10 @@ use serde_json::Value;
 /// Longest parameter (property) name Gemini accepts.
 pub const MAX_PROPERTY_NAME_LEN: usize = 64;
 
-/// Longest function name Gemini accepts.
-pub const MAX_FUNCTION_NAME_LEN: usize = 63;
+/// Longest function name the Gemini API accepts ("with a maximum length of 64"). The
+/// tool registry names tools one shorter, as Gemini CLI does (`switchboard-chat`'s
+/// `MAX_NAME_LEN`).
+pub const MAX_FUNCTION_NAME_LEN: usize = 64;
 
 /// Keywords a normalized schema node may carry (JSON Schema form).
 pub const ACCEPTED_KEYWORDS: &[&str] = &[
@@ -83,7 +85,7 @@ pub fn validate_openapi_for_gemini(schema: &Value) -> Result<(), Vec<String>> {
 }
 
 /// Checks a whole `FunctionDeclaration` JSON object the way the API does: `name` matches
-/// `^[A-Za-z_][A-Za-z0-9_.:-]{0,62}$`, `description` is a string, at most one of
+/// `^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$`, `description` is a string, at most one of
 /// `parameters` / `parametersJsonSchema` is present (never both), and that schema passes
 /// [`validate_openapi_for_gemini`] / [`validate_for_gemini`]. Unknown fields are rejected.
 pub fn validate_function_declaration(decl: &Value) -> Result<(), Vec<String>> {
