@@ -2,7 +2,7 @@
 //! server they use (`tool-server`).
 //!
 //! - `registry`: [`ToolRegistry::new`] over N realistic tools (the schema corpus of
-//!   `crates/gemini/tests/fixtures/schemas`, cycled under distinct names across several
+//!   `crates/chat/tests/fixtures/schemas`, cycled under distinct names across several
 //!   servers), then `declarations(128)` and `declarations(usize::MAX)`; the time of the
 //!   three together, per iteration.
 //! - `chat-turn`: one [`Chat`] turn over a [`Host`] whose servers expose N tools in total
@@ -61,7 +61,7 @@ const DEMO: &str = "demo";
 /// The final answer of the scripted models.
 const FINAL_TEXT: &str = "All three tools answered: the echo came back and the sum is right.";
 
-/// `--fixtures DIR`, else the schema corpus of `crates/gemini`.
+/// `--fixtures DIR`, else the schema corpus of `crates/chat`.
 fn fixtures_dir(args: &mut Args) -> PathBuf {
     args.take("fixtures").map(PathBuf::from).unwrap_or_else(|| {
         PathBuf::from(env!("CARGO_MANIFEST_DIR"))

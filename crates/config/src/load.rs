@@ -105,7 +105,7 @@ pub struct Settings {
     /// `model` (a string, or Gemini CLI's `model.name`).
     pub model: Option<String>,
     /// `provider`: the model API (`gemini` or `openai`), checked where the model client
-    /// is built (`switchboard_gemini::Provider`).
+    /// is built (`switchboard_model::Provider`).
     pub provider: Option<String>,
     /// `mcp.allowed` (non-empty: only these servers may start).
     pub allowed: Option<Vec<String>>,

@@ -1,6 +1,6 @@
 //! The chat page's API: the model (Gemini, or an OpenAI-compatible server when the
 //! settings say `provider: "openai"`, built by `switchboard_model::ModelConfig` as in
-//! the CLI) with the MCP servers' tools (crates/gemini's `Chat`), streamed to the
+//! the CLI) with the MCP servers' tools (`switchboard_chat::Chat`), streamed to the
 //! browser as Server-Sent Events.
 //!
 //! - `GET /api/chat/status`: whether the chat can start (else how to fix it) and the
