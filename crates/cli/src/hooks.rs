@@ -217,7 +217,6 @@ fn elicit_blocking(server: &str, value: &Value, interactive: bool) -> ElicitResu
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
 

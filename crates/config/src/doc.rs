@@ -169,7 +169,6 @@ pub(crate) fn atomic_write(path: &Path, bytes: &[u8]) -> Result<(), ConfigError>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
     use std::fs;

@@ -97,7 +97,6 @@ pub fn expand_vars(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     fn env(name: &str) -> Option<String> {

@@ -140,7 +140,6 @@ pub(crate) fn read(path: &Path) -> Result<Option<Value>, ConfigError> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
 

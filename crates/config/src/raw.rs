@@ -246,7 +246,6 @@ pub(crate) fn type_name(v: &Value) -> &'static str {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
     use std::path::Path;

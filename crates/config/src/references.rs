@@ -72,7 +72,6 @@ pub fn local_references(entry: &Value) -> Vec<LocalReference> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use crate::expand_vars;
     use serde_json::json;

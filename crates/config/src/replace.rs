@@ -246,7 +246,6 @@ fn random_hex() -> io::Result<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use std::os::unix::fs::symlink;
 
     use super::*;

@@ -532,7 +532,6 @@ pub(crate) fn build(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use crate::raw::parse_server;
     use serde_json::json;

@@ -153,7 +153,6 @@ fn edit_list(home: &Path, edit: impl FnOnce(&mut Vec<Value>)) -> Result<(), Conf
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

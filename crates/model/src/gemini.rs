@@ -410,7 +410,6 @@ fn decode_event(data: &str) -> Option<Result<GenerateResponse, ModelError>> {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used, clippy::expect_used)]
 mod tests {
     use super::*;
 

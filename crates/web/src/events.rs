@@ -239,7 +239,6 @@ pub async fn answer(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     async fn event_for(url: &str) -> Value {

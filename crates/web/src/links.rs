@@ -85,7 +85,6 @@ pub fn link_target(raw: &str) -> Result<Url, LinkRefusal> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -491,7 +491,6 @@ pub fn proxy_app(state: AppState) -> Router {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     fn opts(dir: &std::path::Path) -> ServeOptions {

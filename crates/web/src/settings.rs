@@ -758,7 +758,6 @@ pub fn resolve_headers(
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
 
     #[test]

@@ -160,7 +160,6 @@ pub fn answer_without_person(request: &Value) -> ElicitResult {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
 

@@ -438,7 +438,6 @@ fn ui_resource_uri(v: &Value) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

@@ -410,7 +410,6 @@ fn parse_yaml(text: &str, offset: usize) -> Result<Workflow, Vec<Problem>> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     #[test]

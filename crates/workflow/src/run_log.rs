@@ -284,7 +284,6 @@ pub fn list_runs(home: &Path) -> Vec<RunSummary> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used)]
     use super::*;
     use std::time::Duration;
 

@@ -398,7 +398,6 @@ fn split_arithmetic(t: &str) -> Option<(f64, char, f64)> {
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
     use serde_json::json;
 

@@ -576,7 +576,6 @@ fn check_variables(wf: &Workflow, opts: &ValidateOptions, out: &mut Vec<Problem>
 
 #[cfg(test)]
 mod tests {
-    #![allow(clippy::unwrap_used, clippy::expect_used)]
     use super::*;
 
     fn problems(yaml: &str) -> Vec<String> {

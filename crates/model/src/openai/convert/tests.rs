@@ -1,7 +1,6 @@
 //! Unit tests of the OpenAI-compatible provider: the request translation (Gemini →
 //! chat-completions), the answer translation (chat-completions → Gemini, whole and
 //! streamed), error bodies, base URLs and options.
-#![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use super::*;
 use crate::openai::*;
