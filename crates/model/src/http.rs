@@ -19,6 +19,13 @@ use crate::error::{ApiKind, ModelError};
 /// How much of an unreadable error body is quoted.
 const BODY_SNIPPET: usize = 300;
 
+/// The most a whole (not streamed) answer may hold: 64 MiB. A model server is not
+/// trusted to keep its answers small.
+pub(crate) const MAX_ANSWER_BYTES: usize = 64 * 1024 * 1024;
+
+/// The most of an error answer that is read: its message is at the start.
+const MAX_ERROR_BYTES: usize = 64 * 1024;
+
 /// Told about each retry before its wait (to show "retrying in 2 s…").
 #[derive(Debug, Clone)]
 pub struct RetryNotice {
@@ -178,7 +185,13 @@ impl Transport {
                 Ok(response) => {
                     let status = response.status().as_u16();
                     let delay = requested_delay(response.headers());
-                    let text = response.text().await.unwrap_or_default();
+                    // An error body that cannot be read in full is judged by what arrived.
+                    let text = match read_capped(response, MAX_ERROR_BYTES).await {
+                        Ok(Capped::Whole(bytes) | Capped::Cut(bytes)) => {
+                            String::from_utf8_lossy(&bytes).into_owned()
+                        }
+                        Err(_) => String::new(),
+                    };
                     parse_error(status, delay, &text)
                 }
                 Err(source) => ModelError::Http {
@@ -222,19 +235,52 @@ impl Transport {
         }
     }
 
-    /// Reads a whole successful answer's body.
+    /// Reads a whole successful answer's body, at most [`MAX_ANSWER_BYTES`].
     pub(crate) async fn body(
         &self,
         url: &str,
         response: reqwest::Response,
     ) -> Result<Bytes, ModelError> {
-        response.bytes().await.map_err(|source| ModelError::Http {
-            api: self.api,
-            url: url.to_owned(),
-            message: format!("reading the answer failed: {source}"),
-            source,
-        })
+        let limit = MAX_ANSWER_BYTES;
+        match read_capped(response, limit).await {
+            Ok(Capped::Whole(bytes)) => Ok(bytes),
+            Ok(Capped::Cut(_)) => Err(ModelError::Decode {
+                api: self.api,
+                message: format!(
+                    "the answer is larger than {} MiB; the server is not answering as the API does",
+                    limit / (1024 * 1024)
+                ),
+            }),
+            Err(source) => Err(ModelError::Http {
+                api: self.api,
+                url: url.to_owned(),
+                message: format!("reading the answer failed: {source}"),
+                source,
+            }),
+        }
     }
+}
+
+/// A body read up to a limit.
+enum Capped {
+    /// All of it.
+    Whole(Bytes),
+    /// The first `limit` bytes; there was more.
+    Cut(Bytes),
+}
+
+/// Reads at most `limit` bytes of `response`, chunk by chunk, never holding more.
+async fn read_capped(mut response: reqwest::Response, limit: usize) -> reqwest::Result<Capped> {
+    let mut out = Vec::new();
+    while let Some(chunk) = response.chunk().await? {
+        if out.len() + chunk.len() > limit {
+            let room = limit - out.len();
+            out.extend_from_slice(&chunk[..room]);
+            return Ok(Capped::Cut(Bytes::from(out)));
+        }
+        out.extend_from_slice(&chunk);
+    }
+    Ok(Capped::Whole(Bytes::from(out)))
 }
 
 /// The wait a non-2xx answer asks for: `retry-after-ms` (OpenAI), else `Retry-After` in

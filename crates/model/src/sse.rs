@@ -16,8 +16,13 @@ use crate::http::describe_reqwest;
 /// A response body as bytes.
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = reqwest::Result<Bytes>> + Send>>;
 
-/// The `data` of each event of a body, in order; a broken body ends it with one
-/// [`ModelError::Stream`].
+/// The most one event may hold (its data plus an unfinished line): 32 MiB, room for a
+/// generated image in base64. A model server is not trusted to end its events; one
+/// that does not is cut off here rather than filling memory.
+pub(crate) const MAX_EVENT_BYTES: usize = 32 * 1024 * 1024;
+
+/// The `data` of each event of a body, in order; a broken body, or an event over
+/// [`MAX_EVENT_BYTES`], ends it with one [`ModelError::Stream`].
 pub(crate) type EventStream = Pin<Box<dyn Stream<Item = Result<String, ModelError>> + Send>>;
 
 struct State {
@@ -30,6 +35,7 @@ struct State {
 /// The events of `body`, an answer of the `api`. A last event without its blank line is
 /// still delivered at the end of the body.
 pub(crate) fn events(api: ApiKind, body: ByteStream) -> EventStream {
+    let limit = MAX_EVENT_BYTES;
     let state = State {
         body,
         parser: SseParser::default(),
@@ -45,7 +51,18 @@ pub(crate) fn events(api: ApiKind, body: ByteStream) -> EventStream {
                 return None;
             }
             match st.body.next().await {
-                Some(Ok(bytes)) => st.parser.feed(&bytes, &mut st.events),
+                Some(Ok(bytes)) => {
+                    st.parser.feed(&bytes, &mut st.events);
+                    if st.parser.pending() > limit {
+                        st.done = true;
+                        st.events.clear();
+                        let message = format!(
+                            "an event grew past {} MiB without ending; the server is not sending server-sent events as it should",
+                            limit / (1024 * 1024)
+                        );
+                        return Some((Err(ModelError::Stream { api, message }), st));
+                    }
+                }
                 Some(Err(source)) => {
                     st.done = true;
                     st.events.clear();
@@ -100,6 +117,11 @@ impl SseParser {
                 }
             }
         }
+    }
+
+    /// How many bytes wait for the end of their line or event.
+    pub(crate) fn pending(&self) -> usize {
+        self.line.len() + self.data.len()
     }
 
     /// End of input: a last event without its blank line is still delivered.
