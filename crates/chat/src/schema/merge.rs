@@ -272,6 +272,12 @@ fn merge_schema_into(into: &mut Obj, from: Obj) {
             }
         }
     }
+    drop_keys_for_other_types(into);
+}
+
+/// After a merge: object-only keys leave a non-object schema, an object gets
+/// `properties`, and an anyOf node keeps only its text.
+fn drop_keys_for_other_types(into: &mut Obj) {
     // Object-only keys on a non-object schema would be invalid.
     if into
         .get("type")

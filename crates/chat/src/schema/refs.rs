@@ -48,31 +48,36 @@ impl Ctx<'_> {
             let desc = m.get("description").or_else(|| target.get("description"));
             return (self.stub(ty, desc), Renames::default());
         }
-        // The target, with the $ref's siblings taking precedence.
-        let merged = match target {
-            Value::Object(t) => {
-                let mut t = t.clone();
-                for (k, v) in m {
-                    if k != "$ref" {
-                        t.insert(k.clone(), v.clone());
-                    }
-                }
-                Value::Object(t)
-            }
-            other => {
-                if m.len() > 1 {
-                    let mut rest = m.clone();
-                    rest.remove("$ref");
-                    Value::Object(rest)
-                } else {
-                    other.clone()
-                }
-            }
-        };
+        let merged = with_siblings(target, m);
         self.ref_stack.push(r.to_string());
         let out = self.node(&merged, depth + 1, path);
         self.ref_stack.pop();
         out
+    }
+}
+
+/// The target, with the `$ref`'s siblings taking precedence (a non-object target gives
+/// way to the siblings when there are any).
+fn with_siblings(target: &Value, m: &Obj) -> Value {
+    match target {
+        Value::Object(t) => {
+            let mut t = t.clone();
+            for (k, v) in m {
+                if k != "$ref" {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Object(t)
+        }
+        other => {
+            if m.len() > 1 {
+                let mut rest = m.clone();
+                rest.remove("$ref");
+                Value::Object(rest)
+            } else {
+                other.clone()
+            }
+        }
     }
 }
 
