@@ -6,7 +6,7 @@
 //!   and argument checks), feeds the results back, and repeats until the model answers.
 //! - [`ToolRegistry`] (`registry.rs`): the model-facing tool names (`mcp_{server}_{tool}`),
 //!   the table back to MCP, the per-request declaration cap and `search_tools`.
-//! - [`normalize`] (`schema.rs`): MCP input schemas → the subset Gemini accepts (and the
+//! - [`normalize`] (`schema/`): MCP input schemas → the subset Gemini accepts (and the
 //!   OpenAPI form); the rules it writes to live in `switchboard-model`.
 //! - [`check_args`] (`args.rs`): the arguments a model gives, checked against the tool's
 //!   own `inputSchema` before a call.
