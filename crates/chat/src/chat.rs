@@ -36,13 +36,14 @@ use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
 use crate::commands::model_supports_tools;
-use crate::registry::{SEARCH_TOOLS_NAME, ToolRegistry};
-use crate::results::map_call_result;
+use crate::registry::{Decl, SEARCH_TOOLS_NAME, ToolRegistry};
+use crate::results::{Mapped, map_result};
 use crate::untrusted::{Kind, Untrusted};
 use switchboard_model::ModelClient;
 use switchboard_model::ModelError;
 use switchboard_model::{
-    Content, FunctionCall, FunctionResponse, GenerateRequest, Part, StreamAccumulator, Tool,
+    Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest, Part,
+    StreamAccumulator, Tool,
 };
 
 /// What the person decided about one tool call.
@@ -376,10 +377,7 @@ impl Chat {
         });
         if !reusable {
             let (decls, omitted) = self.registry.declarations(cap);
-            let decls = decls
-                .iter()
-                .filter_map(|d| serde_json::from_value(d.to_json()).ok())
-                .collect();
+            let decls = decls.iter().map(function_declaration).collect();
             self.decl_cache = Some(DeclCache {
                 generation: self.registry_generation,
                 cap,
@@ -544,7 +542,7 @@ impl Chat {
                     let fr = FunctionResponse {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        response: response.as_object().cloned().unwrap_or_default(),
+                        response: response_object(response),
                         parts: None,
                         extra: Default::default(),
                     };
@@ -693,6 +691,27 @@ enum Plan {
     },
 }
 
+/// A registry declaration in the request's wire type.
+fn function_declaration(d: &Decl) -> FunctionDeclaration {
+    FunctionDeclaration {
+        name: d.name.clone(),
+        description: Some(d.description.clone()),
+        // A JSON `null` reads as "no schema" on the wire.
+        parameters_json_schema: Some(d.parameters_json_schema.clone()).filter(|s| !s.is_null()),
+        parameters: None,
+        extra: Default::default(),
+    }
+}
+
+/// A `functionResponse.response` object from `search_tools`' answer (always an object
+/// today; anything else is kept as its `output` rather than dropped).
+fn response_object(response: Value) -> Map<String, Value> {
+    match response {
+        Value::Object(map) => map,
+        other => Map::from_iter([("output".to_string(), other)]),
+    }
+}
+
 fn error_response(call: &FunctionCall, message: String) -> FunctionResponse {
     FunctionResponse::error(call.id.clone(), call.name.clone(), Value::String(message))
 }
@@ -759,37 +778,31 @@ async fn run_one(
     forward.abort();
     match outcome {
         Ok(result) => {
-            let mapped = map_call_result(&result, model, output_schema.as_ref(), limit);
+            // The JSON form is both what is mapped and what front ends get (MCP Apps).
+            let (mapped, raw) = match serde_json::to_value(&result) {
+                Ok(raw) => (
+                    map_result(&raw, model, output_schema.as_ref(), limit),
+                    Some(raw),
+                ),
+                Err(e) => (Mapped::unreadable(&e), None),
+            };
             let _ = events.send(ChatEvent::ToolEnd {
                 id: id.to_string(),
                 server: server.to_string(),
                 tool: tool.to_string(),
                 display: mapped.display.clone(),
                 is_error: mapped.is_error,
-                result: serde_json::to_value(&result).ok(),
+                result: raw,
             });
-            let fr_parts = if mapped.fr_parts.is_empty() {
-                None
-            } else {
-                serde_json::from_value(Value::Array(mapped.fr_parts.clone())).ok()
-            };
             let fr = FunctionResponse {
                 id: call.id.clone(),
                 name: call.name.clone(),
-                response: untrusted.mark_response(
-                    server,
-                    tool,
-                    mapped.response.as_object().cloned().unwrap_or_default(),
-                ),
-                parts: fr_parts,
+                response: untrusted.mark_response(server, tool, mapped.response),
+                parts: Some(mapped.fr_parts).filter(|p| !p.is_empty()),
                 extra: Default::default(),
             };
             let mut parts = vec![Part::function_response(fr)];
-            for sib in mapped.sibling_parts {
-                if let Ok(p) = serde_json::from_value::<Part>(sib) {
-                    parts.push(p);
-                }
-            }
+            parts.extend(mapped.sibling_parts);
             parts
         }
         Err(e) => {
