@@ -540,7 +540,7 @@ impl Chat {
         for (i, call, plan) in planned {
             match plan {
                 Plan::Respond(response) => {
-                    answered.push((i, vec![Part::function_response(response)]));
+                    answered.push((i, Answer::response(response)));
                 }
                 Plan::Search => {
                     let response = self.registry.handle_search_tools(&call.args_value(), 20);
@@ -551,7 +551,7 @@ impl Chat {
                         parts: None,
                         extra: Default::default(),
                     };
-                    answered.push((i, vec![Part::function_response(fr)]));
+                    answered.push((i, Answer::response(fr)));
                 }
                 Plan::Run(target) => {
                     let run = ToolRun {
@@ -571,19 +571,14 @@ impl Chat {
         results.extend(answered);
         results.sort_by_key(|(i, _)| *i);
         // Function responses first (one per call, in call order), then sibling parts.
-        let mut fr_parts = Vec::new();
+        let mut parts = Vec::with_capacity(results.len());
         let mut siblings = Vec::new();
-        for (_, parts) in results {
-            for p in parts {
-                if p.function_response.is_some() {
-                    fr_parts.push(p);
-                } else {
-                    siblings.push(p);
-                }
-            }
+        for (_, answer) in results {
+            parts.push(Part::function_response(answer.response));
+            siblings.extend(answer.siblings);
         }
-        fr_parts.extend(siblings);
-        Ok(fr_parts)
+        parts.extend(siblings);
+        Ok(parts)
     }
 
     async fn plan_call(&mut self, call: &FunctionCall) -> Plan {
@@ -707,6 +702,24 @@ fn error_response(call: &FunctionCall, message: String) -> FunctionResponse {
     FunctionResponse::error(call.id.clone(), call.name.clone(), Value::String(message))
 }
 
+/// What goes back to the model for one function call.
+struct Answer {
+    response: FunctionResponse,
+    /// Inline-data parts sent after all the function responses of the turn (media the
+    /// model cannot take inside a function response).
+    siblings: Vec<Part>,
+}
+
+impl Answer {
+    /// A function response alone.
+    fn response(response: FunctionResponse) -> Self {
+        Self {
+            response,
+            siblings: Vec::new(),
+        }
+    }
+}
+
 /// What every tool call of one round shares: the host to call through, how results
 /// are mapped and marked for the model, and where events go.
 struct CallContext {
@@ -729,9 +742,8 @@ struct ToolRun {
 }
 
 impl CallContext {
-    /// Runs one tool call and returns its function response part, followed by the
-    /// inline-data parts that go after the function responses.
-    async fn run(&self, run: ToolRun) -> Vec<Part> {
+    /// Runs one tool call and returns the model's answer to it.
+    async fn run(&self, run: ToolRun) -> Answer {
         let ToolRun {
             call,
             id,
@@ -751,7 +763,7 @@ impl CallContext {
                 target.server
             );
             events.end(msg.clone(), true, None);
-            return vec![Part::function_response(error_response(&call, msg))];
+            return Answer::response(error_response(&call, msg));
         };
         let (progress, forward) = events.forward_progress();
         let opts = CallOptions {
@@ -781,7 +793,7 @@ impl CallContext {
         target: &Target,
         result: &CallToolResult,
         events: &CallEvents<'_>,
-    ) -> Vec<Part> {
+    ) -> Answer {
         // The JSON form is both what is mapped and what front ends get (MCP Apps).
         let (mapped, raw) = match serde_json::to_value(result) {
             Ok(raw) => (
@@ -800,9 +812,10 @@ impl CallContext {
             parts: Some(mapped.fr_parts).filter(|p| !p.is_empty()),
             extra: Default::default(),
         };
-        let mut parts = vec![Part::function_response(fr)];
-        parts.extend(mapped.sibling_parts);
-        parts
+        Answer {
+            response: fr,
+            siblings: mapped.sibling_parts,
+        }
     }
 
     /// A call that failed (transport, JSON-RPC error, cancelled): an error response.
@@ -812,7 +825,7 @@ impl CallContext {
         target: &Target,
         e: &RequestError,
         events: &CallEvents<'_>,
-    ) -> Vec<Part> {
+    ) -> Answer {
         events.end(format!("The tool call failed: {e}"), true, None);
         // The error may quote the server (a JSON-RPC error message).
         let to_model = format!(
@@ -823,11 +836,11 @@ impl CallContext {
                 &e.to_string()
             )
         );
-        vec![Part::function_response(FunctionResponse::error(
+        Answer::response(FunctionResponse::error(
             call.id.clone(),
             call.name.clone(),
             json!(to_model),
-        ))]
+        ))
     }
 }
 
