@@ -29,20 +29,22 @@ use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
 use serde_json::{Map, Value, json};
 use switchboard_host::{Host, ServerStatus};
-use switchboard_mcp::model::Tool as McpTool;
-use switchboard_mcp::{CallOptions, Progress};
+use switchboard_mcp::model::{CallToolResult, Tool as McpTool};
+use switchboard_mcp::{CallOptions, Progress, RequestError};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
 use crate::commands::model_supports_tools;
-use crate::registry::{SEARCH_TOOLS_NAME, ToolRegistry};
-use crate::results::map_call_result;
+use crate::registry::{Decl, SEARCH_TOOLS_NAME, ToolRegistry};
+use crate::results::{Mapped, map_result};
 use crate::untrusted::{Kind, Untrusted};
 use switchboard_model::ModelClient;
 use switchboard_model::ModelError;
 use switchboard_model::{
-    Content, FunctionCall, FunctionResponse, GenerateRequest, Part, StreamAccumulator, Tool,
+    Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest, Part,
+    StreamAccumulator, Tool,
 };
 
 /// What the person decided about one tool call.
@@ -376,10 +378,7 @@ impl Chat {
         });
         if !reusable {
             let (decls, omitted) = self.registry.declarations(cap);
-            let decls = decls
-                .iter()
-                .filter_map(|d| serde_json::from_value(d.to_json()).ok())
-                .collect();
+            let decls = decls.iter().map(function_declaration).collect();
             self.decl_cache = Some(DeclCache {
                 generation: self.registry_generation,
                 cap,
@@ -528,58 +527,40 @@ impl Chat {
             let plan = self.plan_call(&call).await;
             planned.push((i, call, plan));
         }
-        let host = self.host.clone();
-        let model = self.opts.model.clone();
-        let limit = self.opts.result_limit_chars;
-        let untrusted = Arc::clone(&self.untrusted);
-        let mut search_responses = Vec::new();
+        let ctx = CallContext {
+            host: self.host.clone(),
+            model: self.opts.model.clone(),
+            limit: self.opts.result_limit_chars,
+            untrusted: Arc::clone(&self.untrusted),
+            events: events.clone(),
+        };
+        let ctx = &ctx;
+        let mut answered = Vec::new();
         let mut futures = Vec::new();
         for (i, call, plan) in planned {
             match plan {
                 Plan::Respond(response) => {
-                    search_responses.push((i, vec![Part::function_response(response)]));
+                    answered.push((i, Answer::response(response)));
                 }
                 Plan::Search => {
                     let response = self.registry.handle_search_tools(&call.args_value(), 20);
                     let fr = FunctionResponse {
                         id: call.id.clone(),
                         name: call.name.clone(),
-                        response: response.as_object().cloned().unwrap_or_default(),
+                        response: response_object(response),
                         parts: None,
                         extra: Default::default(),
                     };
-                    search_responses.push((i, vec![Part::function_response(fr)]));
+                    answered.push((i, Answer::response(fr)));
                 }
-                Plan::Run {
-                    server,
-                    tool,
-                    args,
-                    output_schema,
-                } => {
-                    let host = host.clone();
-                    let model = model.clone();
-                    let events = events.clone();
-                    let cancel = cancel.child_token();
-                    let untrusted = Arc::clone(&untrusted);
-                    let id = call.id.clone().unwrap_or_else(|| format!("call-{i}"));
-                    futures.push(async move {
-                        let parts = run_one(
-                            &host,
-                            &server,
-                            &tool,
-                            args,
-                            output_schema,
-                            &call,
-                            &model,
-                            limit,
-                            &id,
-                            &untrusted,
-                            &events,
-                            &cancel,
-                        )
-                        .await;
-                        (i, parts)
-                    });
+                Plan::Run(target) => {
+                    let run = ToolRun {
+                        id: call.id.clone().unwrap_or_else(|| format!("call-{i}")),
+                        call,
+                        target,
+                        cancel: cancel.child_token(),
+                    };
+                    futures.push(async move { (i, ctx.run(run).await) });
                 }
             }
         }
@@ -587,22 +568,17 @@ impl Chat {
         if cancel.is_cancelled() {
             return Err(ChatError::Cancelled);
         }
-        results.extend(search_responses);
+        results.extend(answered);
         results.sort_by_key(|(i, _)| *i);
         // Function responses first (one per call, in call order), then sibling parts.
-        let mut fr_parts = Vec::new();
+        let mut parts = Vec::with_capacity(results.len());
         let mut siblings = Vec::new();
-        for (_, parts) in results {
-            for p in parts {
-                if p.function_response.is_some() {
-                    fr_parts.push(p);
-                } else {
-                    siblings.push(p);
-                }
-            }
+        for (_, answer) in results {
+            parts.push(Part::function_response(answer.response));
+            siblings.extend(answer.siblings);
         }
-        fr_parts.extend(siblings);
-        Ok(fr_parts)
+        parts.extend(siblings);
+        Ok(parts)
     }
 
     async fn plan_call(&mut self, call: &FunctionCall) -> Plan {
@@ -660,12 +636,12 @@ impl Chat {
                 }
             }
         }
-        Plan::Run {
+        Plan::Run(Target {
             server,
             tool,
             args,
             output_schema: reg.output_schema(),
-        }
+        })
     }
 }
 
@@ -682,59 +658,228 @@ struct DeclCache {
     tools: Option<Vec<Tool>>,
 }
 
+/// What to do with one function call, decided before any call runs.
 enum Plan {
+    /// Answer without running anything (an unknown tool, bad arguments, a refusal).
     Respond(FunctionResponse),
+    /// `search_tools`, answered by the registry.
     Search,
-    Run {
-        server: String,
-        tool: String,
-        args: Value,
-        output_schema: Option<Value>,
-    },
+    /// Call an MCP tool.
+    Run(Target),
+}
+
+/// An approved MCP tool call: which tool, with which (restored, checked) arguments.
+struct Target {
+    server: String,
+    tool: String,
+    args: Value,
+    /// The tool's `outputSchema`, to check `structuredContent` against.
+    output_schema: Option<Value>,
+}
+
+/// A registry declaration in the request's wire type.
+fn function_declaration(d: &Decl) -> FunctionDeclaration {
+    FunctionDeclaration {
+        name: d.name.clone(),
+        description: Some(d.description.clone()),
+        // A JSON `null` reads as "no schema" on the wire.
+        parameters_json_schema: Some(d.parameters_json_schema.clone()).filter(|s| !s.is_null()),
+        parameters: None,
+        extra: Default::default(),
+    }
+}
+
+/// A `functionResponse.response` object from `search_tools`' answer (always an object
+/// today; anything else is kept as its `output` rather than dropped).
+fn response_object(response: Value) -> Map<String, Value> {
+    match response {
+        Value::Object(map) => map,
+        other => Map::from_iter([("output".to_string(), other)]),
+    }
 }
 
 fn error_response(call: &FunctionCall, message: String) -> FunctionResponse {
     FunctionResponse::error(call.id.clone(), call.name.clone(), Value::String(message))
 }
 
-#[allow(clippy::too_many_arguments)]
-async fn run_one(
-    host: &Host,
-    server: &str,
-    tool: &str,
-    args: Value,
-    output_schema: Option<Value>,
-    call: &FunctionCall,
-    model: &str,
+/// What goes back to the model for one function call.
+struct Answer {
+    response: FunctionResponse,
+    /// Inline-data parts sent after all the function responses of the turn (media the
+    /// model cannot take inside a function response).
+    siblings: Vec<Part>,
+}
+
+impl Answer {
+    /// A function response alone.
+    fn response(response: FunctionResponse) -> Self {
+        Self {
+            response,
+            siblings: Vec::new(),
+        }
+    }
+}
+
+/// What every tool call of one round shares: the host to call through, how results
+/// are mapped and marked for the model, and where events go.
+struct CallContext {
+    host: Host,
+    model: String,
     limit: usize,
-    id: &str,
-    untrusted: &Untrusted,
-    events: &mpsc::UnboundedSender<ChatEvent>,
-    cancel: &CancellationToken,
-) -> Vec<Part> {
-    let _ = events.send(ChatEvent::ToolStart {
-        id: id.to_string(),
-        server: server.to_string(),
-        tool: tool.to_string(),
-        args: args.clone(),
-    });
-    let Some(conn) = host.connection(server) else {
-        let msg = format!("The MCP server `{server}` is not connected right now.");
-        let _ = events.send(ChatEvent::ToolEnd {
-            id: id.to_string(),
-            server: server.to_string(),
-            tool: tool.to_string(),
-            display: msg.clone(),
-            is_error: true,
-            result: None,
+    untrusted: Arc<Untrusted>,
+    events: mpsc::UnboundedSender<ChatEvent>,
+}
+
+/// One tool call to run.
+struct ToolRun {
+    /// The model's call (its id and name go back in the function response).
+    call: FunctionCall,
+    /// The id front ends see in events: the call's own, else `call-{index}`.
+    id: String,
+    target: Target,
+    /// Cancels this call (`notifications/cancelled` to the server).
+    cancel: CancellationToken,
+}
+
+impl CallContext {
+    /// Runs one tool call and returns the model's answer to it.
+    async fn run(&self, run: ToolRun) -> Answer {
+        let ToolRun {
+            call,
+            id,
+            mut target,
+            cancel,
+        } = run;
+        let events = CallEvents {
+            tx: &self.events,
+            id: &id,
+            server: &target.server,
+            tool: &target.tool,
+        };
+        events.start(&target.args);
+        let Some(conn) = self.host.connection(&target.server) else {
+            let msg = format!(
+                "The MCP server `{}` is not connected right now.",
+                target.server
+            );
+            events.end(msg.clone(), true, None);
+            return Answer::response(error_response(&call, msg));
+        };
+        let (progress, forward) = events.forward_progress();
+        let opts = CallOptions {
+            timeout: None,
+            progress: Some(progress),
+            cancel: Some(cancel),
+        };
+        let outcome = conn
+            // The arguments are not needed after the call.
+            .call_tool(
+                &target.tool,
+                call_arguments(std::mem::take(&mut target.args)),
+                &opts,
+            )
+            .await;
+        forward.abort();
+        match outcome {
+            Ok(result) => self.result_parts(&call, &target, &result, &events),
+            Err(e) => self.failure_parts(&call, &target, &e, &events),
+        }
+    }
+
+    /// A result the server sent: mapped, marked as untrusted, in the wire types.
+    fn result_parts(
+        &self,
+        call: &FunctionCall,
+        target: &Target,
+        result: &CallToolResult,
+        events: &CallEvents<'_>,
+    ) -> Answer {
+        // The JSON form is both what is mapped and what front ends get (MCP Apps).
+        let (mapped, raw) = match serde_json::to_value(result) {
+            Ok(raw) => (
+                map_result(&raw, &self.model, target.output_schema.as_ref(), self.limit),
+                Some(raw),
+            ),
+            Err(e) => (Mapped::unreadable(&e), None),
+        };
+        events.end(mapped.display.clone(), mapped.is_error, raw);
+        let fr = FunctionResponse {
+            id: call.id.clone(),
+            name: call.name.clone(),
+            response: self
+                .untrusted
+                .mark_response(&target.server, &target.tool, mapped.response),
+            parts: Some(mapped.fr_parts).filter(|p| !p.is_empty()),
+            extra: Default::default(),
+        };
+        Answer {
+            response: fr,
+            siblings: mapped.sibling_parts,
+        }
+    }
+
+    /// A call that failed (transport, JSON-RPC error, cancelled): an error response.
+    fn failure_parts(
+        &self,
+        call: &FunctionCall,
+        target: &Target,
+        e: &RequestError,
+        events: &CallEvents<'_>,
+    ) -> Answer {
+        events.end(format!("The tool call failed: {e}"), true, None);
+        // The error may quote the server (a JSON-RPC error message).
+        let to_model = format!(
+            "The tool call failed: {}",
+            self.untrusted.wrap(
+                Kind::ToolError,
+                &format!("server `{}`, tool `{}`", target.server, target.tool),
+                &e.to_string()
+            )
+        );
+        Answer::response(FunctionResponse::error(
+            call.id.clone(),
+            call.name.clone(),
+            json!(to_model),
+        ))
+    }
+}
+
+/// The events of one tool call, each tagged with its id, server and tool.
+struct CallEvents<'a> {
+    tx: &'a mpsc::UnboundedSender<ChatEvent>,
+    id: &'a str,
+    server: &'a str,
+    tool: &'a str,
+}
+
+impl CallEvents<'_> {
+    fn start(&self, args: &Value) {
+        let _ = self.tx.send(ChatEvent::ToolStart {
+            id: self.id.to_string(),
+            server: self.server.to_string(),
+            tool: self.tool.to_string(),
+            args: args.clone(),
         });
-        return vec![Part::function_response(error_response(call, msg))];
-    };
-    let (ptx, mut prx) = mpsc::unbounded_channel::<Progress>();
-    let forward = {
-        let events = events.clone();
-        let id = id.to_string();
-        tokio::spawn(async move {
+    }
+
+    fn end(&self, display: String, is_error: bool, result: Option<Value>) {
+        let _ = self.tx.send(ChatEvent::ToolEnd {
+            id: self.id.to_string(),
+            server: self.server.to_string(),
+            tool: self.tool.to_string(),
+            display,
+            is_error,
+            result,
+        });
+    }
+
+    /// A sender for the call's progress notifications, and the task that turns them
+    /// into [`ChatEvent::ToolProgress`] (abort it when the call is over).
+    fn forward_progress(&self) -> (mpsc::UnboundedSender<Progress>, JoinHandle<()>) {
+        let (ptx, mut prx) = mpsc::unbounded_channel::<Progress>();
+        let events = self.tx.clone();
+        let id = self.id.to_string();
+        let task = tokio::spawn(async move {
             while let Some(p) = prx.recv().await {
                 let _ = events.send(ChatEvent::ToolProgress {
                     id: id.clone(),
@@ -743,80 +888,18 @@ async fn run_one(
                     message: p.message,
                 });
             }
-        })
-    };
-    let opts = CallOptions {
-        timeout: None,
-        progress: Some(ptx),
-        cancel: Some(cancel.clone()),
-    };
-    let arguments: Option<Map<String, Value>> = match args {
+        });
+        (ptx, task)
+    }
+}
+
+/// The model's arguments as MCP `arguments`: an object as is, nothing for `null`,
+/// anything else under `value`.
+fn call_arguments(args: Value) -> Option<Map<String, Value>> {
+    match args {
         Value::Object(m) => Some(m),
         Value::Null => None,
         other => Some(Map::from_iter([("value".to_string(), other)])),
-    };
-    let outcome = conn.call_tool(tool, arguments, &opts).await;
-    forward.abort();
-    match outcome {
-        Ok(result) => {
-            let mapped = map_call_result(&result, model, output_schema.as_ref(), limit);
-            let _ = events.send(ChatEvent::ToolEnd {
-                id: id.to_string(),
-                server: server.to_string(),
-                tool: tool.to_string(),
-                display: mapped.display.clone(),
-                is_error: mapped.is_error,
-                result: serde_json::to_value(&result).ok(),
-            });
-            let fr_parts = if mapped.fr_parts.is_empty() {
-                None
-            } else {
-                serde_json::from_value(Value::Array(mapped.fr_parts.clone())).ok()
-            };
-            let fr = FunctionResponse {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                response: untrusted.mark_response(
-                    server,
-                    tool,
-                    mapped.response.as_object().cloned().unwrap_or_default(),
-                ),
-                parts: fr_parts,
-                extra: Default::default(),
-            };
-            let mut parts = vec![Part::function_response(fr)];
-            for sib in mapped.sibling_parts {
-                if let Ok(p) = serde_json::from_value::<Part>(sib) {
-                    parts.push(p);
-                }
-            }
-            parts
-        }
-        Err(e) => {
-            let msg = format!("The tool call failed: {e}");
-            let _ = events.send(ChatEvent::ToolEnd {
-                id: id.to_string(),
-                server: server.to_string(),
-                tool: tool.to_string(),
-                display: msg.clone(),
-                is_error: true,
-                result: None,
-            });
-            // The error may quote the server (a JSON-RPC error message).
-            let to_model = format!(
-                "The tool call failed: {}",
-                untrusted.wrap(
-                    Kind::ToolError,
-                    &format!("server `{server}`, tool `{tool}`"),
-                    &e.to_string()
-                )
-            );
-            vec![Part::function_response(FunctionResponse::error(
-                call.id.clone(),
-                call.name.clone(),
-                json!(to_model),
-            ))]
-        }
     }
 }
 

@@ -21,10 +21,14 @@
 //!   response through [`crate::untrusted::Untrusted::mark_response`] before it reaches
 //!   the model (text wrapped in the conversation's untrusted-data tags, JSON kept
 //!   structured); `display` stays unwrapped for the person.
+//! - The result is already in the model's wire types ([`FunctionResponsePart`] and
+//!   [`Part`] with a [`Blob`]), so nothing is parsed back, and nothing can be lost,
+//!   between this module and the request.
 
 use base64::Engine as _;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use switchboard_mcp::model::CallToolResult;
+use switchboard_model::{Blob, FunctionResponsePart, Part};
 
 /// A sensible default for `limit_chars` (about 25k tokens).
 pub const DEFAULT_LIMIT_CHARS: usize = 100_000;
@@ -34,11 +38,11 @@ pub const DEFAULT_LIMIT_CHARS: usize = 100_000;
 pub struct Mapped {
     /// `functionResponse.response`: `{"output": ...}` or `{"error": ...}`, plus
     /// `structuredContent` and `notes` when there are any.
-    pub response: Value,
+    pub response: Map<String, Value>,
     /// Parts inside `functionResponse.parts` (images and PDFs on `gemini-3*` models).
-    pub fr_parts: Vec<Value>,
+    pub fr_parts: Vec<FunctionResponsePart>,
     /// `inlineData` parts to send after the function response parts in the same turn.
-    pub sibling_parts: Vec<Value>,
+    pub sibling_parts: Vec<Part>,
     /// A readable form for the person.
     pub display: String,
     /// Whether the tool reported an error (`isError: true`).
@@ -89,10 +93,17 @@ fn classify(mime: &str) -> Media {
     }
 }
 
-fn inline_part(mime: &str, data: &str) -> Value {
-    json!({"inlineData": {"mimeType": mime, "data": data}})
+/// A part inside `functionResponse.parts`.
+fn response_part(mime: &str, data: &str) -> FunctionResponsePart {
+    FunctionResponsePart {
+        inline_data: Some(Blob::new(mime, data)),
+        ..FunctionResponsePart::default()
+    }
 }
 
+/// The text of a text-like blob; `None` when it is not base64 of UTF-8, which the
+/// caller turns into a note for the model ("could not be decoded as text"), so the
+/// reason itself is not needed.
 fn decode_text(data: &str) -> Option<String> {
     let bytes = base64::engine::general_purpose::STANDARD
         .decode(data.trim())
@@ -123,8 +134,8 @@ struct Builder {
     multimodal: bool,
     texts: Vec<String>,
     display: Vec<String>,
-    fr_parts: Vec<Value>,
-    sibling_parts: Vec<Value>,
+    fr_parts: Vec<FunctionResponsePart>,
+    sibling_parts: Vec<Part>,
     notes: Vec<String>,
 }
 
@@ -138,17 +149,16 @@ impl Builder {
         };
         match classify(mime) {
             Media::Visual => {
-                let part = inline_part(mime, data);
                 if self.multimodal && kind != "Audio" {
                     self.texts.push(format!(
                         "[{kind} ({mime}) attached to this function response]"
                     ));
-                    self.fr_parts.push(part);
+                    self.fr_parts.push(response_part(mime, data));
                 } else {
                     self.texts.push(format!(
                         "[{kind} ({mime}) attached as inline data after this function response]"
                     ));
-                    self.sibling_parts.push(part);
+                    self.sibling_parts.push(Part::inline_data(mime, data));
                 }
                 self.display.push(format!("[{label}: {mime}]"));
             }
@@ -156,7 +166,7 @@ impl Builder {
                 self.texts.push(format!(
                     "[{kind} ({mime}) attached as inline data after this function response]"
                 ));
-                self.sibling_parts.push(inline_part(mime, data));
+                self.sibling_parts.push(Part::inline_data(mime, data));
                 self.display.push(format!("[{label}: {mime}]"));
             }
             Media::Text => match decode_text(data) {
@@ -201,7 +211,7 @@ impl Builder {
                         self.texts.push(format!(
                             "[Audio ({mime}) attached as inline data after this function response]"
                         ));
-                        self.sibling_parts.push(inline_part(&mime, data));
+                        self.sibling_parts.push(Part::inline_data(&mime, data));
                         self.display.push(format!("[Audio: {mime}]"));
                     }
                     _ => self.media("Audio", &mime, s("data"), "Audio"),
@@ -379,7 +389,7 @@ pub fn map_result(
     }
 
     Mapped {
-        response: Value::Object(response),
+        response,
         fr_parts: b.fr_parts,
         sibling_parts: b.sibling_parts,
         display,
@@ -397,12 +407,23 @@ pub fn map_call_result(
 ) -> Mapped {
     match serde_json::to_value(result) {
         Ok(v) => map_result(&v, model, output_schema, limit_chars),
-        Err(e) => Mapped {
-            response: json!({"error": format!("The tool result could not be read: {e}")}),
+        Err(e) => Mapped::unreadable(&e),
+    }
+}
+
+impl Mapped {
+    /// The mapping of a result that could not be turned into JSON: an error the
+    /// model and the person both see.
+    pub fn unreadable(e: &serde_json::Error) -> Self {
+        Self {
+            response: Map::from_iter([(
+                "error".to_string(),
+                Value::String(format!("The tool result could not be read: {e}")),
+            )]),
             display: format!("[unreadable tool result: {e}]"),
             is_error: true,
-            ..Mapped::default()
-        },
+            ..Self::default()
+        }
     }
 }
 

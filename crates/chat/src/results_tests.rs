@@ -21,7 +21,7 @@ fn b64(s: &str) -> String {
 fn text_blocks_are_joined() {
     let m =
         map(json!({"content": [{"type": "text", "text": "one"}, {"type": "text", "text": "two"}]}));
-    assert_eq!(m.response, json!({"output": "one\ntwo"}));
+    assert_eq!(Value::from(m.response), json!({"output": "one\ntwo"}));
     assert_eq!(m.display, "one\ntwo");
     assert!(m.fr_parts.is_empty() && m.sibling_parts.is_empty());
     assert!(!m.is_error && !m.truncated);
@@ -30,11 +30,11 @@ fn text_blocks_are_joined() {
 #[test]
 fn empty_results_say_so() {
     assert_eq!(
-        map(json!({"content": []})).response,
+        Value::from(map(json!({"content": []})).response),
         json!({"output": "The tool returned no content."})
     );
     assert_eq!(
-        map(json!({})).response,
+        Value::from(map(json!({})).response),
         json!({"output": "The tool returned no content."})
     );
 }
@@ -42,16 +42,16 @@ fn empty_results_say_so() {
 #[test]
 fn errors_use_the_error_key() {
     let m = map(json!({"content": [{"type": "text", "text": "boom"}], "isError": true}));
-    assert_eq!(m.response, json!({"error": "boom"}));
+    assert_eq!(Value::from(m.response), json!({"error": "boom"}));
     assert!(m.is_error);
     assert_eq!(m.display, "boom");
     let m = map(json!({"content": [], "isError": true}));
     assert_eq!(
-        m.response,
+        Value::from(m.response),
         json!({"error": "The tool reported an error without details."})
     );
     let m = map(json!({"content": [{"type": "text", "text": "ok"}], "isError": false}));
-    assert_eq!(m.response, json!({"output": "ok"}));
+    assert_eq!(Value::from(m.response), json!({"output": "ok"}));
 }
 
 #[test]
@@ -61,12 +61,9 @@ fn images_are_sibling_parts_on_older_models() {
         {"type": "image", "data": PNG, "mimeType": "image/png"}
     ]}));
     assert!(m.fr_parts.is_empty());
+    assert_eq!(m.sibling_parts, [Part::inline_data("image/png", PNG)]);
     assert_eq!(
-        m.sibling_parts,
-        [json!({"inlineData": {"mimeType": "image/png", "data": PNG}})]
-    );
-    assert_eq!(
-        m.response,
+        Value::from(m.response),
         json!({"output": "here\n[Image (image/png) attached as inline data after this function response]"})
     );
     assert_eq!(m.display, "here\n[Image: image/png]");
@@ -83,7 +80,10 @@ fn images_go_inside_the_function_response_on_gemini_3() {
         );
         assert_eq!(
             m.fr_parts,
-            [json!({"inlineData": {"mimeType": "image/jpeg", "data": PNG}})],
+            [FunctionResponsePart {
+                inline_data: Some(Blob::new("image/jpeg", PNG)),
+                ..FunctionResponsePart::default()
+            }],
             "{model}"
         );
         assert!(m.sibling_parts.is_empty());
@@ -120,7 +120,7 @@ fn audio_is_always_a_sibling_part() {
         assert!(m.fr_parts.is_empty(), "{model}");
         assert_eq!(
             m.sibling_parts,
-            [json!({"inlineData": {"mimeType": "audio/wav", "data": "UklGRg=="}})]
+            [Part::inline_data("audio/wav", "UklGRg==")]
         );
         assert_eq!(m.display, "[Audio: audio/wav]");
         assert!(
@@ -185,7 +185,7 @@ fn embedded_text_resources_are_their_text() {
     let m = map(
         json!({"content": [{"type": "resource", "resource": {"uri": "file:///a.txt", "mimeType": "text/plain", "text": "hello"}}]}),
     );
-    assert_eq!(m.response, json!({"output": "hello"}));
+    assert_eq!(Value::from(m.response), json!({"output": "hello"}));
     assert_eq!(m.display, "hello");
 }
 
@@ -194,10 +194,7 @@ fn embedded_blobs_are_notes_plus_inline_data() {
     let m = map(
         json!({"content": [{"type": "resource", "resource": {"uri": "file:///p.png", "mimeType": "image/png", "blob": PNG}}]}),
     );
-    assert_eq!(
-        m.sibling_parts,
-        [json!({"inlineData": {"mimeType": "image/png", "data": PNG}})]
-    );
+    assert_eq!(m.sibling_parts, [Part::inline_data("image/png", PNG)]);
     assert_eq!(
         m.response["output"],
         "[Embedded resource file:///p.png (image/png) attached as inline data after this function response]"
@@ -280,7 +277,10 @@ fn structured_content_that_repeats_the_text_is_not_sent_twice() {
         "content": [{"type": "text", "text": "{\n  \"sum\": 3\n}"}],
         "structuredContent": {"sum": 3}
     }));
-    assert_eq!(m.response, json!({"output": "{\n  \"sum\": 3\n}"}));
+    assert_eq!(
+        Value::from(m.response),
+        json!({"output": "{\n  \"sum\": 3\n}"})
+    );
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn structured_content_that_adds_information_is_sent() {
         "structuredContent": {"temperature": 22.5, "conditions": "sunny"}
     }));
     assert_eq!(
-        m.response,
+        Value::from(m.response),
         json!({"output": "It is sunny.", "structuredContent": {"temperature": 22.5, "conditions": "sunny"}})
     );
     assert_eq!(m.display, "It is sunny.");
@@ -299,11 +299,14 @@ fn structured_content_that_adds_information_is_sent() {
 #[test]
 fn structured_content_alone_is_the_output() {
     let m = map(json!({"content": [], "structuredContent": {"time": "12:00"}}));
-    assert_eq!(m.response, json!({"output": {"time": "12:00"}}));
+    assert_eq!(
+        Value::from(m.response),
+        json!({"output": {"time": "12:00"}})
+    );
     assert_eq!(m.display, "{\n  \"time\": \"12:00\"\n}");
     let m = map(json!({"content": [], "structuredContent": null}));
     assert_eq!(
-        m.response,
+        Value::from(m.response),
         json!({"output": "The tool returned no content."})
     );
 }
@@ -318,7 +321,7 @@ fn structured_content_is_checked_against_the_output_schema() {
         Some(&schema),
         1000,
     );
-    assert_eq!(ok.response, json!({"output": {"sum": 3}}));
+    assert_eq!(Value::from(ok.response), json!({"output": {"sum": 3}}));
 
     let bad = map_result(
         &json!({"content": [], "structuredContent": {"sum": "three"}}),
@@ -511,7 +514,7 @@ fn rmcp_results_map_the_same_way() {
     )
     .unwrap();
     assert_eq!(
-        map_call_result(&err, FLASH, None, 1000).response,
+        Value::from(map_call_result(&err, FLASH, None, 1000).response),
         json!({"error": "bad"})
     );
 }

@@ -8,6 +8,7 @@
 //! Ctrl-C cancels the running turn (tool calls get `notifications/cancelled`); a
 //! second Ctrl-C at the prompt quits.
 
+use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use switchboard_chat::prompt_command_name;
 use switchboard_chat::{
     AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
 };
-use switchboard_host::{Host, HostOptions, ServerStatus};
+use switchboard_host::{Host, HostEvent, HostOptions, ServerStatus};
 use switchboard_model::Part;
 use switchboard_model::{ModelClient, ModelConfig, ModelConfigError, Provider as ModelProvider};
 use tokio::sync::mpsc;
@@ -271,15 +272,7 @@ async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
         Some(parts) => parts,
         None => return Ok(ExitCode::SUCCESS),
     };
-    let cancel = CancellationToken::new();
-    let ctrl_c = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
+    let (cancel, ctrl_c) = cancel_on_ctrl_c();
     let outcome = run_turn(chat, parts, &cancel).await;
     ctrl_c.abort();
     outln!();
@@ -298,47 +291,67 @@ async fn run_turn(chat: &mut Chat, parts: Vec<Part>, cancel: &CancellationToken)
     let printer = tokio::spawn(async move {
         let mut out = std::io::stdout();
         while let Some(ev) = rx.recv().await {
-            match ev {
-                ChatEvent::Text(t) => {
-                    let _ = write!(out, "{}", crate::term::visible(&t));
-                    let _ = out.flush();
-                }
-                ChatEvent::Notice(n) => errln!("\n[{n}]"),
-                ChatEvent::ToolStart {
-                    server, tool, args, ..
-                } => {
-                    errln!(
-                        "\n→ {server}.{tool} {}",
-                        serde_json::to_string(&args).unwrap_or_default()
-                    );
-                }
-                ChatEvent::ToolProgress {
-                    progress,
-                    total,
-                    message,
-                    ..
-                } => {
-                    let total = total.map(|t| format!("/{t}")).unwrap_or_default();
-                    errln!("  … {progress}{total} {}", message.unwrap_or_default());
-                }
-                ChatEvent::ToolEnd {
-                    server,
-                    tool,
-                    display,
-                    is_error,
-                    ..
-                } => {
-                    let mark = if is_error { "✗" } else { "✓" };
-                    let shown: String = display.chars().take(500).collect();
-                    errln!("{mark} {server}.{tool}: {shown}");
-                }
-            }
+            render_event(&mut out, ev);
         }
     });
     let r = chat.send(parts, &tx, cancel).await;
     drop(tx);
     let _ = printer.await;
     r.map(|_| ()).map_err(anyhow::Error::from)
+}
+
+/// Shows one chat event: the answer's text on stdout, tool activity and notices on
+/// stderr.
+fn render_event(out: &mut std::io::Stdout, ev: ChatEvent) {
+    match ev {
+        ChatEvent::Text(t) => {
+            let _ = write!(out, "{}", crate::term::visible(&t));
+            let _ = out.flush();
+        }
+        ChatEvent::Notice(n) => errln!("\n[{n}]"),
+        ChatEvent::ToolStart {
+            server, tool, args, ..
+        } => {
+            errln!(
+                "\n→ {server}.{tool} {}",
+                serde_json::to_string(&args).unwrap_or_default()
+            );
+        }
+        ChatEvent::ToolProgress {
+            progress,
+            total,
+            message,
+            ..
+        } => {
+            let total = total.map(|t| format!("/{t}")).unwrap_or_default();
+            errln!("  … {progress}{total} {}", message.unwrap_or_default());
+        }
+        ChatEvent::ToolEnd {
+            server,
+            tool,
+            display,
+            is_error,
+            ..
+        } => {
+            let mark = if is_error { "✗" } else { "✓" };
+            let shown: String = display.chars().take(500).collect();
+            errln!("{mark} {server}.{tool}: {shown}");
+        }
+    }
+}
+
+/// A token that Ctrl-C cancels, and the task watching for it (abort it after the turn).
+fn cancel_on_ctrl_c() -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    let cancel = CancellationToken::new();
+    let watcher = {
+        let cancel = cancel.clone();
+        tokio::spawn(async move {
+            if tokio::signal::ctrl_c().await.is_ok() {
+                cancel.cancel();
+            }
+        })
+    };
+    (cancel, watcher)
 }
 
 /// Turns a line into message parts (see `switchboard_chat::expand_input`): `/prompt …`
@@ -393,6 +406,80 @@ fn help_text(host: &Host) -> String {
     out
 }
 
+/// The line editor of an interactive session, with the history file it loads from and
+/// saves to (`~/.switchboard/chat_history`).
+struct LineEditor {
+    editor: Arc<std::sync::Mutex<rustyline::DefaultEditor>>,
+    history: Option<std::path::PathBuf>,
+    /// Whether the last read was interrupted by Ctrl-C (a second one quits).
+    last_interrupt: bool,
+}
+
+/// What one read from the terminal gave.
+enum Input {
+    Line(String),
+    /// Nothing to do (a first Ctrl-C): read again.
+    Again,
+    /// Ctrl-D, a second Ctrl-C, or a terminal error.
+    Quit,
+}
+
+impl LineEditor {
+    fn open() -> Result<Self> {
+        let editor = Arc::new(std::sync::Mutex::new(
+            rustyline::DefaultEditor::new().context("cannot open the terminal line editor")?,
+        ));
+        let history = ctx::home_dir().ok().map(|h| h.join("chat_history"));
+        if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
+            let _ = ed.load_history(path);
+        }
+        Ok(Self {
+            editor,
+            history,
+            last_interrupt: false,
+        })
+    }
+
+    async fn read(&mut self) -> Input {
+        match read_line(self.editor.clone()).await {
+            Ok(Some(line)) => {
+                self.last_interrupt = false;
+                Input::Line(line)
+            }
+            Ok(None) => Input::Quit,
+            Err(rustyline::error::ReadlineError::Interrupted) => {
+                if self.last_interrupt {
+                    return Input::Quit;
+                }
+                self.last_interrupt = true;
+                errln!("(Ctrl-C again to quit)");
+                Input::Again
+            }
+            Err(e) => {
+                errln!("error: {e}");
+                Input::Quit
+            }
+        }
+    }
+
+    fn save_history(&self) {
+        let (Some(path), Ok(mut ed)) = (&self.history, self.editor.lock()) else {
+            return;
+        };
+        // The line editor writes the file in place: never through a link put there.
+        match switchboard_config::refuse_symlink(path) {
+            Ok(()) => {
+                // What was typed may hold secrets: the user's eyes only.
+                use std::os::unix::fs::PermissionsExt as _;
+                if ed.save_history(path).is_ok() {
+                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
+                }
+            }
+            Err(e) => errln!("chat history not saved: {e}"),
+        }
+    }
+}
+
 async fn read_line(
     editor: Arc<std::sync::Mutex<rustyline::DefaultEditor>>,
 ) -> Result<Option<String>, rustyline::error::ReadlineError> {
@@ -413,16 +500,39 @@ async fn read_line(
     .unwrap_or(Err(rustyline::error::ReadlineError::Interrupted))
 }
 
+/// Whether the session goes on after a line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Flow {
+    Continue,
+    Quit,
+}
+
 async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
-    let editor = Arc::new(std::sync::Mutex::new(
-        rustyline::DefaultEditor::new().context("cannot open the terminal line editor")?,
-    ));
-    let history = ctx::home_dir().ok().map(|h| h.join("chat_history"));
-    if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
-        let _ = ed.load_history(path);
+    let mut editor = LineEditor::open()?;
+    // Subscribe before waiting, so that no server is missed between the banner and
+    // the notifier.
+    let host_events = chat.host().subscribe();
+    let announced = print_banner(chat).await;
+    let notifier = tokio::spawn(announce_servers(host_events, announced));
+    loop {
+        let line = match editor.read().await {
+            Input::Line(line) => line,
+            Input::Again => continue,
+            Input::Quit => break,
+        };
+        if handle_line(chat, line.trim()).await == Flow::Quit {
+            break;
+        }
     }
-    // Fast servers are listed in the banner; late ones are announced when they arrive.
-    let mut events = chat.host().subscribe();
+    notifier.abort();
+    editor.save_history();
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Waits briefly for fast servers, then prints the banner: the model, the connected
+/// servers, those still connecting and those that failed. Returns the servers it
+/// accounted for (later ones are announced by [`announce_servers`]).
+async fn print_banner(chat: &Chat) -> HashSet<String> {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_millis(800);
     while tokio::time::Instant::now() < deadline && !settled(chat.host()) {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -448,7 +558,7 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         .filter(|s| !is_settled(s))
         .map(|s| s.name.clone())
         .collect();
-    let announced: std::collections::HashSet<String> = snapshot
+    let announced: HashSet<String> = snapshot
         .iter()
         .filter(|s| is_settled(s))
         .map(|s| s.name.clone())
@@ -479,158 +589,139 @@ async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
         );
     }
     outln!("/help for commands, Ctrl-D to quit.");
-    let notifier = tokio::spawn(async move {
-        let mut announced = announced;
-        while let Ok(ev) = events.recv().await {
-            match ev {
-                switchboard_host::HostEvent::Status {
-                    server,
-                    status: ServerStatus::Connected,
-                    ..
-                } if announced.insert(server.clone()) => {
-                    errln!("\r[MCP server `{server}` connected; its tools join the next message]");
-                }
-                switchboard_host::HostEvent::Status {
-                    server,
-                    status: ServerStatus::Disconnected,
-                    error: Some(e),
-                } => {
-                    eprint!("\r");
-                    errln!("[MCP server `{server}`: {e}]");
-                }
-                switchboard_host::HostEvent::Reconnecting {
-                    server,
-                    attempt,
-                    delay,
-                } => {
-                    errln!(
-                        "\r[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
-                        delay.as_secs()
-                    );
-                }
-                _ => {}
+    announced
+}
+
+/// Tells the person, while the session runs, about servers that connect late, fail or
+/// reconnect.
+async fn announce_servers(
+    mut events: tokio::sync::broadcast::Receiver<HostEvent>,
+    mut announced: HashSet<String>,
+) {
+    while let Ok(ev) = events.recv().await {
+        match ev {
+            HostEvent::Status {
+                server,
+                status: ServerStatus::Connected,
+                ..
+            } if announced.insert(server.clone()) => {
+                errln!("\r[MCP server `{server}` connected; its tools join the next message]");
             }
-        }
-    });
-    let mut last_interrupt = false;
-    loop {
-        let line = match read_line(editor.clone()).await {
-            Ok(Some(line)) => {
-                last_interrupt = false;
-                line
+            HostEvent::Status {
+                server,
+                status: ServerStatus::Disconnected,
+                error: Some(e),
+            } => {
+                eprint!("\r");
+                errln!("[MCP server `{server}`: {e}]");
             }
-            Ok(None) => break,
-            Err(rustyline::error::ReadlineError::Interrupted) => {
-                if last_interrupt {
-                    break;
-                }
-                last_interrupt = true;
-                errln!("(Ctrl-C again to quit)");
-                continue;
-            }
-            Err(e) => {
-                errln!("error: {e}");
-                break;
-            }
-        };
-        let trimmed = line.trim();
-        if trimmed.is_empty() {
-            continue;
-        }
-        match trimmed {
-            "/quit" | "/exit" => break,
-            "/help" => {
-                out!("{}", help_text(chat.host()));
-                continue;
-            }
-            "/mcp" => {
-                print_status(chat.host());
-                continue;
-            }
-            "/tools" => {
-                chat.refresh_tools();
-                for t in chat.registry().tools() {
-                    outln!("  {}  ({}.{})", t.name, t.server, t.tool.name);
-                }
-                if chat.registry().is_empty() {
-                    outln!("  (no tools)");
-                }
-                continue;
+            HostEvent::Reconnecting {
+                server,
+                attempt,
+                delay,
+            } => {
+                errln!(
+                    "\r[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
+                    delay.as_secs()
+                );
             }
             _ => {}
         }
-        if let Some(rest) = trimmed.strip_prefix("/mcp ") {
-            let mut words = rest.split_whitespace();
-            match (words.next(), words.next()) {
-                (Some("refresh"), name) => {
-                    let names: Vec<String> = match name {
-                        Some(n) => vec![n.to_string()],
-                        None => chat.host().server_names(),
-                    };
-                    for n in names {
-                        if !chat.host().restart(&n).await {
-                            errln!("no server `{n}`");
-                        }
-                    }
-                    print_status(chat.host());
+    }
+}
+
+/// One line the person typed (trimmed): nothing, a slash command, or a message for a
+/// turn.
+async fn handle_line(chat: &mut Chat, line: &str) -> Flow {
+    if line.is_empty() {
+        return Flow::Continue;
+    }
+    if let Some(flow) = slash_command(chat, line).await {
+        return flow;
+    }
+    one_turn(chat, line).await;
+    Flow::Continue
+}
+
+/// The built-in slash commands (`/quit`, `/help`, `/mcp …`, `/tools`); `None` when the
+/// line is not one of them (prompts as slash commands are a turn).
+async fn slash_command(chat: &mut Chat, line: &str) -> Option<Flow> {
+    match line {
+        "/quit" | "/exit" => return Some(Flow::Quit),
+        "/help" => out!("{}", help_text(chat.host())),
+        "/mcp" => print_status(chat.host()),
+        "/tools" => print_tools(chat),
+        _ => {
+            let rest = line.strip_prefix("/mcp ")?;
+            mcp_command(chat, rest).await;
+        }
+    }
+    Some(Flow::Continue)
+}
+
+/// `/tools`: the tools the model gets, by model-facing name.
+fn print_tools(chat: &mut Chat) {
+    chat.refresh_tools();
+    for t in chat.registry().tools() {
+        outln!("  {}  ({}.{})", t.name, t.server, t.tool.name);
+    }
+    if chat.registry().is_empty() {
+        outln!("  (no tools)");
+    }
+}
+
+/// `/mcp refresh [server]` and `/mcp enable|disable <server>`.
+async fn mcp_command(chat: &mut Chat, rest: &str) {
+    let mut words = rest.split_whitespace();
+    match (words.next(), words.next()) {
+        (Some("refresh"), name) => {
+            let names: Vec<String> = match name {
+                Some(n) => vec![n.to_string()],
+                None => chat.host().server_names(),
+            };
+            for n in names {
+                if !chat.host().restart(&n).await {
+                    errln!("no server `{n}`");
                 }
-                (Some(op @ ("enable" | "disable")), Some(n)) => {
-                    if chat.host().spec(n).is_none() {
-                        errln!("no server `{n}`");
+            }
+            print_status(chat.host());
+        }
+        (Some(op @ ("enable" | "disable")), Some(n)) => {
+            if chat.host().spec(n).is_none() {
+                errln!("no server `{n}`");
+            } else {
+                chat.set_server_enabled(n, op == "enable");
+                outln!(
+                    "{} `{n}` for this session",
+                    if op == "enable" {
+                        "Enabled"
                     } else {
-                        chat.set_server_enabled(n, op == "enable");
-                        outln!(
-                            "{} `{n}` for this session",
-                            if op == "enable" {
-                                "Enabled"
-                            } else {
-                                "Disabled"
-                            }
-                        );
+                        "Disabled"
                     }
-                }
-                _ => {
-                    errln!("usage: /mcp | /mcp refresh [server] | /mcp enable|disable <server>")
-                }
+                );
             }
-            continue;
         }
-        let parts = match expand_input(chat, trimmed).await {
-            Ok(Some(p)) => p,
-            Ok(None) => continue,
-            Err(e) => {
-                errln!("error: {e:#}");
-                continue;
-            }
-        };
-        let cancel = CancellationToken::new();
-        let ctrl_c = {
-            let cancel = cancel.clone();
-            tokio::spawn(async move {
-                if tokio::signal::ctrl_c().await.is_ok() {
-                    cancel.cancel();
-                }
-            })
-        };
-        if let Err(e) = run_turn(chat, parts, &cancel).await {
-            errln!("\nerror: {e:#}");
-        }
-        ctrl_c.abort();
-        outln!();
-    }
-    notifier.abort();
-    if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
-        // The line editor writes the file in place: never through a link put there.
-        match switchboard_config::refuse_symlink(path) {
-            Ok(()) => {
-                // What was typed may hold secrets: the user's eyes only.
-                use std::os::unix::fs::PermissionsExt as _;
-                if ed.save_history(path).is_ok() {
-                    let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600));
-                }
-            }
-            Err(e) => errln!("chat history not saved: {e}"),
+        _ => {
+            errln!("usage: /mcp | /mcp refresh [server] | /mcp enable|disable <server>")
         }
     }
-    Ok(ExitCode::SUCCESS)
+}
+
+/// A message for the model: expanded (prompts, `@server:uri`), sent, its events shown;
+/// Ctrl-C cancels it. Errors are printed and the session goes on.
+async fn one_turn(chat: &mut Chat, line: &str) {
+    let parts = match expand_input(chat, line).await {
+        Ok(Some(p)) => p,
+        Ok(None) => return,
+        Err(e) => {
+            errln!("error: {e:#}");
+            return;
+        }
+    };
+    let (cancel, ctrl_c) = cancel_on_ctrl_c();
+    if let Err(e) = run_turn(chat, parts, &cancel).await {
+        errln!("\nerror: {e:#}");
+    }
+    ctrl_c.abort();
+    outln!();
 }
