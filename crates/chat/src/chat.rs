@@ -36,12 +36,12 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use crate::args::check_args;
-use crate::commands::model_supports_tools;
 use crate::registry::{Decl, SEARCH_TOOLS_NAME, ToolRegistry};
 use crate::results::{Mapped, map_result};
 use crate::untrusted::{Kind, Untrusted};
 use switchboard_model::ModelClient;
 use switchboard_model::ModelError;
+use switchboard_model::model_supports_tools;
 use switchboard_model::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest, Part,
     StreamAccumulator, Tool,

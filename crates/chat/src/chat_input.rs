@@ -203,6 +203,14 @@ fn help_text(host: &Host) -> String {
     let mut out = String::from(
         "Type a message to talk to Gemini with your MCP servers' tools.\n  @server:uri   attach a resource to your message\n  /help         this list\n",
     );
+    out.push_str(&prompt_commands_help(host));
+    out
+}
+
+/// The "Prompts from MCP servers" part of a chat's help: one line per prompt of every
+/// server, as its slash command; empty when no server has prompts. Every front end's
+/// `/help` ends with it.
+pub fn prompt_commands_help(host: &Host) -> String {
     let mut prompts = Vec::new();
     for s in host.snapshot() {
         for p in &s.prompts {
@@ -213,10 +221,8 @@ fn help_text(host: &Host) -> String {
             ));
         }
     }
-    if !prompts.is_empty() {
-        out.push_str("Prompts from MCP servers:\n");
-        out.push_str(&prompts.join("\n"));
-        out.push('\n');
+    if prompts.is_empty() {
+        return String::new();
     }
-    out
+    format!("Prompts from MCP servers:\n{}\n", prompts.join("\n"))
 }

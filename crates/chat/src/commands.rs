@@ -204,11 +204,6 @@ pub fn find_resource_refs(
     out
 }
 
-/// True for models without function calling (Gemma): MCP tools are off for them.
-pub fn model_supports_tools(model: &str) -> bool {
-    !model.to_ascii_lowercase().contains("gemma")
-}
-
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -342,11 +337,5 @@ mod tests {
         let refs = find_resource_refs("@demo://readme", &servers, &owner);
         assert_eq!(refs[0].server, "demo");
         assert_eq!(refs[0].uri, "demo://readme");
-    }
-
-    #[test]
-    fn gemma_has_no_tools() {
-        assert!(!model_supports_tools("gemma-3-27b-it"));
-        assert!(model_supports_tools("gemini-2.5-flash"));
     }
 }

@@ -35,18 +35,15 @@ pub use chat::{
     AlwaysApprove, Chat, ChatError, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
     ONE_SHOT_DISCOVERY_LIMIT,
 };
-pub use chat_input::{Expanded, content_to_parts, expand_input};
+pub use chat_input::{Expanded, content_to_parts, expand_input, prompt_commands_help};
 pub use commands::{
-    PromptArg, ResourceRef, find_resource_refs, model_supports_tools, parse_prompt_args,
-    prompt_command_name, prompt_help,
+    PromptArg, ResourceRef, find_resource_refs, parse_prompt_args, prompt_command_name, prompt_help,
 };
 pub use registry::{
     DEFAULT_MAX_DECLARATIONS, Decl, MAX_NAME_LEN, Omitted, RegisteredTool, SEARCH_TOOLS_NAME,
     SearchHit, ToolRegistry, sanitize, visible_to_model,
 };
-pub use results::{
-    DEFAULT_LIMIT_CHARS, Mapped, map_call_result, map_result, supports_multimodal_function_response,
-};
+pub use results::{DEFAULT_LIMIT_CHARS, Mapped, map_call_result, map_result};
 pub use schema::{
     MAX_DEPTH, MAX_NODES, MAX_REF_REPEAT, Normalized, Renames, normalize, to_openapi,
 };

@@ -28,7 +28,7 @@
 use base64::Engine as _;
 use serde_json::{Map, Value};
 use switchboard_mcp::model::CallToolResult;
-use switchboard_model::{Blob, FunctionResponsePart, Part};
+use switchboard_model::{Blob, FunctionResponsePart, Part, supports_multimodal_function_response};
 
 /// A sensible default for `limit_chars` (about 25k tokens).
 pub const DEFAULT_LIMIT_CHARS: usize = 100_000;
@@ -49,13 +49,6 @@ pub struct Mapped {
     pub is_error: bool,
     /// Whether anything was cut to fit the limit.
     pub truncated: bool,
-}
-
-/// Whether `model` takes images inside `functionResponse.parts` (Gemini 3 models).
-pub fn supports_multimodal_function_response(model: &str) -> bool {
-    let m = model.trim().to_ascii_lowercase();
-    let m = m.strip_prefix("models/").unwrap_or(&m);
-    m.starts_with("gemini-3")
 }
 
 /// Where an inline blob may go.

@@ -17,7 +17,6 @@ use anyhow::{Context, Result, anyhow, bail};
 use futures::future::BoxFuture;
 use serde_json::Value;
 use switchboard_chat::Expanded;
-use switchboard_chat::prompt_command_name;
 use switchboard_chat::{
     AlwaysApprove, Chat, ChatEvent, ChatOptions, ConfirmRequest, Confirmer, Decision,
 };
@@ -388,21 +387,7 @@ fn help_text(host: &Host) -> String {
     let mut out = String::from(
         "Commands:\n  /mcp                      server status (as `mcp list`)\n  /mcp refresh [server]     reconnect and re-list\n  /mcp enable|disable <s>   turn a server's tools on/off for this session\n  /tools                    the tools the model gets\n  /help                     this list\n  /quit                     leave (or Ctrl-D; Ctrl-C twice)\n  @server:uri               attach a resource to your message\n",
     );
-    let mut prompts = Vec::new();
-    for s in host.snapshot() {
-        for p in &s.prompts {
-            prompts.push(format!(
-                "  /{} ({})  — add `help` for its arguments",
-                prompt_command_name(&p.name),
-                s.name
-            ));
-        }
-    }
-    if !prompts.is_empty() {
-        out.push_str("Prompts from MCP servers:\n");
-        out.push_str(&prompts.join("\n"));
-        out.push('\n');
-    }
+    out.push_str(&switchboard_chat::prompt_commands_help(host));
     out
 }
 

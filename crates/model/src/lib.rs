@@ -19,6 +19,7 @@
 //! This crate knows nothing of MCP: it must not depend on `switchboard-mcp` or
 //! `switchboard-host`; tools reach it only as function declarations.
 
+mod capabilities;
 mod client;
 mod declarations;
 mod error;
@@ -29,6 +30,7 @@ mod openai;
 mod sse;
 mod types;
 
+pub use capabilities::{model_supports_tools, supports_multimodal_function_response};
 pub use client::{ChunkStream, ModelClient};
 pub use declarations::{
     ACCEPTED_KEYWORDS, ACCEPTED_STRING_FORMATS, ACCEPTED_TYPES, MAX_FUNCTION_NAME_LEN,
