@@ -1,6 +1,7 @@
-//! A fake Gemini API for tests: a [`FakeServer`] (`127.0.0.1:0`) that serves `generateContent` and `streamGenerateContent` (`alt=sse`,
-//! and the JSON-array form without it) with the real wire shapes, answering from a
-//! script of [`FakeTurn`]s, and rejecting what the real API rejects.
+//! A fake Gemini API for tests: a [`FakeServer`] on `127.0.0.1:0` that serves
+//! `generateContent` and `streamGenerateContent` (`alt=sse`, and the JSON-array form
+//! without it) with the real wire shapes, answering from a script of [`FakeTurn`]s, and
+//! rejecting what the real API rejects.
 //!
 //! What it sends:
 //! - every answer is a `GenerateContentResponse` (`candidates[0].content` with role
@@ -16,10 +17,10 @@
 //!   `API_KEY_INVALID`); a model that is not `gemini-*`/`gemma-*` (404 `NOT_FOUND`);
 //! - a body that is not JSON, empty `contents`, a bad role, empty `parts`, a part with no
 //!   or two data fields, inline data that is not base64;
-//! - invalid function names (`switchboard_model::is_valid_function_name`: at most 64 characters), duplicate names,
-//!   unknown fields in a declaration, a declaration with both `parameters` and
-//!   `parametersJsonSchema`, a `parametersJsonSchema` that fails
-//!   [`validate_for_gemini`], a `parameters` schema
+//! - invalid function names ([`is_valid_function_name`], switchboard-model's one rule:
+//!   at most 64 characters), duplicate names, unknown fields in a declaration, a
+//!   declaration with both `parameters` and `parametersJsonSchema`, a
+//!   `parametersJsonSchema` that fails [`validate_for_gemini`], a `parameters` schema
 //!   outside the OpenAPI subset, more than 512 declarations, function declarations on a
 //!   Gemma model or next to `googleSearch`;
 //! - `allowedFunctionNames` unless the mode is `ANY` or `VALIDATED`, an unknown mode;

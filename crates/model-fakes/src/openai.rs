@@ -1,6 +1,5 @@
-//! A fake OpenAI-compatible chat-completions server for tests: a [`FakeServer`]
-//! (`127.0.0.1:0`) serving `POST /v1/chat/completions` with the real wire
-//! shapes, answering from a script of [`FakeTurn`]s (the same turns as
+//! A fake OpenAI-compatible chat-completions server for tests: a [`FakeServer`] on
+//! `127.0.0.1:0` serving `POST /v1/chat/completions` with the real wire shapes, answering from a script of [`FakeTurn`]s (the same turns as
 //! [`FakeGemini`](crate::gemini::FakeGemini)), and rejecting what real servers reject.
 //!
 //! What it sends:
@@ -30,8 +29,10 @@
 //!   message before it (or answers one twice), and an assistant tool call left
 //!   unanswered;
 //! - a tool that is not `{"type": "function", "function": {…}}`, a function name not
-//!   matching `^[a-zA-Z0-9_-]{1,64}$` ([`is_valid_tool_name`], OpenAI's rule, not Gemini's), `parameters` that is not a JSON object schema
-//!   (`"type": "object"`), more than 128 tools, unknown fields in a tool;
+//!   matching `^[a-zA-Z0-9_-]{1,64}$` ([`is_valid_tool_name`]: OpenAI's rule, the only
+//!   copy; Gemini's is `switchboard_model::is_valid_function_name`), `parameters` that
+//!   is not a JSON object schema (`"type": "object"`), more than 128 tools, unknown
+//!   fields in a tool;
 //! - a `tool_choice` that is not `auto`/`none`/`required` or a declared function, or one
 //!   without `tools`.
 //!

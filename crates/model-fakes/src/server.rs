@@ -194,7 +194,7 @@ impl<A: FakeApi> FakeServer<A> {
                 let _ = rx.await;
             });
             if let Err(e) = served.await {
-                tracing::debug!(%e, fake = A::NAME, "fake stopped");
+                tracing::debug!(%e, "{} stopped", A::NAME);
             }
         });
         Ok(Self {
