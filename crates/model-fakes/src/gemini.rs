@@ -43,7 +43,7 @@ use std::time::Duration;
 use axum::Router;
 use axum::body::Bytes;
 use axum::extract::{Path, RawQuery, State};
-use axum::http::HeaderMap;
+use axum::http::{HeaderMap, Uri};
 use axum::response::Response;
 use axum::routing::post;
 use base64::Engine as _;
@@ -55,7 +55,8 @@ use switchboard_model::{
 };
 
 use crate::reply::{Reply, raw_pieces, split_text};
-use crate::server::{FakeApi, FakeServer, Shared, parse_body};
+pub use crate::server::FakeRequest;
+use crate::server::{FakeApi, FakeServer, Shared, items, parse_body};
 pub use crate::turn::{DynamicTurn, FakeTurn};
 
 /// The API key the fake accepts unless [`FakeOptions::api_key`] says otherwise.
@@ -124,23 +125,6 @@ impl Default for FakeOptions {
     }
 }
 
-/// One request the fake received (accepted or not).
-#[derive(Debug, Clone)]
-pub struct FakeRequest {
-    /// The model id from the path.
-    pub model: String,
-    /// `generateContent` or `streamGenerateContent`.
-    pub method: String,
-    /// Whether `alt=sse` was asked for.
-    pub sse: bool,
-    /// The key sent, if any.
-    pub api_key: Option<String>,
-    /// The body (a JSON string holding the raw text when it was not JSON).
-    pub body: Value,
-    /// The status answered.
-    pub status: u16,
-}
-
 /// A running fake Gemini API; stops when dropped.
 pub type FakeGemini = FakeServer<GeminiApi>;
 
@@ -166,7 +150,6 @@ impl FakeApi for GeminiApi {
     const NAME: &'static str = "FakeGemini";
     const BASE_PATH: &'static str = "";
     type Options = FakeOptions;
-    type Record = FakeRequest;
 
     fn new(options: FakeOptions) -> Self {
         Self {
@@ -179,14 +162,6 @@ impl FakeApi for GeminiApi {
         Router::new()
             .route("/v1beta/models/{action}", post(handle))
             .fallback(not_found)
-    }
-
-    fn body(record: &FakeRequest) -> &Value {
-        &record.body
-    }
-
-    fn set_status(record: &mut FakeRequest, status: u16) {
-        record.status = status;
     }
 
     fn exhausted(message: String) -> Reply {
@@ -292,6 +267,7 @@ impl Rejection {
 async fn handle(
     State(state): State<Shared<GeminiApi>>,
     Path(action): Path<String>,
+    uri: Uri,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -308,15 +284,17 @@ async fn handle(
         .map(str::to_owned)
         .or_else(|| query.get("key").cloned());
     let (parsed, recorded_body) = parse_body(&body);
+    let stream = method == "streamGenerateContent";
     let record = FakeRequest {
+        path: uri.path().to_owned(),
         model: model.clone(),
         method: method.clone(),
+        stream,
         sse,
         api_key: api_key.clone(),
         body: recorded_body,
         status: 0,
     };
-    let stream = method == "streamGenerateContent";
     state.answer(
         record,
         |api| admit(api, &model, &method, api_key.as_deref(), parsed).map_err(Rejection::reply),
@@ -400,11 +378,7 @@ fn is_gemini3(model: &str) -> bool {
 }
 
 fn parts_of(content: &Value) -> &[Value] {
-    content
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    items(content, "parts")
 }
 
 /// `(tool index, declaration index, declaration)` of every function declaration.
@@ -1036,11 +1010,7 @@ fn answer_chunks(
                 .iter()
                 .enumerate()
                 .map(|(k, (name, args))| {
-                    let args = if args.is_object() {
-                        args.clone()
-                    } else {
-                        json!({})
-                    };
+                    let args = FakeTurn::call_args(args);
                     let mut part = json!({
                         "functionCall": {
                             "id": format!("fc-{}-{}", index + 1, k + 1),

@@ -7,7 +7,7 @@
 //! Both follow the real wire formats, answer from one script of [`FakeTurn`]s, and
 //! reject what the real services reject, using `switchboard-model`'s own declaration
 //! rules, so a test against them can fail the way a real call would. Both are a
-//! [`FakeServer`] (bind, shut down, script, request log) specialised by their
+//! [`FakeServer`] (bind, shut down, script, log of [`FakeRequest`]s) specialised by their
 //! [`FakeApi`]: each API module holds only its routes, its request checks, its answers
 //! and its error bodies.
 //!
@@ -20,5 +20,5 @@ mod reply;
 mod server;
 mod turn;
 
-pub use server::{FakeApi, FakeServer};
+pub use server::{FakeApi, FakeRequest, FakeServer};
 pub use turn::{DynamicTurn, FakeTurn};

@@ -56,7 +56,7 @@ use serde_json::{Map, Value, json};
 use switchboard_model::{ModelError, OpenAiClient, OpenAiOptions};
 
 use crate::reply::{Reply, raw_pieces, split_text};
-use crate::server::{FakeApi, FakeServer, Shared, parse_body};
+use crate::server::{FakeApi, FakeRequest, FakeServer, Shared, items, parse_body};
 use crate::turn::FakeTurn;
 
 /// The most tools one request may declare.
@@ -93,22 +93,9 @@ impl Default for FakeOpenAiOptions {
     }
 }
 
-/// One request the fake received (accepted or not).
-#[derive(Debug, Clone)]
-pub struct FakeOpenAiRequest {
-    /// The request path, e.g. `/v1/chat/completions`.
-    pub path: String,
-    /// `model` from the body (empty when missing).
-    pub model: String,
-    /// Whether `"stream": true` was asked for.
-    pub stream: bool,
-    /// The bearer key sent, if any.
-    pub api_key: Option<String>,
-    /// The body (a JSON string holding the raw text when it was not JSON).
-    pub body: Value,
-    /// The status answered.
-    pub status: u16,
-}
+/// One request the fake received (accepted or not); `method` is `chat/completions` and
+/// `sse` is `stream`.
+pub type FakeOpenAiRequest = FakeRequest;
 
 /// A running fake OpenAI-compatible server; stops when dropped. Its
 /// [`base_url`](FakeServer::base_url) is the API base up to and including `/v1`, e.g.
@@ -125,7 +112,6 @@ impl FakeApi for OpenAiApi {
     const NAME: &'static str = "FakeOpenAi";
     const BASE_PATH: &'static str = "/v1";
     type Options = FakeOpenAiOptions;
-    type Record = FakeOpenAiRequest;
 
     fn new(options: FakeOpenAiOptions) -> Self {
         Self { options }
@@ -135,14 +121,6 @@ impl FakeApi for OpenAiApi {
         Router::new()
             .route("/v1/chat/completions", post(handle))
             .fallback(not_found)
-    }
-
-    fn body(record: &FakeOpenAiRequest) -> &Value {
-        &record.body
-    }
-
-    fn set_status(record: &mut FakeOpenAiRequest, status: u16) {
-        record.status = status;
     }
 
     fn exhausted(message: String) -> Reply {
@@ -224,11 +202,7 @@ pub fn is_valid_tool_name(name: &str) -> bool {
 }
 
 fn messages_of(request: &Value) -> &[Value] {
-    request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    items(request, "messages")
 }
 
 fn role_of(message: &Value) -> &str {
@@ -311,10 +285,12 @@ async fn handle(
         .unwrap_or("")
         .to_owned();
     let stream = recorded_body.get("stream").and_then(Value::as_bool) == Some(true);
-    let record = FakeOpenAiRequest {
+    let record = FakeRequest {
         path: uri.path().to_owned(),
         model: model.clone(),
+        method: "chat/completions".to_owned(),
         stream,
+        sse: stream,
         api_key: api_key.clone(),
         body: recorded_body,
         status: 0,
@@ -1018,11 +994,7 @@ fn tool_calls(index: usize, calls: &[(String, Value)]) -> Vec<(String, String, S
         .iter()
         .enumerate()
         .map(|(k, (name, args))| {
-            let args = if args.is_object() {
-                args.clone()
-            } else {
-                json!({})
-            };
+            let args = FakeTurn::call_args(args);
             (call_id(index, k), name.clone(), args.to_string())
         })
         .collect()

@@ -23,8 +23,8 @@ use crate::turn::FakeTurn;
 /// The largest request body a fake reads.
 const BODY_LIMIT: usize = 64 * 1024 * 1024;
 
-/// What one fake API adds to [`FakeServer`]: its name, routes, options, request log
-/// entries, state and the answer when the script ran out. Implemented by
+/// What one fake API adds to [`FakeServer`]: its name, routes, options, state and the
+/// answer when the script ran out. Implemented by
 /// [`GeminiApi`](crate::gemini::GeminiApi) and [`OpenAiApi`](crate::openai::OpenAiApi);
 /// the handler state and answers its methods use are this crate's own, so no other
 /// crate can implement it.
@@ -35,17 +35,11 @@ pub trait FakeApi: Send + Sized + 'static {
     const BASE_PATH: &'static str;
     /// How the fake is run.
     type Options: Default + Send + 'static;
-    /// One entry of the request log.
-    type Record: Clone + Send + 'static;
 
     /// The API's state, built from its options.
     fn new(options: Self::Options) -> Self;
     /// Its routes and fallback (the server adds the body limit and the state).
     fn routes() -> Router<Shared<Self>>;
-    /// The body a log entry recorded.
-    fn body(record: &Self::Record) -> &Value;
-    /// Records the status answered.
-    fn set_status(record: &mut Self::Record, status: u16);
     /// The answer to an admitted request when the script has no turn left.
     fn exhausted(message: String) -> Reply;
 }
@@ -54,7 +48,7 @@ pub trait FakeApi: Send + Sized + 'static {
 pub(crate) struct Inner<A: FakeApi> {
     pub(crate) api: A,
     script: VecDeque<FakeTurn>,
-    requests: Vec<A::Record>,
+    requests: Vec<FakeRequest>,
     served: usize,
 }
 
@@ -83,7 +77,7 @@ impl<A: FakeApi> Shared<A> {
     /// Everything up to taking the turn happens under the lock, without awaiting.
     pub(crate) fn answer(
         &self,
-        record: A::Record,
+        record: FakeRequest,
         admit: impl FnOnce(&mut A) -> Result<Value, Reply>,
         render: impl FnOnce(usize, FakeTurn, &Value) -> Reply,
     ) -> Response {
@@ -121,9 +115,35 @@ impl<A: FakeApi> Shared<A> {
 impl<A: FakeApi> Inner<A> {
     fn set_status(&mut self, index: usize, status: u16) {
         if let Some(r) = self.requests.get_mut(index) {
-            A::set_status(r, status);
+            r.status = status;
         }
     }
+}
+
+/// One request a fake received (accepted or not): the request log's entry.
+#[derive(Debug, Clone)]
+pub struct FakeRequest {
+    /// The request path, e.g. `/v1beta/models/gemini-2.5-flash:generateContent` or
+    /// `/v1/chat/completions`.
+    pub path: String,
+    /// The model asked for: Gemini's from the path, OpenAI's `model` from the body
+    /// (empty when missing).
+    pub model: String,
+    /// The operation: Gemini's `generateContent` or `streamGenerateContent` (what
+    /// follows the `:` in the path); `chat/completions` on the OpenAI-compatible fake.
+    pub method: String,
+    /// Whether a streamed answer was asked for (`streamGenerateContent`,
+    /// `"stream": true`).
+    pub stream: bool,
+    /// Whether server-sent events were asked for (Gemini's `alt=sse`; every OpenAI
+    /// stream).
+    pub sse: bool,
+    /// The key sent, if any (`x-goog-api-key` or `key=`; `Authorization: Bearer`).
+    pub api_key: Option<String>,
+    /// The body (a JSON string holding the raw text when it was not JSON).
+    pub body: Value,
+    /// The status answered (0 while the answer is being made).
+    pub status: u16,
 }
 
 /// A body as JSON (or the parse error) and as the log records it: the JSON, or a JSON
@@ -135,6 +155,15 @@ pub(crate) fn parse_body(body: &Bytes) -> (Result<Value, String>, Value) {
         Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
     };
     (parsed, recorded)
+}
+
+/// The array under `key` in a request body's object, or none.
+pub(crate) fn items<'a>(value: &'a Value, key: &str) -> &'a [Value] {
+    value
+        .get(key)
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or(&[])
 }
 
 /// A running fake of API `A`; stops when dropped.
@@ -211,13 +240,12 @@ impl<A: FakeApi> FakeServer<A> {
             .lock()
             .requests
             .iter()
-            .map(|r| A::body(r).clone())
+            .map(|r| r.body.clone())
             .collect()
     }
 
-    /// Every request received so far, with what the API records of it and the status
-    /// answered.
-    pub fn recorded(&self) -> Vec<A::Record> {
+    /// Every request received so far, with path, model, method, key and status.
+    pub fn recorded(&self) -> Vec<FakeRequest> {
         self.state.lock().requests.clone()
     }
 

@@ -86,6 +86,16 @@ impl FakeTurn {
         Self::Dynamic(Box::new(f))
     }
 
+    /// The arguments a call of [`FakeTurn::Calls`] is sent with: its `args` when they
+    /// are an object, `{}` otherwise (both APIs carry an object).
+    pub(crate) fn call_args(args: &Value) -> Value {
+        if args.is_object() {
+            args.clone()
+        } else {
+            Value::Object(serde_json::Map::new())
+        }
+    }
+
     /// Runs [`FakeTurn::Dynamic`] turns against the request body until a fixed turn
     /// comes out; past 16 levels, a 500 error turn naming `fake`.
     pub(crate) fn resolve(self, request: &Value, fake: &str) -> FakeTurn {
