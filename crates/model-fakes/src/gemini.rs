@@ -18,10 +18,11 @@
 //! - a body that is not JSON, empty `contents`, a bad role, empty `parts`, a part with no
 //!   or two data fields, inline data that is not base64;
 //! - invalid function names ([`is_valid_function_name`], switchboard-model's one rule:
-//!   at most 64 characters), duplicate names, unknown fields in a declaration, a
-//!   declaration with both `parameters` and `parametersJsonSchema`, a
-//!   `parametersJsonSchema` that fails [`validate_for_gemini`], a `parameters` schema
-//!   outside the OpenAPI subset, more than 512 declarations, function declarations on a
+//!   at most 64 characters), duplicate names, unknown fields in a declaration (not in
+//!   [`FUNCTION_DECLARATION_FIELDS`]), a declaration with both `parameters` and
+//!   `parametersJsonSchema`, a `parametersJsonSchema` that fails
+//!   [`validate_for_gemini`], a `parameters` schema outside the OpenAPI subset (the
+//!   proto's fields and `Type` values, as the API parses them), more than 512 declarations, function declarations on a
 //!   Gemma model or next to `googleSearch`;
 //! - `allowedFunctionNames` unless the mode is `ANY` or `VALIDATED`, an unknown mode;
 //! - function call turns that do not follow a user turn, function response turns that do
@@ -50,8 +51,8 @@ use base64::Engine as _;
 use serde_json::{Map, Value, json};
 
 use switchboard_model::{
-    GeminiClient, GeminiOptions, MAX_FUNCTION_NAME_LEN, ModelError, is_valid_function_name,
-    validate_for_gemini,
+    FUNCTION_DECLARATION_FIELDS, GeminiClient, GeminiOptions, MAX_FUNCTION_NAME_LEN, ModelError,
+    is_valid_function_name, validate_for_gemini,
 };
 
 use crate::reply::{Reply, raw_pieces, split_text};
@@ -404,16 +405,6 @@ const PART_DATA_FIELDS: [&str; 7] = [
     "codeExecutionResult",
 ];
 
-const DECLARATION_FIELDS: [&str; 7] = [
-    "name",
-    "description",
-    "parameters",
-    "parametersJsonSchema",
-    "response",
-    "responseJsonSchema",
-    "behavior",
-];
-
 const OPENAPI_SCHEMA_FIELDS: [&str; 22] = [
     "type",
     "format",
@@ -665,7 +656,7 @@ fn validate_tools(model: &str, request: &Map<String, Value>) -> Result<(), Strin
         };
         if let Some(unknown) = obj
             .keys()
-            .find(|k| !DECLARATION_FIELDS.contains(&k.as_str()))
+            .find(|k| !FUNCTION_DECLARATION_FIELDS.contains(&k.as_str()))
         {
             return Err(format!(
                 "Invalid JSON payload received. Unknown name \"{unknown}\" at '{at}': Cannot find field."
