@@ -1,7 +1,7 @@
-//! A fake Gemini API for tests: an axum server on
-//! `127.0.0.1:0` that serves `generateContent` and `streamGenerateContent` (`alt=sse`,
-//! and the JSON-array form without it) with the real wire shapes, answering from a
-//! script of [`FakeTurn`]s, and rejecting what the real API rejects.
+//! A fake Gemini API for tests: a [`FakeServer`] on `127.0.0.1:0` that serves
+//! `generateContent` and `streamGenerateContent` (`alt=sse`, and the JSON-array form
+//! without it) with the real wire shapes, answering from a script of [`FakeTurn`]s, and
+//! rejecting what the real API rejects.
 //!
 //! What it sends:
 //! - every answer is a `GenerateContentResponse` (`candidates[0].content` with role
@@ -17,11 +17,12 @@
 //!   `API_KEY_INVALID`); a model that is not `gemini-*`/`gemma-*` (404 `NOT_FOUND`);
 //! - a body that is not JSON, empty `contents`, a bad role, empty `parts`, a part with no
 //!   or two data fields, inline data that is not base64;
-//! - invalid function names (`switchboard_model::is_valid_function_name`: at most 64 characters), duplicate names,
-//!   unknown fields in a declaration, a declaration with both `parameters` and
+//! - invalid function names ([`is_valid_function_name`], switchboard-model's one rule:
+//!   at most 64 characters), duplicate names, unknown fields in a declaration (not in
+//!   [`FUNCTION_DECLARATION_FIELDS`]), a declaration with both `parameters` and
 //!   `parametersJsonSchema`, a `parametersJsonSchema` that fails
-//!   [`validate_for_gemini`](switchboard_model::validate_for_gemini), a `parameters` schema
-//!   outside the OpenAPI subset, more than 512 declarations, function declarations on a
+//!   [`validate_for_gemini`], a `parameters` schema outside the OpenAPI subset (the
+//!   proto's fields and `Type` values, as the API parses them), more than 512 declarations, function declarations on a
 //!   Gemma model or next to `googleSearch`;
 //! - `allowedFunctionNames` unless the mode is `ANY` or `VALIDATED`, an unknown mode;
 //! - function call turns that do not follow a user turn, function response turns that do
@@ -31,116 +32,39 @@
 //!   on every model, a signature this server did not issue ("Corrupted thought
 //!   signature.");
 //! - `functionResponse.parts` holding audio or video, or on a model before Gemini 3.
+//!
+//! This module owns what is Gemini's own: the route, the key/model/method checks and
+//! the request validation, the `GenerateContentResponse` answers, the thought
+//! signatures it issues, and Google's error bodies. Serving, the script and the request
+//! log are the shared [`FakeServer`]'s.
 
-use std::collections::{HashMap, HashSet, VecDeque};
-use std::convert::Infallible;
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, Path, RawQuery, State};
-use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::body::Bytes;
+use axum::extract::{Path, RawQuery, State};
+use axum::http::{HeaderMap, Uri};
+use axum::response::Response;
 use axum::routing::post;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 use switchboard_model::{
-    GeminiClient, GeminiOptions, MAX_FUNCTION_NAME_LEN, ModelError, is_valid_function_name,
-    validate_for_gemini,
+    FUNCTION_DECLARATION_FIELDS, GeminiClient, GeminiOptions, MAX_FUNCTION_NAME_LEN, ModelError,
+    is_valid_function_name, validate_for_gemini,
 };
+
+use crate::reply::{Reply, raw_pieces, split_text};
+pub use crate::server::FakeRequest;
+use crate::server::{FakeApi, FakeServer, Shared, items, parse_body};
+pub use crate::turn::{DynamicTurn, FakeTurn};
 
 /// The API key the fake accepts unless [`FakeOptions::api_key`] says otherwise.
 pub const FAKE_API_KEY: &str = "fake-gemini-key";
 
 /// The most function declarations one request may carry.
 pub const MAX_DECLARATIONS: usize = 512;
-
-/// Decides a turn from the request body.
-pub type DynamicTurn = Box<dyn Fn(&Value) -> FakeTurn + Send + Sync>;
-
-/// One scripted answer; each accepted request consumes the next one.
-pub enum FakeTurn {
-    /// Answer with this text (streamed in several increments).
-    Text(String),
-    /// Call these functions (name, args) in parallel, in one model turn.
-    Calls(Vec<(String, Value)>),
-    /// Answer with this HTTP status and an error body holding `message`.
-    Error { status: u16, message: String },
-    /// 429 `RESOURCE_EXHAUSTED`, with a `Retry-After` header (seconds) and/or a
-    /// `RetryInfo.retryDelay` (such as `"0.2s"`) in the body when given.
-    RateLimited {
-        retry_after: Option<String>,
-        retry_delay: Option<String>,
-    },
-    /// Answer with exactly this response JSON (one chunk when streamed).
-    Raw(Value),
-    /// Streamed requests only: send these strings as the SSE body, each its own write
-    /// (a few milliseconds apart), so event boundaries can fall anywhere.
-    RawSse(Vec<String>),
-    /// Decide from the request body (for example "if the last function response is an
-    /// error, call again with other arguments").
-    Dynamic(DynamicTurn),
-}
-
-impl fmt::Debug for FakeTurn {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::Text(t) => f.debug_tuple("Text").field(t).finish(),
-            Self::Calls(c) => f.debug_tuple("Calls").field(c).finish(),
-            Self::Error { status, message } => f
-                .debug_struct("Error")
-                .field("status", status)
-                .field("message", message)
-                .finish(),
-            Self::RateLimited {
-                retry_after,
-                retry_delay,
-            } => f
-                .debug_struct("RateLimited")
-                .field("retry_after", retry_after)
-                .field("retry_delay", retry_delay)
-                .finish(),
-            Self::Raw(v) => f.debug_tuple("Raw").field(v).finish(),
-            Self::RawSse(c) => f.debug_tuple("RawSse").field(c).finish(),
-            Self::Dynamic(_) => f.write_str("Dynamic(..)"),
-        }
-    }
-}
-
-impl FakeTurn {
-    /// [`FakeTurn::Text`].
-    pub fn text(text: impl Into<String>) -> Self {
-        Self::Text(text.into())
-    }
-
-    /// [`FakeTurn::Calls`] with one call.
-    pub fn call(name: impl Into<String>, args: Value) -> Self {
-        Self::Calls(vec![(name.into(), args)])
-    }
-
-    /// [`FakeTurn::Calls`].
-    pub fn calls<N: Into<String>>(calls: impl IntoIterator<Item = (N, Value)>) -> Self {
-        Self::Calls(calls.into_iter().map(|(n, a)| (n.into(), a)).collect())
-    }
-
-    /// [`FakeTurn::Error`].
-    pub fn error(status: u16, message: impl Into<String>) -> Self {
-        Self::Error {
-            status,
-            message: message.into(),
-        }
-    }
-
-    /// [`FakeTurn::Dynamic`].
-    pub fn dynamic(f: impl Fn(&Value) -> FakeTurn + Send + Sync + 'static) -> Self {
-        Self::Dynamic(Box::new(f))
-    }
-}
 
 /// The `functionResponse` objects of the last content of a request body, in order.
 pub fn last_function_responses(request: &Value) -> Vec<Value> {
@@ -202,115 +126,60 @@ impl Default for FakeOptions {
     }
 }
 
-/// One request the fake received (accepted or not).
-#[derive(Debug, Clone)]
-pub struct FakeRequest {
-    /// The model id from the path.
-    pub model: String,
-    /// `generateContent` or `streamGenerateContent`.
-    pub method: String,
-    /// Whether `alt=sse` was asked for.
-    pub sse: bool,
-    /// The key sent, if any.
-    pub api_key: Option<String>,
-    /// The body (a JSON string holding the raw text when it was not JSON).
-    pub body: Value,
-    /// The status answered.
-    pub status: u16,
-}
-
-struct FakeState {
-    options: FakeOptions,
-    script: VecDeque<FakeTurn>,
-    requests: Vec<FakeRequest>,
-    signatures: HashSet<String>,
-    served: usize,
-}
-
-type Shared = Arc<Mutex<FakeState>>;
-
-fn lock(state: &Shared) -> MutexGuard<'_, FakeState> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
 /// A running fake Gemini API; stops when dropped.
-pub struct FakeGemini {
-    /// The base URL to give the client (no version path), e.g. `http://127.0.0.1:4321`.
-    pub base_url: String,
-    state: Shared,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: JoinHandle<()>,
+pub type FakeGemini = FakeServer<GeminiApi>;
+
+/// The Gemini side of [`FakeGemini`]: its options and the thought signatures it issued.
+#[derive(Debug)]
+pub struct GeminiApi {
+    options: FakeOptions,
+    signatures: HashSet<String>,
 }
 
-impl fmt::Debug for FakeGemini {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeGemini")
-            .field("base_url", &self.base_url)
-            .finish_non_exhaustive()
+impl GeminiApi {
+    /// Mints a signature and remembers it.
+    fn mint_signature(&mut self, label: &str) -> String {
+        let n = self.signatures.len() + 1;
+        let sig = base64::engine::general_purpose::STANDARD
+            .encode(format!("fake-thought-signature/{n}/{label}"));
+        self.signatures.insert(sig.clone());
+        sig
     }
 }
 
-impl FakeGemini {
-    /// Starts the fake with the default options.
-    ///
-    /// # Panics
-    /// When no port on 127.0.0.1 can be bound (test fixture).
-    pub async fn start(script: Vec<FakeTurn>) -> FakeGemini {
-        Self::start_with(FakeOptions::default(), script).await
-    }
+impl FakeApi for GeminiApi {
+    const NAME: &'static str = "FakeGemini";
+    const BASE_PATH: &'static str = "";
+    type Options = FakeOptions;
 
-    /// Starts the fake with these options.
-    ///
-    /// # Panics
-    /// When no port on 127.0.0.1 can be bound (test fixture).
-    pub async fn start_with(options: FakeOptions, script: Vec<FakeTurn>) -> FakeGemini {
-        match Self::try_start(options, script).await {
-            Ok(fake) => fake,
-            Err(e) => panic!("FakeGemini: cannot listen on 127.0.0.1: {e}"),
+    fn new(options: FakeOptions) -> Self {
+        Self {
+            options,
+            signatures: HashSet::new(),
         }
     }
 
-    /// Starts the fake, reporting a bind failure.
-    pub async fn try_start(
-        options: FakeOptions,
-        script: Vec<FakeTurn>,
-    ) -> std::io::Result<FakeGemini> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let state: Shared = Arc::new(Mutex::new(FakeState {
-            options,
-            script: script.into(),
-            requests: Vec::new(),
-            signatures: HashSet::new(),
-            served: 0,
-        }));
-        let app = Router::new()
+    fn routes() -> Router<Shared<Self>> {
+        Router::new()
             .route("/v1beta/models/{action}", post(handle))
             .fallback(not_found)
-            .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-            .with_state(state.clone());
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = rx.await;
-            });
-            if let Err(e) = served.await {
-                tracing::debug!(%e, "FakeGemini stopped");
-            }
-        });
-        Ok(FakeGemini {
-            base_url: format!("http://{addr}"),
-            state,
-            shutdown: Some(tx),
-            task,
-        })
     }
 
+    fn exhausted(message: String) -> Reply {
+        Rejection {
+            status: 400,
+            status_text: "FAILED_PRECONDITION",
+            message,
+            details: None,
+        }
+        .reply()
+    }
+}
+
+impl FakeServer<GeminiApi> {
     /// The key the fake accepts.
     pub fn api_key(&self) -> String {
-        lock(&self.state).options.api_key.clone()
+        self.state.lock().api.options.api_key.clone()
     }
 
     /// Client options pointing at the fake: its key and URL, tiny backoff delays.
@@ -329,48 +198,18 @@ impl FakeGemini {
         GeminiClient::new(self.options())
     }
 
-    /// The bodies of every request received so far, in order (rejected ones too).
-    pub fn requests(&self) -> Vec<Value> {
-        lock(&self.state)
-            .requests
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
-    }
-
-    /// Every request received so far, with model, method, key and status.
-    pub fn recorded(&self) -> Vec<FakeRequest> {
-        lock(&self.state).requests.clone()
-    }
-
-    /// Adds a turn at the end of the script.
-    pub fn push(&self, turn: FakeTurn) {
-        lock(&self.state).script.push_back(turn);
-    }
-
     /// A thought signature the fake will accept when it comes back in a model turn,
     /// for hand-written [`FakeTurn::Raw`] answers.
     pub fn issue_signature(&self, label: &str) -> String {
-        mint_signature(&self.state, label)
-    }
-
-    /// How many scripted turns are left.
-    pub fn remaining(&self) -> usize {
-        lock(&self.state).script.len()
+        self.state.lock().api.mint_signature(label)
     }
 }
 
-impl Drop for FakeGemini {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        self.task.abort();
-    }
-}
+/// The `Content-Type` of Gemini's JSON answers.
+const JSON: &str = "application/json; charset=UTF-8";
 
 async fn not_found() -> Response {
-    error_response(404, "NOT_FOUND", "Method not found.", None)
+    error_reply(404, "NOT_FOUND", "Method not found.", None).into_response()
 }
 
 fn canonical(status: u16) -> &'static str {
@@ -396,23 +235,12 @@ fn error_body(status: u16, status_text: &str, message: &str, details: Option<Val
     json!({ "error": error })
 }
 
-fn error_response(
-    status: u16,
-    status_text: &str,
-    message: &str,
-    details: Option<Value>,
-) -> Response {
-    json_response(status, &error_body(status, status_text, message, details))
-}
-
-fn json_response(status: u16, body: &Value) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json; charset=UTF-8"),
-    );
-    response
+fn error_reply(status: u16, status_text: &str, message: &str, details: Option<Value>) -> Reply {
+    Reply::json(
+        status,
+        &error_body(status, status_text, message, details),
+        JSON,
+    )
 }
 
 fn invalid(message: impl Into<String>) -> Rejection {
@@ -432,14 +260,15 @@ struct Rejection {
 }
 
 impl Rejection {
-    fn into_response(self) -> Response {
-        error_response(self.status, self.status_text, &self.message, self.details)
+    fn reply(self) -> Reply {
+        error_reply(self.status, self.status_text, &self.message, self.details)
     }
 }
 
 async fn handle(
-    State(state): State<Shared>,
+    State(state): State<Shared<GeminiApi>>,
     Path(action): Path<String>,
+    uri: Uri,
     RawQuery(query): RawQuery,
     headers: HeaderMap,
     body: Bytes,
@@ -455,67 +284,23 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .map(str::to_owned)
         .or_else(|| query.get("key").cloned());
-    let parsed: Result<Value, String> = serde_json::from_slice(&body).map_err(|e| format!("{e}"));
-    let recorded_body = match &parsed {
-        Ok(v) => v.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
-    };
-
-    // Everything up to picking the turn happens under the lock, without awaiting.
-    let outcome = {
-        let mut st = lock(&state);
-        let index = st.requests.len();
-        st.requests.push(FakeRequest {
-            model: model.clone(),
-            method: method.clone(),
-            sse,
-            api_key: api_key.clone(),
-            body: recorded_body,
-            status: 0,
-        });
-        let result = admit(&mut st, &model, &method, api_key.as_deref(), parsed);
-        match result {
-            Err(rejection) => {
-                if let Some(r) = st.requests.get_mut(index) {
-                    r.status = rejection.status;
-                }
-                return rejection.into_response();
-            }
-            Ok(request) => match st.script.pop_front() {
-                None => {
-                    let served = st.served;
-                    drop(st);
-                    let rejection = Rejection {
-                        status: 400,
-                        status_text: "FAILED_PRECONDITION",
-                        message: format!(
-                            "FakeGemini: the script has no turn left (request #{}, {served} served)",
-                            index + 1
-                        ),
-                        details: None,
-                    };
-                    set_status(&state, index, 400);
-                    return rejection.into_response();
-                }
-                Some(turn) => {
-                    st.served += 1;
-                    (index, request, turn)
-                }
-            },
-        }
-    };
-    let (index, request, turn) = outcome;
-    let turn = resolve(turn, &request);
+    let (parsed, recorded_body) = parse_body(&body);
     let stream = method == "streamGenerateContent";
-    let (status, response) = render(&state, index, &model, turn, stream, sse);
-    set_status(&state, index, status);
-    response
-}
-
-fn set_status(state: &Shared, index: usize, status: u16) {
-    if let Some(r) = lock(state).requests.get_mut(index) {
-        r.status = status;
-    }
+    let record = FakeRequest {
+        path: uri.path().to_owned(),
+        model: model.clone(),
+        method: method.clone(),
+        stream,
+        sse,
+        api_key: api_key.clone(),
+        body: recorded_body,
+        status: 0,
+    };
+    state.answer(
+        record,
+        |api| admit(api, &model, &method, api_key.as_deref(), parsed).map_err(Rejection::reply),
+        |index, turn, _| render(&state, index, &model, turn, stream, sse),
+    )
 }
 
 fn parse_query(query: &str) -> HashMap<String, String> {
@@ -531,7 +316,7 @@ fn parse_query(query: &str) -> HashMap<String, String> {
 
 /// Key, model and method checks, then the request checks. Returns the body.
 fn admit(
-    st: &mut FakeState,
+    api: &GeminiApi,
     model: &str,
     method: &str,
     api_key: Option<&str>,
@@ -546,7 +331,7 @@ fn admit(
                 details: None,
             });
         }
-        Some(key) if key != st.options.api_key => {
+        Some(key) if key != api.options.api_key => {
             return Err(Rejection {
                 status: 400,
                 status_text: "INVALID_ARGUMENT",
@@ -585,22 +370,8 @@ fn admit(
             "Invalid JSON payload received. Unexpected token in the request body: {e}"
         ))
     })?;
-    validate(model, &body, &st.signatures).map_err(invalid)?;
+    validate(model, &body, &api.signatures).map_err(invalid)?;
     Ok(body)
-}
-
-fn resolve(turn: FakeTurn, request: &Value) -> FakeTurn {
-    let mut turn = turn;
-    for _ in 0..16 {
-        match turn {
-            FakeTurn::Dynamic(f) => turn = f(request),
-            other => return other,
-        }
-    }
-    FakeTurn::Error {
-        status: 500,
-        message: "FakeGemini: Dynamic turns nested too deeply".into(),
-    }
 }
 
 fn is_gemini3(model: &str) -> bool {
@@ -608,11 +379,7 @@ fn is_gemini3(model: &str) -> bool {
 }
 
 fn parts_of(content: &Value) -> &[Value] {
-    content
-        .get("parts")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    items(content, "parts")
 }
 
 /// `(tool index, declaration index, declaration)` of every function declaration.
@@ -636,16 +403,6 @@ const PART_DATA_FIELDS: [&str; 7] = [
     "fileData",
     "executableCode",
     "codeExecutionResult",
-];
-
-const DECLARATION_FIELDS: [&str; 7] = [
-    "name",
-    "description",
-    "parameters",
-    "parametersJsonSchema",
-    "response",
-    "responseJsonSchema",
-    "behavior",
 ];
 
 const OPENAPI_SCHEMA_FIELDS: [&str; 22] = [
@@ -899,7 +656,7 @@ fn validate_tools(model: &str, request: &Map<String, Value>) -> Result<(), Strin
         };
         if let Some(unknown) = obj
             .keys()
-            .find(|k| !DECLARATION_FIELDS.contains(&k.as_str()))
+            .find(|k| !FUNCTION_DECLARATION_FIELDS.contains(&k.as_str()))
         {
             return Err(format!(
                 "Invalid JSON payload received. Unknown name \"{unknown}\" at '{at}': Cannot find field."
@@ -1174,16 +931,6 @@ fn validate_signatures(
     Ok(())
 }
 
-/// Mints a signature and remembers it.
-fn mint_signature(state: &Shared, label: &str) -> String {
-    let mut st = lock(state);
-    let n = st.signatures.len() + 1;
-    let sig = base64::engine::general_purpose::STANDARD
-        .encode(format!("fake-thought-signature/{n}/{label}"));
-    st.signatures.insert(sig.clone());
-    sig
-}
-
 fn usage(prompt: u64, candidates: u64) -> Value {
     json!({
         "promptTokenCount": prompt,
@@ -1213,34 +960,9 @@ fn chunk(model: &str, response_id: &str, parts: Vec<Value>, last: bool) -> Value
     out
 }
 
-/// Splits text into up to three increments at char boundaries (words when possible).
-fn split_text(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() < 3 {
-        return vec![text.to_owned()];
-    }
-    let mut cuts = vec![chars.len() / 3, 2 * chars.len() / 3];
-    for cut in &mut cuts {
-        if let Some(space) = (*cut..chars.len()).find(|&k| chars[k] == ' ') {
-            *cut = space;
-        }
-    }
-    cuts.dedup();
-    let mut out = Vec::new();
-    let mut start = 0;
-    for cut in cuts {
-        if cut > start && cut < chars.len() {
-            out.push(chars[start..cut].iter().collect());
-            start = cut;
-        }
-    }
-    out.push(chars[start..].iter().collect());
-    out
-}
-
 /// The chunks of a scripted answer (one chunk when not streamed).
 fn answer_chunks(
-    state: &Shared,
+    state: &Shared<GeminiApi>,
     index: usize,
     model: &str,
     turn: &FakeTurn,
@@ -1267,7 +989,7 @@ fn answer_chunks(
                     {
                         obj.insert(
                             "thoughtSignature".into(),
-                            json!(mint_signature(state, "text")),
+                            json!(state.lock().api.mint_signature("text")),
                         );
                     }
                     chunk(model, &response_id, vec![part], last)
@@ -1279,11 +1001,7 @@ fn answer_chunks(
                 .iter()
                 .enumerate()
                 .map(|(k, (name, args))| {
-                    let args = if args.is_object() {
-                        args.clone()
-                    } else {
-                        json!({})
-                    };
+                    let args = FakeTurn::call_args(args);
                     let mut part = json!({
                         "functionCall": {
                             "id": format!("fc-{}-{}", index + 1, k + 1),
@@ -1296,7 +1014,7 @@ fn answer_chunks(
                     {
                         obj.insert(
                             "thoughtSignature".into(),
-                            json!(mint_signature(state, name)),
+                            json!(state.lock().api.mint_signature(name)),
                         );
                     }
                     part
@@ -1319,21 +1037,17 @@ fn answer_chunks(
 }
 
 fn render(
-    state: &Shared,
+    state: &Shared<GeminiApi>,
     index: usize,
     model: &str,
     turn: FakeTurn,
     stream: bool,
     sse: bool,
-) -> (u16, Response) {
-    let delay = lock(state).options.chunk_delay;
+) -> Reply {
+    let delay = state.lock().api.options.chunk_delay;
     match &turn {
         FakeTurn::Error { status, message } => {
-            let status = *status;
-            (
-                status,
-                error_response(status, canonical(status), message, None),
-            )
+            error_reply(*status, canonical(*status), message, None)
         }
         FakeTurn::RateLimited {
             retry_after,
@@ -1345,71 +1059,45 @@ fn render(
                     "retryDelay": d,
                 }])
             });
-            let mut response = error_response(
+            error_reply(
                 429,
                 "RESOURCE_EXHAUSTED",
                 "Resource has been exhausted (e.g. check quota).",
                 details,
-            );
-            if let Some(secs) = retry_after
-                && let Ok(value) = HeaderValue::from_str(secs)
-            {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-            (429, response)
+            )
+            .with_header("retry-after", retry_after.as_deref())
         }
         FakeTurn::RawSse(pieces) => {
             if !(stream && sse) {
-                let r =
-                    invalid("FakeGemini: a RawSse turn answers only streamGenerateContent?alt=sse");
-                return (400, r.into_response());
+                return invalid(
+                    "FakeGemini: a RawSse turn answers only streamGenerateContent?alt=sse",
+                )
+                .reply();
             }
-            let pieces: Vec<Bytes> = pieces.iter().map(|p| Bytes::from(p.clone())).collect();
-            (200, sse_response(pieces, delay))
+            Reply::sse(raw_pieces(pieces), delay)
         }
-        FakeTurn::Dynamic(_) => {
-            let r = Rejection {
-                status: 500,
-                status_text: "INTERNAL",
-                message: "FakeGemini: unresolved Dynamic turn".into(),
-                details: None,
-            };
-            (500, r.into_response())
+        FakeTurn::Dynamic(_) => Rejection {
+            status: 500,
+            status_text: "INTERNAL",
+            message: "FakeGemini: unresolved Dynamic turn".into(),
+            details: None,
         }
+        .reply(),
         FakeTurn::Text(_) | FakeTurn::Calls(_) | FakeTurn::Raw(_) => {
             let chunks = answer_chunks(state, index, model, &turn, stream);
             if !stream {
                 let body = chunks.into_iter().next().unwrap_or_else(|| json!({}));
-                return (200, json_response(200, &body));
+                return Reply::json(200, &body, JSON);
             }
             if sse {
                 let pieces = chunks
                     .iter()
                     .map(|c| Bytes::from(format!("data: {c}\r\n\r\n")))
                     .collect();
-                (200, sse_response(pieces, delay))
+                Reply::sse(pieces, delay)
             } else {
-                (200, json_response(200, &Value::Array(chunks)))
+                Reply::json(200, &Value::Array(chunks), JSON)
             }
         }
     }
-}
-
-fn sse_response(pieces: Vec<Bytes>, delay: Duration) -> Response {
-    let stream = futures::stream::unfold(
-        (pieces.into_iter(), true),
-        move |(mut it, first)| async move {
-            let piece = it.next()?;
-            if !first {
-                tokio::time::sleep(delay).await;
-            }
-            Some((Ok::<Bytes, Infallible>(piece), (it, false)))
-        },
-    );
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response
 }

@@ -1,6 +1,5 @@
-//! A fake OpenAI-compatible chat-completions server for tests: an
-//! axum server on `127.0.0.1:0` serving `POST /v1/chat/completions` with the real wire
-//! shapes, answering from a script of [`FakeTurn`]s (the same turns as
+//! A fake OpenAI-compatible chat-completions server for tests: a [`FakeServer`] on
+//! `127.0.0.1:0` serving `POST /v1/chat/completions` with the real wire shapes, answering from a script of [`FakeTurn`]s (the same turns as
 //! [`FakeGemini`](crate::gemini::FakeGemini)), and rejecting what real servers reject.
 //!
 //! What it sends:
@@ -30,37 +29,47 @@
 //!   message before it (or answers one twice), and an assistant tool call left
 //!   unanswered;
 //! - a tool that is not `{"type": "function", "function": {…}}`, a function name not
-//!   matching `^[a-zA-Z0-9_-]{1,64}$`, `parameters` that is not a JSON object schema
-//!   (`"type": "object"`), more than 128 tools, unknown fields in a tool;
+//!   matching `^[a-zA-Z0-9_-]{1,64}$` ([`is_valid_tool_name`]: OpenAI's rule, the only
+//!   copy; Gemini's is `switchboard_model::is_valid_function_name`), `parameters` that
+//!   is not a JSON object schema (`"type": "object"`), more than 128 tools, unknown
+//!   fields in a tool;
 //! - a `tool_choice` that is not `auto`/`none`/`required` or a declared function, or one
 //!   without `tools`.
+//!
+//! This module owns what is the chat-completions API's own: the route, the key/model
+//! checks and the request validation, the `chat.completion` answers and chunks, and
+//! OpenAI's error bodies. Serving, the script and the request log are the shared
+//! [`FakeServer`]'s.
 
-use std::collections::{HashSet, VecDeque};
-use std::convert::Infallible;
-use std::fmt;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::HashSet;
 use std::time::Duration;
 
 use axum::Router;
-use axum::body::{Body, Bytes};
-use axum::extract::{DefaultBodyLimit, State};
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
-use axum::response::{IntoResponse, Response};
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, Method, Uri, header};
+use axum::response::Response;
 use axum::routing::post;
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
-use crate::gemini::FakeTurn;
-use switchboard_model::ModelError;
-use switchboard_model::{OpenAiClient, OpenAiOptions};
+use switchboard_model::{ModelError, OpenAiClient, OpenAiOptions};
+
+use crate::reply::{Reply, raw_pieces, split_text};
+use crate::server::{FakeApi, FakeRequest, FakeServer, Shared, items, parse_body};
+use crate::turn::FakeTurn;
 
 /// The most tools one request may declare.
 pub const MAX_TOOLS: usize = 128;
 
 /// The `created` timestamp of every answer.
 const CREATED: u64 = 1_750_000_000;
+
+/// The longest function name OpenAI accepts.
+pub const MAX_TOOL_NAME_LEN: usize = 64;
+
+/// The `Content-Type` of OpenAI's JSON answers.
+const JSON: &str = "application/json";
 
 /// How to run the fake.
 #[derive(Debug, Clone)]
@@ -84,117 +93,48 @@ impl Default for FakeOpenAiOptions {
     }
 }
 
-/// One request the fake received (accepted or not).
-#[derive(Debug, Clone)]
-pub struct FakeOpenAiRequest {
-    /// The request path, e.g. `/v1/chat/completions`.
-    pub path: String,
-    /// `model` from the body (empty when missing).
-    pub model: String,
-    /// Whether `"stream": true` was asked for.
-    pub stream: bool,
-    /// The bearer key sent, if any.
-    pub api_key: Option<String>,
-    /// The body (a JSON string holding the raw text when it was not JSON).
-    pub body: Value,
-    /// The status answered.
-    pub status: u16,
-}
+/// One request the fake received (accepted or not); `method` is `chat/completions` and
+/// `sse` is `stream`.
+pub type FakeOpenAiRequest = FakeRequest;
 
-struct FakeState {
+/// A running fake OpenAI-compatible server; stops when dropped. Its
+/// [`base_url`](FakeServer::base_url) is the API base up to and including `/v1`, e.g.
+/// `http://127.0.0.1:4321/v1`.
+pub type FakeOpenAi = FakeServer<OpenAiApi>;
+
+/// The chat-completions side of [`FakeOpenAi`]: its options.
+#[derive(Debug)]
+pub struct OpenAiApi {
     options: FakeOpenAiOptions,
-    script: VecDeque<FakeTurn>,
-    requests: Vec<FakeOpenAiRequest>,
-    served: usize,
 }
 
-type Shared = Arc<Mutex<FakeState>>;
+impl FakeApi for OpenAiApi {
+    const NAME: &'static str = "FakeOpenAi";
+    const BASE_PATH: &'static str = "/v1";
+    type Options = FakeOpenAiOptions;
 
-fn lock(state: &Shared) -> MutexGuard<'_, FakeState> {
-    state
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A running fake OpenAI-compatible server; stops when dropped.
-pub struct FakeOpenAi {
-    /// The API base to give the client, up to and including `/v1`, e.g.
-    /// `http://127.0.0.1:4321/v1`.
-    pub base_url: String,
-    state: Shared,
-    shutdown: Option<oneshot::Sender<()>>,
-    task: JoinHandle<()>,
-}
-
-impl fmt::Debug for FakeOpenAi {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("FakeOpenAi")
-            .field("base_url", &self.base_url)
-            .finish_non_exhaustive()
-    }
-}
-
-impl FakeOpenAi {
-    /// Starts the fake with the default options (any key, any model).
-    ///
-    /// # Panics
-    /// When no port on 127.0.0.1 can be bound (test fixture).
-    pub async fn start(script: Vec<FakeTurn>) -> FakeOpenAi {
-        Self::start_with(FakeOpenAiOptions::default(), script).await
+    fn new(options: FakeOpenAiOptions) -> Self {
+        Self { options }
     }
 
-    /// Starts the fake with these options.
-    ///
-    /// # Panics
-    /// When no port on 127.0.0.1 can be bound (test fixture).
-    pub async fn start_with(options: FakeOpenAiOptions, script: Vec<FakeTurn>) -> FakeOpenAi {
-        match Self::try_start(options, script).await {
-            Ok(fake) => fake,
-            Err(e) => panic!("FakeOpenAi: cannot listen on 127.0.0.1: {e}"),
-        }
-    }
-
-    /// Starts the fake, reporting a bind failure.
-    pub async fn try_start(
-        options: FakeOpenAiOptions,
-        script: Vec<FakeTurn>,
-    ) -> std::io::Result<FakeOpenAi> {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
-        let addr = listener.local_addr()?;
-        let state: Shared = Arc::new(Mutex::new(FakeState {
-            options,
-            script: script.into(),
-            requests: Vec::new(),
-            served: 0,
-        }));
-        let app = Router::new()
+    fn routes() -> Router<Shared<Self>> {
+        Router::new()
             .route("/v1/chat/completions", post(handle))
             .fallback(not_found)
-            .layer(DefaultBodyLimit::max(64 * 1024 * 1024))
-            .with_state(state.clone());
-        let (tx, rx) = oneshot::channel::<()>();
-        let task = tokio::spawn(async move {
-            let served = axum::serve(listener, app).with_graceful_shutdown(async move {
-                let _ = rx.await;
-            });
-            if let Err(e) = served.await {
-                tracing::debug!(%e, "FakeOpenAi stopped");
-            }
-        });
-        Ok(FakeOpenAi {
-            base_url: format!("http://{addr}/v1"),
-            state,
-            shutdown: Some(tx),
-            task,
-        })
     }
 
+    fn exhausted(message: String) -> Reply {
+        invalid(message, None).reply()
+    }
+}
+
+impl FakeServer<OpenAiApi> {
     /// Client options pointing at the fake: its URL, its key (if it wants one), tiny
     /// backoff delays.
     pub fn options(&self) -> OpenAiOptions {
         OpenAiOptions {
             base_url: self.base_url.clone(),
-            api_key: lock(&self.state).options.api_key.clone(),
+            api_key: self.state.lock().api.options.api_key.clone(),
             backoff_base: Duration::from_millis(5),
             max_backoff: Duration::from_secs(5),
             ..OpenAiOptions::default()
@@ -204,39 +144,6 @@ impl FakeOpenAi {
     /// A client for the fake (see [`options`](Self::options)).
     pub fn client(&self) -> Result<OpenAiClient, ModelError> {
         OpenAiClient::new(self.options())
-    }
-
-    /// The bodies of every request received so far, in order (rejected ones too).
-    pub fn requests(&self) -> Vec<Value> {
-        lock(&self.state)
-            .requests
-            .iter()
-            .map(|r| r.body.clone())
-            .collect()
-    }
-
-    /// Every request received so far, with path, model, key and status.
-    pub fn recorded(&self) -> Vec<FakeOpenAiRequest> {
-        lock(&self.state).requests.clone()
-    }
-
-    /// Adds a turn at the end of the script.
-    pub fn push(&self, turn: FakeTurn) {
-        lock(&self.state).script.push_back(turn);
-    }
-
-    /// How many scripted turns are left.
-    pub fn remaining(&self) -> usize {
-        lock(&self.state).script.len()
-    }
-}
-
-impl Drop for FakeOpenAi {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        self.task.abort();
     }
 }
 
@@ -284,21 +191,18 @@ pub fn declared_tool_names(request: &Value) -> Vec<String> {
         .collect()
 }
 
-/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the function names OpenAI accepts.
+/// Whether `name` matches `^[a-zA-Z0-9_-]{1,64}$`, the function names OpenAI accepts
+/// (OpenAI's rule; Gemini's is `switchboard_model::is_valid_function_name`).
 pub fn is_valid_tool_name(name: &str) -> bool {
     !name.is_empty()
-        && name.len() <= 64
+        && name.len() <= MAX_TOOL_NAME_LEN
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-'))
 }
 
 fn messages_of(request: &Value) -> &[Value] {
-    request
-        .get("messages")
-        .and_then(Value::as_array)
-        .map(Vec::as_slice)
-        .unwrap_or(&[])
+    items(request, "messages")
 }
 
 fn role_of(message: &Value) -> &str {
@@ -317,14 +221,14 @@ struct Rejection {
 }
 
 impl Rejection {
-    fn into_response(self) -> Response {
+    fn reply(self) -> Reply {
         let body = json!({"error": {
             "message": self.message,
             "type": self.kind,
             "param": self.param,
             "code": self.code,
         }});
-        json_response(self.status, &body)
+        Reply::json(self.status, &body, JSON)
     }
 }
 
@@ -338,16 +242,6 @@ fn invalid(message: impl Into<String>, param: impl Into<Option<String>>) -> Reje
     }
 }
 
-fn json_response(status: u16, body: &Value) -> Response {
-    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    let mut response = (status, body.to_string()).into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
 async fn not_found(method: Method, uri: Uri) -> Response {
     Rejection {
         status: 404,
@@ -356,6 +250,7 @@ async fn not_found(method: Method, uri: Uri) -> Response {
         param: None,
         code: None,
     }
+    .reply()
     .into_response()
 }
 
@@ -373,7 +268,7 @@ fn error_kind(status: u16) -> (&'static str, Option<&'static str>) {
 // The handler
 
 async fn handle(
-    State(state): State<Shared>,
+    State(state): State<Shared<OpenAiApi>>,
     uri: Uri,
     headers: HeaderMap,
     body: Bytes,
@@ -383,67 +278,36 @@ async fn handle(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(|k| k.trim().to_owned());
-    let parsed: Result<Value, String> = serde_json::from_slice(&body).map_err(|e| e.to_string());
-    let recorded_body = match &parsed {
-        Ok(v) => v.clone(),
-        Err(_) => Value::String(String::from_utf8_lossy(&body).into_owned()),
-    };
+    let (parsed, recorded_body) = parse_body(&body);
     let model = recorded_body
         .get("model")
         .and_then(Value::as_str)
         .unwrap_or("")
         .to_owned();
     let stream = recorded_body.get("stream").and_then(Value::as_bool) == Some(true);
-
-    let (index, request, turn, delay) = {
-        let mut st = lock(&state);
-        let index = st.requests.len();
-        st.requests.push(FakeOpenAiRequest {
-            path: uri.path().to_owned(),
-            model: model.clone(),
-            stream,
-            api_key: api_key.clone(),
-            body: recorded_body,
-            status: 0,
-        });
-        let admitted = admit(&st.options, api_key.as_deref(), parsed);
-        let request = match admitted {
-            Ok(request) => request,
-            Err(rejection) => {
-                if let Some(r) = st.requests.get_mut(index) {
-                    r.status = rejection.status;
-                }
-                return rejection.into_response();
-            }
-        };
-        let Some(turn) = st.script.pop_front() else {
-            let served = st.served;
-            if let Some(r) = st.requests.get_mut(index) {
-                r.status = 400;
-            }
-            return invalid(
-                format!(
-                    "FakeOpenAi: the script has no turn left (request #{}, {served} served)",
-                    index + 1
-                ),
-                None,
-            )
-            .into_response();
-        };
-        st.served += 1;
-        (index, request, turn, st.options.chunk_delay)
+    let record = FakeRequest {
+        path: uri.path().to_owned(),
+        model: model.clone(),
+        method: "chat/completions".to_owned(),
+        stream,
+        sse: stream,
+        api_key: api_key.clone(),
+        body: recorded_body,
+        status: 0,
     };
-    let turn = resolve(turn, &request);
-    let include_usage = request
-        .get("stream_options")
-        .and_then(|o| o.get("include_usage"))
-        .and_then(Value::as_bool)
-        == Some(true);
-    let (status, response) = render(index, &model, turn, stream, include_usage, delay);
-    if let Some(r) = lock(&state).requests.get_mut(index) {
-        r.status = status;
-    }
-    response
+    state.answer(
+        record,
+        |api| admit(&api.options, api_key.as_deref(), parsed).map_err(Rejection::reply),
+        |index, turn, request| {
+            let include_usage = request
+                .get("stream_options")
+                .and_then(|o| o.get("include_usage"))
+                .and_then(Value::as_bool)
+                == Some(true);
+            let delay = state.lock().api.options.chunk_delay;
+            render(index, &model, turn, stream, include_usage, delay)
+        },
+    )
 }
 
 fn admit(
@@ -508,20 +372,6 @@ fn admit(
     }
     validate(&body)?;
     Ok(body)
-}
-
-fn resolve(turn: FakeTurn, request: &Value) -> FakeTurn {
-    let mut turn = turn;
-    for _ in 0..16 {
-        match turn {
-            FakeTurn::Dynamic(f) => turn = f(request),
-            other => return other,
-        }
-    }
-    FakeTurn::Error {
-        status: 500,
-        message: "FakeOpenAi: Dynamic turns nested too deeply".into(),
-    }
 }
 
 // ---------------------------------------------------------------------------------------
@@ -701,10 +551,10 @@ fn validate_tools(request: &Map<String, Value>) -> Result<HashSet<String>, Rejec
             Some(Value::String(n)) => n,
             Some(other) => return Err(wrong_type(&format!("{fat}.name"), "a string", other)),
         };
-        if name.len() > 64 {
+        if name.len() > MAX_TOOL_NAME_LEN {
             return Err(invalid(
                 format!(
-                    "Invalid '{fat}.name': string too long. Expected a string with maximum length 64, but got a string with length {} instead.",
+                    "Invalid '{fat}.name': string too long. Expected a string with maximum length {MAX_TOOL_NAME_LEN}, but got a string with length {} instead.",
                     name.len()
                 ),
                 Some(format!("{fat}.name")),
@@ -1144,11 +994,7 @@ fn tool_calls(index: usize, calls: &[(String, Value)]) -> Vec<(String, String, S
         .iter()
         .enumerate()
         .map(|(k, (name, args))| {
-            let args = if args.is_object() {
-                args.clone()
-            } else {
-                json!({})
-            };
+            let args = FakeTurn::call_args(args);
             (call_id(index, k), name.clone(), args.to_string())
         })
         .collect()
@@ -1200,31 +1046,6 @@ fn chunk(index: usize, model: &str, delta: Value, finish: Option<&str>, with_usa
     if with_usage && let Some(obj) = out.as_object_mut() {
         obj.insert("usage".into(), Value::Null);
     }
-    out
-}
-
-/// Splits text into up to three increments at char boundaries (words when possible).
-fn split_text(text: &str) -> Vec<String> {
-    let chars: Vec<char> = text.chars().collect();
-    if chars.len() < 3 {
-        return vec![text.to_owned()];
-    }
-    let mut cuts = vec![chars.len() / 3, 2 * chars.len() / 3];
-    for cut in &mut cuts {
-        if let Some(space) = (*cut..chars.len()).find(|&k| chars[k] == ' ') {
-            *cut = space;
-        }
-    }
-    cuts.dedup();
-    let mut out = Vec::new();
-    let mut start = 0;
-    for cut in cuts {
-        if cut > start && cut < chars.len() {
-            out.push(chars[start..cut].iter().collect());
-            start = cut;
-        }
-    }
-    out.push(chars[start..].iter().collect());
     out
 }
 
@@ -1312,84 +1133,69 @@ fn render(
     stream: bool,
     include_usage: bool,
     delay: Duration,
-) -> (u16, Response) {
+) -> Reply {
     match &turn {
         FakeTurn::Error { status, message } => {
             let (kind, code) = error_kind(*status);
-            let r = Rejection {
+            Rejection {
                 status: *status,
                 message: message.clone(),
                 kind,
                 param: None,
                 code,
-            };
-            (*status, r.into_response())
+            }
+            .reply()
         }
         FakeTurn::RateLimited {
             retry_after,
             retry_delay,
-        } => {
-            let mut response = Rejection {
-                status: 429,
-                message: format!("Rate limit reached for {model} on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s."),
-                kind: "requests",
-                param: None,
-                code: Some("rate_limit_exceeded"),
-            }
-            .into_response();
-            if let Some(secs) = retry_after
-                && let Ok(value) = HeaderValue::from_str(secs)
-            {
-                response.headers_mut().insert(header::RETRY_AFTER, value);
-            }
-            if let Some(ms) = retry_delay.as_deref().and_then(delay_ms)
-                && let Ok(value) = HeaderValue::from_str(&ms)
-            {
-                response.headers_mut().insert("retry-after-ms", value);
-            }
-            (429, response)
+        } => Rejection {
+            status: 429,
+            message: format!("Rate limit reached for {model} on requests per min (RPM): Limit 3, Used 3, Requested 1. Please try again in 20s."),
+            kind: "requests",
+            param: None,
+            code: Some("rate_limit_exceeded"),
         }
+        .reply()
+        .with_header("retry-after", retry_after.as_deref())
+        .with_header(
+            "retry-after-ms",
+            retry_delay.as_deref().and_then(delay_ms).as_deref(),
+        ),
         FakeTurn::RawSse(pieces) => {
             if !stream {
-                let r = invalid(
+                return invalid(
                     "FakeOpenAi: a RawSse turn answers only streamed requests",
                     None,
-                );
-                return (400, r.into_response());
+                )
+                .reply();
             }
-            let pieces = pieces.iter().map(|p| Bytes::from(p.clone())).collect();
-            (200, sse_response(pieces, delay))
+            Reply::sse(raw_pieces(pieces), delay)
         }
-        FakeTurn::Dynamic(_) => {
-            let r = Rejection {
-                status: 500,
-                message: "FakeOpenAi: unresolved Dynamic turn".into(),
-                kind: "server_error",
-                param: None,
-                code: None,
-            };
-            (500, r.into_response())
+        FakeTurn::Dynamic(_) => Rejection {
+            status: 500,
+            message: "FakeOpenAi: unresolved Dynamic turn".into(),
+            kind: "server_error",
+            param: None,
+            code: None,
         }
+        .reply(),
         FakeTurn::Raw(value) => {
             if !stream {
-                return (200, json_response(200, value));
+                return Reply::json(200, value, JSON);
             }
             let pieces = vec![
                 Bytes::from(format!("data: {value}\n\n")),
                 Bytes::from_static(b"data: [DONE]\n\n"),
             ];
-            (200, sse_response(pieces, delay))
+            Reply::sse(pieces, delay)
         }
-        FakeTurn::Text(text) if !stream => (
-            200,
-            json_response(200, &completion(index, model, json!(text), &[])),
-        ),
+        FakeTurn::Text(text) if !stream => {
+            Reply::json(200, &completion(index, model, json!(text), &[]), JSON)
+        }
         FakeTurn::Calls(calls) if !stream => {
             let calls = tool_calls(index, calls);
-            (
-                200,
-                json_response(200, &completion(index, model, Value::Null, &calls)),
-            )
+            Reply::json(200, &completion(index, model, Value::Null, &calls), JSON)
         }
         FakeTurn::Text(_) | FakeTurn::Calls(_) => {
             let mut pieces: Vec<Bytes> = stream_chunks(index, model, &turn, include_usage)
@@ -1397,26 +1203,7 @@ fn render(
                 .map(|c| Bytes::from(format!("data: {c}\n\n")))
                 .collect();
             pieces.push(Bytes::from_static(b"data: [DONE]\n\n"));
-            (200, sse_response(pieces, delay))
+            Reply::sse(pieces, delay)
         }
     }
-}
-
-fn sse_response(pieces: Vec<Bytes>, delay: Duration) -> Response {
-    let stream = futures::stream::unfold(
-        (pieces.into_iter(), true),
-        move |(mut it, first)| async move {
-            let piece = it.next()?;
-            if !first {
-                tokio::time::sleep(delay).await;
-            }
-            Some((Ok::<Bytes, Infallible>(piece), (it, false)))
-        },
-    );
-    let mut response = Response::new(Body::from_stream(stream));
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/event-stream"),
-    );
-    response
 }

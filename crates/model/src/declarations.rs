@@ -18,6 +18,18 @@ pub const MAX_PROPERTY_NAME_LEN: usize = 64;
 /// `MAX_NAME_LEN`).
 pub const MAX_FUNCTION_NAME_LEN: usize = 64;
 
+/// The fields of a `FunctionDeclaration`; the API rejects any other ("Cannot find
+/// field").
+pub const FUNCTION_DECLARATION_FIELDS: &[&str] = &[
+    "name",
+    "description",
+    "parameters",
+    "parametersJsonSchema",
+    "response",
+    "responseJsonSchema",
+    "behavior",
+];
+
 /// Keywords a normalized schema node may carry (JSON Schema form).
 pub const ACCEPTED_KEYWORDS: &[&str] = &[
     "type",
@@ -93,17 +105,8 @@ pub fn validate_function_declaration(decl: &Value) -> Result<(), Vec<String>> {
     let Some(m) = decl.as_object() else {
         return Err(vec!["function declaration must be an object".into()]);
     };
-    const FIELDS: &[&str] = &[
-        "name",
-        "description",
-        "parameters",
-        "parametersJsonSchema",
-        "response",
-        "responseJsonSchema",
-        "behavior",
-    ];
     for k in m.keys() {
-        if !FIELDS.contains(&k.as_str()) {
+        if !FUNCTION_DECLARATION_FIELDS.contains(&k.as_str()) {
             errs.push(format!("unknown field \"{k}\" in function declaration"));
         }
     }

@@ -33,9 +33,9 @@ mod types;
 pub use capabilities::{model_supports_tools, supports_multimodal_function_response};
 pub use client::{ChunkStream, ModelClient};
 pub use declarations::{
-    ACCEPTED_KEYWORDS, ACCEPTED_STRING_FORMATS, ACCEPTED_TYPES, MAX_FUNCTION_NAME_LEN,
-    MAX_PROPERTY_NAME_LEN, is_valid_function_name, is_valid_property_name, validate_for_gemini,
-    validate_function_declaration, validate_openapi_for_gemini,
+    ACCEPTED_KEYWORDS, ACCEPTED_STRING_FORMATS, ACCEPTED_TYPES, FUNCTION_DECLARATION_FIELDS,
+    MAX_FUNCTION_NAME_LEN, MAX_PROPERTY_NAME_LEN, is_valid_function_name, is_valid_property_name,
+    validate_for_gemini, validate_function_declaration, validate_openapi_for_gemini,
 };
 pub use error::{ApiKind, ModelError};
 pub use factory::{ModelConfig, ModelConfigError, Provider};
