@@ -16,7 +16,10 @@ use futures::{Stream, StreamExt};
 use serde_json::Value;
 
 use crate::error::{ApiKind, ModelError};
-use crate::http::{RetryCallback, RetryPolicy, Transport, mask, snippet};
+use crate::http::{
+    DEFAULT_BACKOFF_BASE, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_RETRIES, RetryCallback, RetryPolicy,
+    Transport, env_value, mask, snippet,
+};
 use crate::sse::{self, ByteStream};
 use crate::types::{GenerateRequest, GenerateResponse};
 
@@ -63,9 +66,9 @@ impl Default for GeminiOptions {
             api_key: String::new(),
             base_url: DEFAULT_BASE_URL.to_owned(),
             http: None,
-            max_retries: 3,
-            backoff_base: Duration::from_secs(1),
-            max_backoff: Duration::from_secs(60),
+            max_retries: DEFAULT_MAX_RETRIES,
+            backoff_base: DEFAULT_BACKOFF_BASE,
+            max_backoff: DEFAULT_MAX_BACKOFF,
             on_retry: None,
         }
     }
@@ -93,10 +96,10 @@ impl GeminiOptions {
     /// As [`from_env`](Self::from_env), reading variables through `get`.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Self {
         let mut opts = Self::default();
-        if let Some(key) = get(API_KEY_ENV).filter(|k| !k.trim().is_empty()) {
-            opts.api_key = key.trim().to_owned();
+        if let Some(key) = env_value(&get, API_KEY_ENV) {
+            opts.api_key = key;
         }
-        if let Some(url) = get(BASE_URL_ENV).filter(|u| !u.trim().is_empty()) {
+        if let Some(url) = env_value(&get, BASE_URL_ENV) {
             opts.base_url = url;
         }
         opts

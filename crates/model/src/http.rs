@@ -79,6 +79,20 @@ pub(crate) fn parse_retry_after(value: &str) -> Option<Duration> {
     (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs))
 }
 
+/// Retries after the first attempt, unless the options say otherwise.
+pub(crate) const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first retry's wait, unless the options say otherwise.
+pub(crate) const DEFAULT_BACKOFF_BASE: Duration = Duration::from_secs(1);
+/// The longest wait before a retry, unless the options say otherwise.
+pub(crate) const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(60);
+
+/// An environment variable through `get`, trimmed, when it is set and not blank.
+pub(crate) fn env_value(get: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    get(name)
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+}
+
 /// When and how often a failed request is tried again.
 #[derive(Clone)]
 pub(crate) struct RetryPolicy {
