@@ -121,8 +121,10 @@ impl OpenAiOptions {
 
     /// As [`from_env`](Self::from_env), reading variables through `get`.
     pub fn from_vars(get: impl Fn(&str) -> Option<String>) -> Self {
-        let mut opts = Self::default();
-        opts.api_key = env_value(&get, API_KEY_ENV);
+        let mut opts = Self {
+            api_key: env_value(&get, API_KEY_ENV),
+            ..Self::default()
+        };
         if let Some(url) = env_value(&get, BASE_URL_ENV) {
             opts.base_url = url;
         }
