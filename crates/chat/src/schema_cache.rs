@@ -16,10 +16,11 @@
 //!   freed and reused for another schema while the entry exists, and the content cannot
 //!   change under it (`Arc::get_mut` refuses while a `Weak` exists; `Arc::make_mut`
 //!   moves the value out instead).
-//! - **Bounded.** Each build stamps the entries it used. After a build, entries beyond the
-//!   capacity are dropped, least recently used first, never the ones that build used (a
-//!   registry larger than the capacity stays cached whole until the next build).
-//!   Identity entries whose `Arc` is gone are dropped at every build.
+//! - **Bounded.** Each build stamps the entries it used. After a build, schemas beyond the
+//!   capacity (and identities beyond four times the capacity) are dropped, least recently
+//!   used first, never the ones that build used (a registry larger than the capacity
+//!   stays cached whole until the next build). Identity entries whose `Arc` is gone are
+//!   dropped at every build.
 //! - **Locking.** One `std::sync::Mutex`, taken for three short spells per build, never
 //!   while normalizing or hashing, and never across an `.await`: the cache is only called
 //!   from synchronous code, and a `MutexGuard` is not `Send`.
@@ -41,6 +42,10 @@ type ContentKey = [u8; 32];
 
 /// How many schemas the process-wide cache keeps beyond the ones the latest build used.
 pub(crate) const DEFAULT_CAPACITY: usize = 1024;
+
+/// `Arc` identities kept per schema of capacity: equal schemas listed by several servers,
+/// or listed again, sit in different `Arc`s, and an identity entry is small.
+const IDENTITIES_PER_SCHEMA: usize = 4;
 
 /// One normalized schema, shared by every tool whose input schema has the same content.
 #[derive(Debug, Clone)]
@@ -250,11 +255,16 @@ impl Inner {
     }
 
     /// Drops identities whose `Arc` is gone, then the least recently used entries beyond
-    /// `capacity` (never those of `build`), then identities whose content was dropped.
+    /// the bound (never those of `build`), then identities whose content was dropped.
     fn evict(&mut self, capacity: usize, build: u64) {
         self.by_identity.retain(|_, e| e.schema.strong_count() > 0);
         drop_oldest(&mut self.by_content, capacity, build, |e| e.used);
-        drop_oldest(&mut self.by_identity, capacity, build, |e| e.used);
+        drop_oldest(
+            &mut self.by_identity,
+            capacity.saturating_mul(IDENTITIES_PER_SCHEMA),
+            build,
+            |e| e.used,
+        );
         let contents = &self.by_content;
         self.by_identity
             .retain(|_, e| contents.contains_key(&e.key));
