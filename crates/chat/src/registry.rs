@@ -320,11 +320,17 @@ impl ToolRegistry {
         let schemas: Vec<&Arc<_>> = unique.values().map(|t| &t.input_schema).collect();
         let normalized = cache.normalize_all(&schemas);
 
+        let n = unique.len();
         let mut reg = ToolRegistry {
+            tools: Vec::with_capacity(n),
+            by_name: HashMap::with_capacity(n),
+            by_identity: HashMap::with_capacity(n),
             hidden,
-            ..Self::default()
+            enabled: Vec::new(),
         };
-        for ((((server, _), tool), name), shared) in unique.into_iter().zip(names).zip(normalized) {
+        for ((((server, tool_name), tool), name), shared) in
+            unique.into_iter().zip(names).zip(normalized)
+        {
             if reg.by_name.contains_key(&name) {
                 // Only possible with a full hash collision; never seen in practice.
                 tracing::warn!(%name, server = %server, "tool name still collides; tool left out");
@@ -332,8 +338,7 @@ impl ToolRegistry {
             }
             let i = reg.tools.len();
             reg.by_name.insert(name.clone(), i);
-            reg.by_identity
-                .insert((server.clone(), tool.name.to_string()), i);
+            reg.by_identity.insert((server.clone(), tool_name), i);
             let description = describe(&server, &tool);
             let SharedSchema {
                 normalized,
