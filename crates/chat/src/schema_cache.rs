@@ -21,9 +21,9 @@
 //!   used first, never the ones that build used (a registry larger than the capacity
 //!   stays cached whole until the next build). Identity entries whose `Arc` is gone are
 //!   dropped at every build.
-//! - **Locking.** One `std::sync::Mutex`, taken for three short spells per build, never
-//!   while normalizing or hashing, and never across an `.await`: the cache is only called
-//!   from synchronous code, and a `MutexGuard` is not `Send`.
+//! - **Locking.** One `std::sync::Mutex`, taken for at most three short spells per build,
+//!   never while normalizing or hashing, and never across an `.await`: the cache is only
+//!   called from synchronous code, and a `MutexGuard` is not `Send`.
 
 use std::collections::HashMap;
 use std::hash::Hash;
