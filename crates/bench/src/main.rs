@@ -41,7 +41,8 @@ usage:
       peak RSS (VmHWM) of this host process with N demo servers connected
   switchboard-bench registry [--tools 1000] [--servers 20] [--iterations 200] [--warmup 20]
                              [--cap 128] [--fixtures DIR]
-      ToolRegistry::new over N corpus tools + declarations(cap) + declarations(MAX)
+      ToolRegistry::new over N corpus tools + declarations(cap) + declarations(MAX), steady
+      state (schemas normalized once, cached); also the cold first build and re-listed tools
   switchboard-bench chat-turn [--tools 100] [--calls 3] [--sessions 200] [--session-turns 3]
                               [--warmup 10] [--synthetic-servers 3]
                               [--model in-process|fake-http|both]

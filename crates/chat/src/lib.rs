@@ -7,7 +7,8 @@
 //! - [`ToolRegistry`] (`registry.rs`): the model-facing tool names (`mcp_{server}_{tool}`),
 //!   the table back to MCP, the per-request declaration cap and `search_tools`.
 //! - [`normalize`] (`schema/`): MCP input schemas → the subset Gemini accepts (and the
-//!   OpenAPI form); the rules it writes to live in `switchboard-model`.
+//!   OpenAPI form); the rules it writes to live in `switchboard-model`. The registry
+//!   normalizes each schema once per content, through a bounded cache (`schema_cache.rs`).
 //! - [`check_args`] (`args.rs`): the arguments a model gives, checked against the tool's
 //!   own `inputSchema` before a call.
 //! - [`map_call_result`] (`results.rs`): an MCP `CallToolResult` → the function response
@@ -28,6 +29,7 @@ mod commands;
 mod registry;
 mod results;
 mod schema;
+mod schema_cache;
 mod untrusted;
 
 pub use args::{ArgsChecker, MAX_LISTED_ERRORS, check_args};

@@ -22,12 +22,14 @@
 //! function, through which the model finds and enables the rest.
 
 use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_mcp::model::Tool;
 
-use crate::schema::{Normalized, normalize, to_openapi};
+use crate::schema::{Normalized, to_openapi};
+use crate::schema_cache::{SchemaCache, SharedSchema};
 
 /// Longest model-facing function name: one under the API's limit
 /// ([`switchboard_model::MAX_FUNCTION_NAME_LEN`]), the length Gemini CLI keeps to.
@@ -52,8 +54,9 @@ pub struct Decl {
     pub name: String,
     /// The description the model reads.
     pub description: String,
-    /// The normalized JSON Schema of the arguments.
-    pub parameters_json_schema: Value,
+    /// The normalized JSON Schema of the arguments (shared with the registry, so
+    /// declaring a tool does not copy its schema).
+    pub parameters_json_schema: Arc<Value>,
 }
 
 impl Decl {
@@ -62,7 +65,7 @@ impl Decl {
         json!({
             "name": self.name,
             "description": self.description,
-            "parametersJsonSchema": self.parameters_json_schema,
+            "parametersJsonSchema": self.parameters_json_schema.as_ref(),
         })
     }
 
@@ -112,8 +115,11 @@ pub struct RegisteredTool {
     pub tool: Tool,
     /// The description sent to the model.
     pub description: String,
-    /// The normalized input schema (and the property renames to undo on a call).
-    pub normalized: Normalized,
+    /// The normalized input schema (and the property renames to undo on a call),
+    /// shared with every tool whose input schema has the same content.
+    pub normalized: Arc<Normalized>,
+    /// `normalized.schema`, as its declarations share it.
+    declared: Arc<Value>,
 }
 
 impl RegisteredTool {
@@ -140,7 +146,7 @@ impl RegisteredTool {
         Decl {
             name: self.name.clone(),
             description: self.description.clone(),
-            parameters_json_schema: self.normalized.schema.clone(),
+            parameters_json_schema: Arc::clone(&self.declared),
         }
     }
 }
@@ -281,7 +287,16 @@ impl ToolRegistry {
     /// Builds the registry from each server's tools. Tools hidden from the model by MCP
     /// Apps visibility are left out (see [`ToolRegistry::hidden`]); a tool listed twice
     /// by the same server is kept once (its first listing).
+    ///
+    /// Input schemas are normalized once per content and shared, through a bounded
+    /// process-wide cache (`schema_cache.rs`): rebuilding with the same or mostly the same
+    /// tools costs only their names and the schemas not seen recently.
     pub fn new(servers: &[(&str, &[Tool])]) -> Self {
+        Self::with_cache(servers, SchemaCache::shared())
+    }
+
+    /// [`ToolRegistry::new`] with a given schema cache.
+    pub(crate) fn with_cache(servers: &[(&str, &[Tool])], cache: &SchemaCache) -> Self {
         let mut unique: BTreeMap<(String, String), Tool> = BTreeMap::new();
         let mut hidden = Vec::new();
         for (server, tools) in servers {
@@ -302,12 +317,20 @@ impl ToolRegistry {
         hidden.dedup();
         let ids: Vec<(String, String)> = unique.keys().cloned().collect();
         let names = assign_names(&ids);
+        let schemas: Vec<&Arc<_>> = unique.values().map(|t| &t.input_schema).collect();
+        let normalized = cache.normalize_all(&schemas);
 
+        let n = unique.len();
         let mut reg = ToolRegistry {
+            tools: Vec::with_capacity(n),
+            by_name: HashMap::with_capacity(n),
+            by_identity: HashMap::with_capacity(n),
             hidden,
-            ..Self::default()
+            enabled: Vec::new(),
         };
-        for (((server, _), tool), name) in unique.into_iter().zip(names) {
+        for ((((server, tool_name), tool), name), shared) in
+            unique.into_iter().zip(names).zip(normalized)
+        {
             if reg.by_name.contains_key(&name) {
                 // Only possible with a full hash collision; never seen in practice.
                 tracing::warn!(%name, server = %server, "tool name still collides; tool left out");
@@ -315,16 +338,19 @@ impl ToolRegistry {
             }
             let i = reg.tools.len();
             reg.by_name.insert(name.clone(), i);
-            reg.by_identity
-                .insert((server.clone(), tool.name.to_string()), i);
+            reg.by_identity.insert((server.clone(), tool_name), i);
             let description = describe(&server, &tool);
-            let normalized = normalize(&Value::Object((*tool.input_schema).clone()));
+            let SharedSchema {
+                normalized,
+                declared,
+            } = shared;
             reg.tools.push(RegisteredTool {
                 name,
                 server,
                 tool,
                 description,
                 normalized,
+                declared,
             });
         }
         reg
@@ -435,7 +461,7 @@ impl ToolRegistry {
                  `query` (case-insensitive); the tools found can be called from your next \
                  step on. An empty query lists every tool."
             ),
-            parameters_json_schema: json!({
+            parameters_json_schema: Arc::new(json!({
                 "type": "object",
                 "properties": {
                     "query": {
@@ -444,7 +470,7 @@ impl ToolRegistry {
                     }
                 },
                 "required": ["query"]
-            }),
+            })),
         }
     }
 

@@ -573,3 +573,150 @@ fn a_thousand_tools_build_quickly_enough_to_not_matter() {
     assert_eq!(r.len(), 1000);
     assert!(start.elapsed() < std::time::Duration::from_secs(5));
 }
+
+// ------------------------------------------------------------ the schema cache
+
+use crate::schema_cache::{DEFAULT_CAPACITY, SchemaCache};
+
+fn tool_schema(name: &str, schema: Value) -> Tool {
+    tool_with(json!({"name": name, "inputSchema": schema}))
+}
+
+fn prop_schema(prop: &str) -> Value {
+    json!({"type": "object", "properties": {prop: {"type": ["integer", "null"]}}})
+}
+
+fn reg_cached(cache: &SchemaCache, servers: &[(&str, Vec<Tool>)]) -> ToolRegistry {
+    let refs: Vec<(&str, &[Tool])> = servers.iter().map(|(s, t)| (*s, t.as_slice())).collect();
+    ToolRegistry::with_cache(&refs, cache)
+}
+
+fn shares(a: &ToolRegistry, b: &ToolRegistry, name: &str) -> bool {
+    Arc::ptr_eq(
+        &a.resolve(name).unwrap().normalized,
+        &b.resolve(name).unwrap().normalized,
+    )
+}
+
+#[test]
+fn each_schema_is_normalized_once_and_again_only_when_it_changes() {
+    let cache = SchemaCache::new(DEFAULT_CAPACITY);
+    let tools = vec![
+        tool_schema("a", prop_schema("x")),
+        tool_schema("b", prop_schema("y")),
+        tool_schema("c", prop_schema("z")),
+        // The same content as `a`, in its own `Arc`.
+        tool_schema("same_as_a", prop_schema("x")),
+    ];
+    let first = reg_cached(&cache, &[("s", tools.clone())]);
+    assert_eq!(cache.normalizations(), 3, "a and same_as_a share one");
+    assert!(shares(&first, &first, "mcp_s_a"));
+    assert!(Arc::ptr_eq(
+        &first.resolve("mcp_s_a").unwrap().normalized,
+        &first.resolve("mcp_s_same_as_a").unwrap().normalized
+    ));
+
+    // The same tools again (the same `Arc`s, as the host's snapshots hand out).
+    let second = reg_cached(&cache, &[("s", tools.clone())]);
+    assert_eq!(cache.normalizations(), 3);
+    for name in ["mcp_s_a", "mcp_s_b", "mcp_s_c", "mcp_s_same_as_a"] {
+        assert!(shares(&first, &second, name), "{name}");
+    }
+
+    // Listed again by the server: new `Arc`s, the same content.
+    let relisted: Vec<Tool> = tools
+        .iter()
+        .map(|t| serde_json::from_value(serde_json::to_value(t).unwrap()).unwrap())
+        .collect();
+    assert!(!Arc::ptr_eq(
+        &relisted[1].input_schema,
+        &tools[1].input_schema
+    ));
+    let third = reg_cached(&cache, &[("s", relisted.clone())]);
+    assert_eq!(cache.normalizations(), 3);
+    assert!(shares(&first, &third, "mcp_s_b"));
+
+    // One schema changes: one more normalization, and only that tool's result is new.
+    let mut changed = relisted;
+    changed[1] = tool_schema("b", prop_schema("y2"));
+    let fourth = reg_cached(&cache, &[("s", changed)]);
+    assert_eq!(cache.normalizations(), 4);
+    assert!(!shares(&third, &fourth, "mcp_s_b"));
+    let b = fourth.resolve("mcp_s_b").unwrap();
+    assert!(b.normalized.schema["properties"]["y2"].is_object());
+    let (decls, _) = fourth.declarations(DEFAULT_MAX_DECLARATIONS);
+    let decl_b = decls.iter().find(|d| d.name == "mcp_s_b").unwrap();
+    assert_eq!(*decl_b.parameters_json_schema, b.normalized.schema);
+    for name in ["mcp_s_a", "mcp_s_c", "mcp_s_same_as_a"] {
+        assert!(shares(&third, &fourth, name), "{name}");
+    }
+}
+
+#[test]
+fn cached_schemas_keep_their_own_property_renames() {
+    let cache = SchemaCache::new(DEFAULT_CAPACITY);
+    let tools = vec![
+        tool_schema("dash", prop_schema("max-results")),
+        tool_schema("dot", prop_schema("max.results")),
+        tool_schema("plain", prop_schema("max_results")),
+    ];
+    for _ in 0..2 {
+        let r = reg_cached(&cache, &[("s", tools.clone())]);
+        let restore = |name: &str| {
+            r.resolve(name)
+                .unwrap()
+                .normalized
+                .restore_args(&json!({"max_results": 3}))
+        };
+        assert_eq!(restore("mcp_s_dash"), json!({"max-results": 3}));
+        assert_eq!(restore("mcp_s_dot"), json!({"max.results": 3}));
+        assert_eq!(restore("mcp_s_plain"), json!({"max_results": 3}));
+    }
+    assert_eq!(cache.normalizations(), 3);
+}
+
+#[test]
+fn the_schema_cache_stays_bounded() {
+    let cache = SchemaCache::new(2);
+    let five: Vec<Tool> = (0..5)
+        .map(|i| tool_schema(&format!("t{i}"), prop_schema(&format!("p{i}"))))
+        .collect();
+    // A build larger than the capacity is cached whole…
+    let _ = reg_cached(&cache, &[("s", five.clone())]);
+    assert_eq!(cache.normalizations(), 5);
+    assert_eq!(cache.sizes(), (5, 5));
+    let _ = reg_cached(&cache, &[("s", five.clone())]);
+    assert_eq!(cache.normalizations(), 5);
+
+    // …until the next build: then only it and the most recently used others are kept,
+    // up to the capacity.
+    let _ = reg_cached(&cache, &[("s", vec![five[0].clone()])]);
+    assert_eq!(cache.normalizations(), 5);
+    let (schemas, arcs) = cache.sizes();
+    assert_eq!(schemas, 2);
+    assert!((1..=2).contains(&arcs), "{arcs} identities kept");
+
+    // Tools that are gone (their `Arc`s dropped) leave no identity behind.
+    drop(five);
+    let other = vec![tool_schema("u", prop_schema("q"))];
+    let _ = reg_cached(&cache, &[("s", other.clone())]);
+    assert_eq!(cache.normalizations(), 6);
+    let (schemas, arcs) = cache.sizes();
+    assert!(schemas <= 2, "{schemas} schemas kept");
+    assert_eq!(arcs, 1, "only `u`'s schema is still alive");
+
+    // Many builds of many different schemas never grow it past the capacity plus the
+    // latest build.
+    for round in 0..20 {
+        let tools: Vec<Tool> = (0..3)
+            .map(|i| tool_schema(&format!("t{i}"), prop_schema(&format!("r{round}_{i}"))))
+            .collect();
+        let _ = reg_cached(&cache, &[("s", tools)]);
+        let (schemas, arcs) = cache.sizes();
+        assert!(
+            schemas <= 3 && arcs <= 3,
+            "round {round}: {schemas}, {arcs}"
+        );
+    }
+    assert_eq!(cache.normalizations(), 6 + 60);
+}
