@@ -10,8 +10,8 @@
 //! - the registry is rebuilt from the host's current snapshot before every request,
 //!   so servers that connect late join (and the person is told); when the connected,
 //!   enabled servers' tool lists are unchanged the registry (and the declarations built
-//!   from it) is reused instead, since normalizing every schema again would cost
-//!   milliseconds per request with a hundred tools;
+//!   from it) is reused instead; a rebuild normalizes only schemas it has not seen
+//!   (the registry's bounded cache), so a new server costs its own tools only;
 //! - tool names map back through the registry's table, never by parsing;
 //! - an argument-check failure, a refused confirmation, an unknown tool or a failing
 //!   call all go back to the model as a function *error* it can act on;
@@ -683,7 +683,8 @@ fn function_declaration(d: &Decl) -> FunctionDeclaration {
         name: d.name.clone(),
         description: Some(d.description.clone()),
         // A JSON `null` reads as "no schema" on the wire.
-        parameters_json_schema: Some(d.parameters_json_schema.clone()).filter(|s| !s.is_null()),
+        parameters_json_schema: Some(d.parameters_json_schema.as_ref().clone())
+            .filter(|s| !s.is_null()),
         parameters: None,
         extra: Default::default(),
     }
