@@ -128,6 +128,14 @@ impl Store {
                 url: url.to_string(),
                 source,
             })?;
+        if url.backend() == Backend::Sqlite {
+            // Readers do not wait for a writer (the setting is kept in the file). sqlx
+            // turns foreign keys on for every SQLite connection (cascading deletes).
+            sqlx::query("PRAGMA journal_mode = WAL")
+                .execute(&pool)
+                .await
+                .map_err(StoreError::query("turning on SQLite's write-ahead log"))?;
+        }
         Ok(Self {
             pool,
             url,

@@ -281,7 +281,25 @@ async fn sessions_are_hashed_expire_and_end_everywhere(db: Db) {
     assert_eq!(store.end_all_sessions(&ann.id).await.unwrap(), 2);
     assert!(store.session_user(a2.expose()).await.unwrap().is_none());
     assert!(store.session_user(b1.expose()).await.unwrap().is_some());
+    // Expired sessions and logins in flight are purged; live ones stay.
+    store.create_session(&bob.id, Duration::ZERO).await.unwrap();
+    let login = PendingLogin {
+        verifier: Secret::new("v"),
+        nonce: "n".into(),
+        return_path: "/".into(),
+    };
+    store
+        .put_pending_login("old", &login, Duration::ZERO)
+        .await
+        .unwrap();
+    store
+        .put_pending_login("live", &login, Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_expired().await.unwrap(), 2);
     assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert!(store.session_user(b1.expose()).await.unwrap().is_some());
+    assert!(store.take_pending_login("live").await.unwrap().is_some());
 
     let raw = db.raw().await;
     let hashes: Vec<String> = sqlx::query("SELECT id_hash FROM sessions")
@@ -785,6 +803,18 @@ async fn sqlite_file_is_created_private_and_symlinks_are_refused() {
             & 0o777,
         0o700
     );
+    // Readers do not wait for writers: the write-ahead log is on (kept in the file).
+    install_default_drivers();
+    let raw = AnyPoolOptions::new()
+        .connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    let mode: String = sqlx::query("PRAGMA journal_mode")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(mode, "wal");
     let link = dir.path().join("link.db");
     std::os::unix::fs::symlink(&file, &link).unwrap();
     let err = Store::open(&format!("sqlite://{}", link.display()))
