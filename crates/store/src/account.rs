@@ -242,13 +242,20 @@ impl Store {
     /// Remember a login in flight under its `state`, for `ttl`.
     ///
     /// # Errors
-    /// No secret key, or a database failure (a reused `state` is refused).
+    /// A return path that is not a local path (`/…`, not `//…`), no secret key, or a
+    /// database failure (a reused `state` is refused).
     pub async fn put_pending_login(
         &self,
         state: &str,
         login: &PendingLogin,
         ttl: Duration,
     ) -> Result<()> {
+        let path = &login.return_path;
+        if !path.starts_with('/') || path.starts_with("//") || path.contains('\\') {
+            return Err(StoreError::Invalid(format!(
+                "return path `{path}`: after sign-in the browser goes back to a path on this app, starting with one `/`"
+            )));
+        }
         let state_hash = hash_hex(state);
         let sealed = self.keys()?.seal(
             &PENDING_VERIFIER.slot("", &state_hash),

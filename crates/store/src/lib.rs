@@ -8,7 +8,8 @@
 //!   [`Store::session_user`], [`Store::end_all_sessions`]) stored as hashes, and OpenID
 //!   logins in flight ([`Store::put_pending_login`] / [`Store::take_pending_login`]).
 //! - Per user, only through [`Store::for_user`] ([`UserStore`]): MCP servers (HTTP/SSE),
-//!   OAuth tokens per server, the model API key.
+//!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
+//!   the model API key.
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
@@ -28,4 +29,4 @@ pub use seal::{
     KEY_ENV, KEY_FILE_ENV, PREVIOUS_KEY_ENV, PREVIOUS_KEY_FILE_ENV, Secret, SecretKeys,
 };
 pub use store::{ReencryptReport, Store};
-pub use user_data::{ModelKey, ServerRecord, StoredTokens, Transport, UserStore};
+pub use user_data::{ModelKey, RefreshLease, ServerRecord, StoredTokens, Transport, UserStore};

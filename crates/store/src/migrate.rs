@@ -23,10 +23,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "servers tokens",
         include_str!("../migrations/0002_servers_tokens.sql"),
     ),
+    (
+        3,
+        "token refresh",
+        include_str!("../migrations/0003_token_refresh.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 2;
+pub const LATEST_VERSION: i64 = 3;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

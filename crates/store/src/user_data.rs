@@ -1,14 +1,15 @@
 //! [`UserStore`]: one user's data — MCP servers (HTTP or SSE only), OAuth tokens per
-//! server, the model API key. Every query here is written against `self.user`: there is
+//! server (with a lease so that one instance at a time refreshes them), the model API key. Every query here is written against `self.user`: there is
 //! no way to name another user's rows through this type, and no other type reaches these
 //! tables. Secrets are sealed for their exact row (user, server or provider).
 
 use std::collections::BTreeMap;
+use std::time::Duration;
 
 use sqlx::Row;
 use sqlx::any::AnyRow;
 
-use crate::account::{UserId, now};
+use crate::account::{UserId, now, random_token};
 use crate::error::{Result, StoreError};
 use crate::seal::Secret;
 use crate::store::{MODEL_KEY, OAUTH_TOKENS, SERVER_HEADERS, Store};
@@ -67,6 +68,15 @@ pub struct StoredTokens {
     pub expires_at: Option<i64>,
     /// When they were saved (unix seconds).
     pub updated_at: i64,
+}
+
+/// A claim on refreshing one server's tokens, from [`UserStore::begin_refresh`]. Spend it
+/// with [`UserStore::finish_refresh`] or [`UserStore::abandon_refresh`]; a claim that is
+/// dropped runs out at the end of its lease.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RefreshLease {
+    server: String,
+    holder: String,
 }
 
 /// A user's own model API key.
@@ -270,7 +280,8 @@ impl UserStore<'_> {
         Ok(done.rows_affected() > 0)
     }
 
-    /// Save the user's OAuth tokens for one of their servers.
+    /// Save the user's OAuth tokens for one of their servers (after a login). Cancels any
+    /// refresh in flight: its result will not be written.
     ///
     /// # Errors
     /// No such server for this user, no secret key, or a database failure.
@@ -288,7 +299,8 @@ impl UserStore<'_> {
             "INSERT INTO oauth_tokens (user_id, server_name, tokens, expires_at, updated_at) \
              SELECT user_id, name, $3, $4, $5 FROM mcp_servers WHERE user_id = $1 AND name = $2 \
              ON CONFLICT (user_id, server_name) DO UPDATE SET tokens = excluded.tokens, \
-             expires_at = excluded.expires_at, updated_at = excluded.updated_at",
+             expires_at = excluded.expires_at, updated_at = excluded.updated_at, \
+             refresh_holder = NULL, refresh_until = NULL",
         )
         .bind(self.uid())
         .bind(server.to_owned())
@@ -332,6 +344,89 @@ impl UserStore<'_> {
             expires_at: row.try_get(1).map_err(get())?,
             updated_at: row.try_get(2).map_err(get())?,
         }))
+    }
+
+    /// Claim the refresh of this server's tokens for `lease` (how long the refresh may
+    /// take). `None` when another instance holds an unexpired claim: wait, then read the
+    /// tokens it wrote with [`UserStore::oauth_tokens`]. Only one claim exists per row at a
+    /// time on any number of instances, so a rotating refresh token is spent once.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn begin_refresh(
+        &self,
+        server: &str,
+        lease: Duration,
+    ) -> Result<Option<RefreshLease>> {
+        let holder = random_token(16)?;
+        let t = now();
+        let done = sqlx::query(
+            "UPDATE oauth_tokens SET refresh_holder = $3, refresh_until = $4 \
+             WHERE user_id = $1 AND server_name = $2 \
+             AND (refresh_until IS NULL OR refresh_until <= $5)",
+        )
+        .bind(self.uid())
+        .bind(server.to_owned())
+        .bind(holder.clone())
+        .bind(t.saturating_add(i64::try_from(lease.as_secs()).unwrap_or(i64::MAX)))
+        .bind(t)
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("claiming a token refresh"))?;
+        Ok((done.rows_affected() == 1).then(|| RefreshLease {
+            server: server.to_owned(),
+            holder,
+        }))
+    }
+
+    /// Write the refreshed tokens and release the claim. `false` (nothing written) when the
+    /// claim was lost meanwhile: it ran out and another instance took it, or a new login
+    /// replaced the tokens.
+    ///
+    /// # Errors
+    /// No secret key, or a database failure.
+    pub async fn finish_refresh(
+        &self,
+        lease: RefreshLease,
+        tokens: &Secret,
+        expires_at: Option<i64>,
+    ) -> Result<bool> {
+        let slot = OAUTH_TOKENS.slot(&self.user.0, &lease.server);
+        let sealed = self.store.keys()?.seal(&slot, tokens.expose().as_bytes())?;
+        let done = sqlx::query(
+            "UPDATE oauth_tokens SET tokens = $3, expires_at = $4, updated_at = $5, \
+             refresh_holder = NULL, refresh_until = NULL \
+             WHERE user_id = $1 AND server_name = $2 AND refresh_holder = $6",
+        )
+        .bind(self.uid())
+        .bind(lease.server)
+        .bind(sealed)
+        .bind(expires_at)
+        .bind(now())
+        .bind(lease.holder)
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("saving refreshed tokens"))?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Release a claim without writing (the refresh failed), so another instance may try
+    /// at once.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn abandon_refresh(&self, lease: RefreshLease) -> Result<()> {
+        sqlx::query(
+            "UPDATE oauth_tokens SET refresh_holder = NULL, refresh_until = NULL \
+             WHERE user_id = $1 AND server_name = $2 AND refresh_holder = $3",
+        )
+        .bind(self.uid())
+        .bind(lease.server)
+        .bind(lease.holder)
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("releasing a token refresh"))?;
+        Ok(())
     }
 
     /// Forget the user's OAuth tokens for a server (logout). Says whether there were any.

@@ -114,6 +114,7 @@ on_both!(
     copied_or_tampered_ciphertext_is_refused,
     rotation_then_reencrypt_moves_everything_to_the_new_key,
     a_raw_dump_holds_no_secret_in_clear,
+    one_instance_at_a_time_refreshes_tokens,
 );
 
 async fn migrations_from_empty_are_idempotent(db: Db) {
@@ -121,12 +122,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2]);
+    assert_eq!(versions, [1, 2, 3]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 2);
+    assert_eq!(first.version, 3);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 2);
+    assert_eq!(again.version, 3);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -139,8 +140,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 2, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (2, 2));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 3, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (3, 3));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -185,8 +186,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2]);
-    assert_eq!(report.version, 2);
+    assert_eq!(versions, [2, 3]);
+    assert_eq!(report.version, 3);
     let back = store
         .session_user(token.expose())
         .await
@@ -348,6 +349,28 @@ async fn a_login_started_on_one_instance_completes_on_another_once(db: Db) {
         "expired"
     );
     assert_eq!(two.take_pending_login("never").await.unwrap(), None);
+    for open_redirect in [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "",
+    ] {
+        let bad = PendingLogin {
+            return_path: open_redirect.into(),
+            ..PendingLogin {
+                verifier: Secret::new("v"),
+                nonce: "n".into(),
+                return_path: String::new(),
+            }
+        };
+        let err = one
+            .put_pending_login("s2", &bad, Duration::from_secs(60))
+            .await;
+        assert!(
+            matches!(err, Err(StoreError::Invalid(_))),
+            "{open_redirect}: {err:?}"
+        );
+    }
 }
 
 async fn users_never_see_each_others_rows(db: Db) {
@@ -864,4 +887,172 @@ async fn secrets_need_a_key() {
         .unwrap_err()
         .to_string();
     assert!(err.contains("SWITCHBOARD_SECRET_KEY"), "{err}");
+}
+
+async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
+    let k = key();
+    // A token row written under schema 2 (before refresh leases) survives the upgrade
+    // and can be claimed.
+    let one = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(one.migrate_to(2).await.unwrap().version, 2);
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let raw = db.raw().await;
+    for user in [&ann.id, &bob.id] {
+        one.for_user(user)
+            .put_server(&server("s", "https://x.example/mcp", "h"))
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO oauth_tokens (user_id, server_name, tokens, expires_at, updated_at) \
+             VALUES ($1, 's', $2, 100, 1)",
+        )
+        .bind(user.as_str())
+        .bind(b"sealed-by-an-older-build".to_vec())
+        .execute(&raw)
+        .await
+        .unwrap();
+    }
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 1);
+    let kept: (i64, Option<String>) = {
+        let row =
+            sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
+                .bind(ann.id.as_str())
+                .fetch_one(&raw)
+                .await
+                .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(kept, (100, None));
+    let old_row = one
+        .for_user(&ann.id)
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    one.for_user(&ann.id)
+        .abandon_refresh(old_row.unwrap())
+        .await
+        .unwrap();
+    for user in [&ann.id, &bob.id] {
+        one.for_user(user)
+            .put_oauth_tokens("s", &Secret::new("rt-1"), Some(100))
+            .await
+            .unwrap();
+    }
+    let two = db.store(keys(&k, None)).await;
+    let (a1, a2) = (one.for_user(&ann.id), two.for_user(&ann.id));
+    assert_eq!(
+        a2.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "rt-1"
+    );
+
+    // Two instances ask at once: exactly one gets the claim.
+    let (l1, l2) = tokio::join!(
+        a1.begin_refresh("s", Duration::from_secs(60)),
+        a2.begin_refresh("s", Duration::from_secs(60))
+    );
+    let (l1, l2) = (l1.unwrap(), l2.unwrap());
+    assert!(l1.is_some() != l2.is_some(), "{l1:?} {l2:?}");
+    let (winner, lease) = match (l1, l2) {
+        (Some(l), None) => (&a1, l),
+        (None, Some(l)) => (&a2, l),
+        _ => unreachable!(),
+    };
+    // Bob's row is his own: Ann's claim does not block him.
+    let bob_lease = two
+        .for_user(&bob.id)
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(bob_lease.is_some());
+    assert!(
+        a1.begin_refresh("s", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        winner
+            .finish_refresh(lease, &Secret::new("rt-2"), Some(200))
+            .await
+            .unwrap()
+    );
+    let now = a2.oauth_tokens("s").await.unwrap().unwrap();
+    assert_eq!((now.tokens.expose(), now.expires_at), ("rt-2", Some(200)));
+    assert_eq!(
+        two.for_user(&bob.id)
+            .oauth_tokens("s")
+            .await
+            .unwrap()
+            .unwrap()
+            .tokens
+            .expose(),
+        "rt-1"
+    );
+
+    // A claim that ran out is taken over, and the slow holder's result is not written.
+    let slow = a1
+        .begin_refresh("s", Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    let fast = a2
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !a1.finish_refresh(slow, &Secret::new("rt-slow"), None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        a2.finish_refresh(fast, &Secret::new("rt-3"), None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a1.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "rt-3"
+    );
+
+    // Abandoning frees the row at once; a new login cancels a refresh in flight.
+    let gave_up = a1
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    a1.abandon_refresh(gave_up).await.unwrap();
+    let in_flight = a2
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    a1.put_oauth_tokens("s", &Secret::new("fresh-login"), None)
+        .await
+        .unwrap();
+    assert!(
+        !a2.finish_refresh(in_flight, &Secret::new("stale"), None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a2.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "fresh-login"
+    );
+    assert!(
+        a1.begin_refresh("nope", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
 }
