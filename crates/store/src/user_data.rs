@@ -88,18 +88,19 @@ pub struct ModelKey {
     pub key: Secret,
 }
 
-/// One user's data. Made by [`Store::for_user`] from a [`UserId`] the store issued.
+/// One user's data. Made by [`Store::for_user`] from a [`UserId`] the store issued; owns
+/// a clone of the store (cheap), so it can move into a spawned task.
 #[derive(Debug, Clone)]
-pub struct UserStore<'a> {
-    store: &'a Store,
+pub struct UserStore {
+    store: Store,
     user: UserId,
 }
 
 impl Store {
     /// The data of `user`, and nobody else's.
-    pub fn for_user(&self, user: &UserId) -> UserStore<'_> {
+    pub fn for_user(&self, user: &UserId) -> UserStore {
         UserStore {
-            store: self,
+            store: self.clone(),
             user: user.clone(),
         }
     }
@@ -137,7 +138,7 @@ fn text_of(plain: Vec<u8>, table: &'static str, column: &'static str) -> Result<
     })
 }
 
-impl UserStore<'_> {
+impl UserStore {
     /// Whose data this is.
     pub fn user(&self) -> &UserId {
         &self.user
