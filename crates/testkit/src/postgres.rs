@@ -150,7 +150,7 @@ impl PgCluster {
             let port = free_port();
             let log = cluster.dir.path().join("server.log");
             let options = format!(
-                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off",
+                "-p {port} -k {} -c listen_addresses=127.0.0.1 -c fsync=off -c full_page_writes=off -c shared_buffers=16MB",
                 cluster.dir.path().display()
             );
             let out = cluster.run_pg(
