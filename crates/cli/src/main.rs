@@ -3,7 +3,7 @@
 //! `switchboard mcp list` shows every configured server with its status and what it
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
 //! command); `mcp add/remove/get/enable/disable` and `trust` edit settings; `db migrate`
-//! prepares team mode's database.
+//! and `db reencrypt` look after team mode's database.
 
 #[macro_use]
 mod term;
@@ -54,7 +54,7 @@ enum Command {
     Run(run::RunArgs),
     /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
     Serve(serve::ServeArgs),
-    /// Team mode's database: `db migrate`.
+    /// Team mode's database: `db migrate`, `db reencrypt`.
     #[command(subcommand)]
     Db(db::DbCommand),
     /// Trust a folder, so that its `.switchboard/settings.json` applies (until then a

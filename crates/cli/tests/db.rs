@@ -128,3 +128,93 @@ fn migrate_explains_a_bad_url() {
     assert!(all.contains("sqlite://PATH"), "{all}");
     assert!(!all.contains("p4ss"), "{all}");
 }
+
+#[test]
+fn reencrypt_finishes_a_key_rotation() {
+    use switchboard_store::{Secret, SecretKeys, Store};
+
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/team.db?mode=rwc", home.path().display());
+    let (old, new) = (
+        SecretKeys::generate_base64().unwrap(),
+        SecretKeys::generate_base64().unwrap(),
+    );
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let user = rt.block_on(async {
+        let store = Store::open(&url)
+            .await
+            .unwrap()
+            .with_keys(SecretKeys::from_base64(&old, None).unwrap());
+        store.migrate().await.unwrap();
+        let ann = store
+            .sign_in_user("ann@example.com", "Ann", false)
+            .await
+            .unwrap();
+        store
+            .for_user(&ann.id)
+            .put_model_key("gemini", &Secret::new("model-key-1"))
+            .await
+            .unwrap();
+        store.close().await;
+        ann
+    });
+    let reencrypt = |current: Option<&str>, previous: Option<&str>| {
+        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"));
+        cmd.args(["db", "reencrypt", "--database", &url])
+            .env("SWITCHBOARD_HOME", home.path())
+            .env_remove("SWITCHBOARD_SECRET_KEY")
+            .env_remove("SWITCHBOARD_SECRET_KEY_PREVIOUS")
+            .env_remove("SWITCHBOARD_SECRET_KEY_FILE")
+            .env_remove("SWITCHBOARD_SECRET_KEY_PREVIOUS_FILE");
+        if let Some(k) = current {
+            cmd.env("SWITCHBOARD_SECRET_KEY", k);
+        }
+        if let Some(k) = previous {
+            cmd.env("SWITCHBOARD_SECRET_KEY_PREVIOUS", k);
+        }
+        cmd.output().unwrap()
+    };
+
+    let no_key = reencrypt(None, None);
+    assert_eq!(no_key.status.code(), Some(1));
+    assert!(
+        text(&no_key).contains("set SWITCHBOARD_SECRET_KEY"),
+        "{}",
+        text(&no_key)
+    );
+    // The new key alone cannot open what the old one sealed, and says how to go on.
+    let no_previous = reencrypt(Some(&new), None);
+    assert_eq!(no_previous.status.code(), Some(1));
+    assert!(
+        text(&no_previous).contains("SWITCHBOARD_SECRET_KEY_PREVIOUS"),
+        "{}",
+        text(&no_previous)
+    );
+
+    let out = reencrypt(Some(&new), Some(&old));
+    assert!(out.status.success(), "{}", text(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.contains(": 1 secret(s) re-encrypted under key "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("SWITCHBOARD_SECRET_KEY_PREVIOUS can be removed"),
+        "{stdout}"
+    );
+    assert!(!text(&out).contains(&new) && !text(&out).contains(&old));
+    let again = reencrypt(Some(&new), Some(&old));
+    assert!(String::from_utf8_lossy(&again.stdout).contains(": 0 secret(s) re-encrypted"));
+
+    rt.block_on(async {
+        let store = Store::open(&url)
+            .await
+            .unwrap()
+            .with_keys(SecretKeys::from_base64(&new, None).unwrap());
+        let key = store.for_user(&user.id).model_key().await.unwrap().unwrap();
+        assert_eq!(key.key.expose(), "model-key-1");
+    });
+}
