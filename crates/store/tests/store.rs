@@ -452,6 +452,14 @@ async fn users_never_see_each_others_rows(db: Db) {
         a.model_key().await.unwrap().unwrap().key.expose(),
         "ann-api-key"
     );
+    let shown = format!(
+        "{ann_servers:?} {:?} {:?} {store:?}",
+        a.oauth_tokens("shared").await.unwrap(),
+        a.model_key().await.unwrap()
+    );
+    for secret in ["ann-header", "ann-tok", "ann-api-key"] {
+        assert!(!shown.contains(secret), "{secret} in Debug: {shown}");
+    }
 
     // Ann's deletes touch only Ann's rows.
     assert!(!a.remove_server("bob-only").await.unwrap());
