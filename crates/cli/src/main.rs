@@ -2,7 +2,8 @@
 //!
 //! `switchboard mcp list` shows every configured server with its status and what it
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
-//! command); `mcp add/remove/get/enable/disable` and `trust` edit settings.
+//! command); `mcp add/remove/get/enable/disable` and `trust` edit settings; `db migrate`
+//! and `db reencrypt` look after team mode's database.
 
 #[macro_use]
 mod term;
@@ -10,6 +11,7 @@ mod auth_cmd;
 mod call;
 mod chat;
 mod ctx;
+mod db;
 mod edit;
 mod hooks;
 mod list;
@@ -52,6 +54,9 @@ enum Command {
     Run(run::RunArgs),
     /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
     Serve(serve::ServeArgs),
+    /// Team mode's database: `db migrate`, `db reencrypt`.
+    #[command(subcommand)]
+    Db(db::DbCommand),
     /// Trust a folder, so that its `.switchboard/settings.json` applies (until then a
     /// project's settings are ignored: no server from it starts, no policy applies).
     Trust {
@@ -292,6 +297,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
         },
         Command::Trust { path, revoke, list } => edit::trust(path, revoke, list),
         Command::Serve(args) => serve::run(&g, args).await,
+        Command::Db(cmd) => db::run(cmd).await,
         Command::Chat(args) => chat::run(&g, args).await,
         Command::Run(args) => run::run(&g, args).await,
         Command::UrlCheck { url, json } => url_check(&g, &url, json).await,

@@ -12,6 +12,8 @@
 //!   with a stand-in browser ([`fake_browser_command`]).
 //!
 //! - a hostile-input witness: [`RecordingListener`] records every byte sent to it.
+//! - a throwaway PostgreSQL cluster ([`PgCluster`]: Debian's server binaries, `initdb` +
+//!   `pg_ctl` in a temp dir as `nobody` when run as root, stopped on drop).
 //!
 //! Every spawned peer is a [`PeerProcess`]: its own process group, output captured, the
 //! whole group SIGKILLed and reaped on drop. HTTP peers bind 127.0.0.1 only.
@@ -24,6 +26,7 @@
 mod everything;
 mod install;
 mod oauth;
+mod postgres;
 mod probe;
 mod process;
 mod python;
@@ -35,6 +38,7 @@ pub use oauth::{
     fake_browser_command, fake_browser_script, oauth_server_script, spawn_oauth_python,
     spawn_ts_oauth,
 };
+pub use postgres::{PG_PASSWORD, PgCluster, pg_bin_dir};
 pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};
 pub use process::{PeerProcess, free_port, process_group_alive, wait_group_gone};
 pub use python::{

@@ -1,0 +1,32 @@
+//! Team mode's store: who is signed in and each user's servers and secrets, in an embedded
+//! SQLite file (one machine) or PostgreSQL (several instances), through one code path
+//! (sqlx's `Any` driver and portable SQL).
+//!
+//! - [`Store::open`] a `sqlite://` or `postgres://` URL ([`DatabaseUrl`]; the password is
+//!   never shown), then [`Store::migrate`] (embedded migrations, idempotent, locked).
+//! - Sign-in: [`Store::sign_in_user`], sessions ([`Store::create_session`],
+//!   [`Store::session_user`], [`Store::end_all_sessions`]) stored as hashes, and OpenID
+//!   logins in flight ([`Store::put_pending_login`] / [`Store::take_pending_login`]).
+//! - Per user, only through [`Store::for_user`] ([`UserStore`]): MCP servers (HTTP/SSE),
+//!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
+//!   the model API key.
+//! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
+//!   row as associated data) and rotated with [`Store::reencrypt`].
+
+mod account;
+mod error;
+mod location;
+mod migrate;
+mod seal;
+mod store;
+mod user_data;
+
+pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use error::{Result, StoreError};
+pub use location::{Backend, DatabaseUrl};
+pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};
+pub use seal::{
+    KEY_ENV, KEY_FILE_ENV, PREVIOUS_KEY_ENV, PREVIOUS_KEY_FILE_ENV, Secret, SecretKeys,
+};
+pub use store::{ReencryptReport, Store};
+pub use user_data::{ModelKey, RefreshLease, ServerRecord, StoredTokens, Transport, UserStore};

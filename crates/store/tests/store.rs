@@ -1,0 +1,1066 @@
+//! The store against real databases: every scenario runs on an SQLite file AND on a
+//! throwaway PostgreSQL cluster (testkit's `PgCluster`).
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, install_default_drivers};
+use sqlx::{AnyPool, Row};
+use switchboard_store::{
+    Backend, PendingLogin, Secret, SecretKeys, ServerRecord, Store, StoreError, Transport,
+};
+use switchboard_testkit::{PG_PASSWORD, PgCluster};
+
+/// A database for one test: an SQLite file in a temp dir, or a database on a fresh cluster.
+enum Db {
+    Sqlite(tempfile::TempDir, String),
+    Postgres(PgCluster, String),
+}
+
+impl Db {
+    fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/team.db?mode=rwc", dir.path().display());
+        Self::Sqlite(dir, url)
+    }
+
+    fn postgres() -> Self {
+        let cluster = PgCluster::start();
+        let url = cluster.create_database("team");
+        Self::Postgres(cluster, url)
+    }
+
+    fn url(&self) -> &str {
+        match self {
+            Self::Sqlite(_, u) | Self::Postgres(_, u) => u,
+        }
+    }
+
+    fn backend(&self) -> Backend {
+        match self {
+            Self::Sqlite(..) => Backend::Sqlite,
+            Self::Postgres(..) => Backend::Postgres,
+        }
+    }
+
+    /// A connection pool that bypasses the store (to read and tamper with raw rows).
+    async fn raw(&self) -> AnyPool {
+        install_default_drivers();
+        AnyPoolOptions::new()
+            .max_connections(1)
+            .connect(self.url())
+            .await
+            .unwrap()
+    }
+
+    /// A migrated store sealing with `keys`.
+    async fn store(&self, keys: SecretKeys) -> Store {
+        let store = Store::open(self.url()).await.unwrap().with_keys(keys);
+        store.migrate().await.unwrap();
+        store
+    }
+}
+
+fn key() -> String {
+    SecretKeys::generate_base64().unwrap()
+}
+
+fn keys(current: &str, previous: Option<&str>) -> SecretKeys {
+    SecretKeys::from_base64(current, previous).unwrap()
+}
+
+fn server(name: &str, url: &str, header: &str) -> ServerRecord {
+    ServerRecord {
+        name: name.into(),
+        url: url.into(),
+        transport: Transport::Http,
+        headers: BTreeMap::from([("Authorization".to_owned(), Secret::new(header))]),
+        enabled: true,
+    }
+}
+
+/// Run each scenario on SQLite and on PostgreSQL.
+macro_rules! on_both {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(super::Db::sqlite()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(super::Db::postgres()).await;
+                }
+            )*
+        }
+    };
+}
+
+on_both!(
+    migrations_from_empty_are_idempotent,
+    migrating_from_the_previous_schema_keeps_rows,
+    a_newer_schema_is_refused,
+    sessions_are_hashed_expire_and_end_everywhere,
+    a_login_started_on_one_instance_completes_on_another_once,
+    users_never_see_each_others_rows,
+    changing_a_server_url_drops_its_tokens,
+    copied_or_tampered_ciphertext_is_refused,
+    rotation_then_reencrypt_moves_everything_to_the_new_key,
+    a_raw_dump_holds_no_secret_in_clear,
+    one_instance_at_a_time_refreshes_tokens,
+);
+
+async fn migrations_from_empty_are_idempotent(db: Db) {
+    let store = Store::open(db.url()).await.unwrap();
+    assert_eq!(store.backend(), db.backend());
+    let first = store.migrate().await.unwrap();
+    let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
+    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(first.applied[0].description, "users sessions");
+    assert_eq!(first.version, 3);
+    let again = store.migrate().await.unwrap();
+    assert!(again.applied.is_empty(), "{again:?}");
+    assert_eq!(again.version, 3);
+
+    // Two instances starting at once on a fresh database take turns.
+    let fresh = match &db {
+        Db::Sqlite(dir, _) => format!("sqlite://{}/other.db?mode=rwc", dir.path().display()),
+        Db::Postgres(cluster, _) => cluster.create_database("other"),
+    };
+    let (a, b) = (
+        Store::open(&fresh).await.unwrap(),
+        Store::open(&fresh).await.unwrap(),
+    );
+    let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
+    let (ra, rb) = (ra.unwrap(), rb.unwrap());
+    assert_eq!(ra.applied.len() + rb.applied.len(), 3, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (3, 3));
+    let raw = db.raw().await;
+    for table in [
+        "users",
+        "sessions",
+        "pending_logins",
+        "mcp_servers",
+        "oauth_tokens",
+        "model_keys",
+    ] {
+        let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&raw)
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table}");
+    }
+}
+
+async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
+    let store = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&key(), None));
+    let first = store.migrate_to(1).await.unwrap();
+    assert_eq!(first.version, 1);
+    let ann = store
+        .sign_in_user("Ann@Example.com", "Ann", true)
+        .await
+        .unwrap();
+    let token = store
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let raw = db.raw().await;
+    assert!(
+        sqlx::query("SELECT COUNT(*) FROM mcp_servers")
+            .fetch_one(&raw)
+            .await
+            .is_err(),
+        "schema 1 has no servers table"
+    );
+
+    let report = store.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!(versions, [2, 3]);
+    assert_eq!(report.version, 3);
+    let back = store
+        .session_user(token.expose())
+        .await
+        .unwrap()
+        .expect("session kept");
+    assert_eq!(
+        (back.id, back.email.as_str(), back.is_admin),
+        (ann.id.clone(), "ann@example.com", true)
+    );
+    store
+        .for_user(&ann.id)
+        .put_server(&server("docs", "https://docs.example/mcp", "Bearer x"))
+        .await
+        .unwrap();
+}
+
+async fn a_newer_schema_is_refused(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let raw = db.raw().await;
+    sqlx::query(
+        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+         VALUES (99, 'from the future', $1, $2, 0)",
+    )
+    .bind(true)
+    .bind(vec![0u8; 48])
+    .execute(&raw)
+    .await
+    .unwrap();
+    let err = store.migrate().await.unwrap_err().to_string();
+    assert!(
+        err.contains("version 99") && err.contains("newer Switchboard"),
+        "{err}"
+    );
+}
+
+async fn sessions_are_hashed_expire_and_end_everywhere(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    // A second sign-in finds the same user and updates what the issuer says.
+    let again = store
+        .sign_in_user(" ANN@example.com ", "Ann B.", true)
+        .await
+        .unwrap();
+    assert_eq!(
+        (&again.id, again.name.as_str(), again.is_admin),
+        (&ann.id, "Ann B.", true)
+    );
+
+    let a1 = store
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let a2 = store
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let b1 = store
+        .create_session(&bob.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let expired = store.create_session(&ann.id, Duration::ZERO).await.unwrap();
+    assert_ne!(a1.expose(), a2.expose());
+    assert_eq!(format!("{a1:?}"), "SessionToken(***)");
+    assert_eq!(
+        store.session_user(a1.expose()).await.unwrap().unwrap().id,
+        ann.id
+    );
+    assert_eq!(
+        store.session_user(b1.expose()).await.unwrap().unwrap().id,
+        bob.id
+    );
+    assert!(
+        store
+            .session_user(expired.expose())
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(store.session_user("not-a-session").await.unwrap().is_none());
+
+    assert!(store.end_session(a1.expose()).await.unwrap());
+    assert!(store.session_user(a1.expose()).await.unwrap().is_none());
+    assert!(store.session_user(a2.expose()).await.unwrap().is_some());
+    // Sign-out everywhere ends Ann's other sessions, not Bob's.
+    assert_eq!(store.end_all_sessions(&ann.id).await.unwrap(), 2);
+    assert!(store.session_user(a2.expose()).await.unwrap().is_none());
+    assert!(store.session_user(b1.expose()).await.unwrap().is_some());
+    // Expired sessions and logins in flight are purged; live ones stay.
+    store.create_session(&bob.id, Duration::ZERO).await.unwrap();
+    let login = PendingLogin {
+        verifier: Secret::new("v"),
+        nonce: "n".into(),
+        return_path: "/".into(),
+    };
+    store
+        .put_pending_login("old", &login, Duration::ZERO)
+        .await
+        .unwrap();
+    store
+        .put_pending_login("live", &login, Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_expired().await.unwrap(), 2);
+    assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert!(store.session_user(b1.expose()).await.unwrap().is_some());
+    assert!(store.take_pending_login("live").await.unwrap().is_some());
+
+    let raw = db.raw().await;
+    let hashes: Vec<String> = sqlx::query("SELECT id_hash FROM sessions")
+        .fetch_all(&raw)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(hashes.len(), 1);
+    assert!(!hashes.contains(&b1.expose().to_owned()));
+}
+
+async fn a_login_started_on_one_instance_completes_on_another_once(db: Db) {
+    let k = key();
+    let one = db.store(keys(&k, None)).await;
+    let two = db.store(keys(&k, None)).await;
+    let login = PendingLogin {
+        verifier: Secret::new("pkce-verifier-0123456789abcdefghijklmnopqrstuvwxyz"),
+        nonce: "n-1".into(),
+        return_path: "/chat".into(),
+    };
+    one.put_pending_login("state-1", &login, Duration::from_secs(600))
+        .await
+        .unwrap();
+    one.put_pending_login("state-old", &login, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(
+        one.put_pending_login("state-1", &login, Duration::from_secs(600))
+            .await
+            .is_err()
+    );
+    assert_eq!(
+        two.take_pending_login("state-1").await.unwrap(),
+        Some(login)
+    );
+    assert_eq!(
+        one.take_pending_login("state-1").await.unwrap(),
+        None,
+        "taken once"
+    );
+    assert_eq!(
+        two.take_pending_login("state-old").await.unwrap(),
+        None,
+        "expired"
+    );
+    assert_eq!(two.take_pending_login("never").await.unwrap(), None);
+    for open_redirect in [
+        "https://evil.example/",
+        "//evil.example/x",
+        "/\\evil.example",
+        "",
+    ] {
+        let bad = PendingLogin {
+            return_path: open_redirect.into(),
+            ..PendingLogin {
+                verifier: Secret::new("v"),
+                nonce: "n".into(),
+                return_path: String::new(),
+            }
+        };
+        let err = one
+            .put_pending_login("s2", &bad, Duration::from_secs(60))
+            .await;
+        assert!(
+            matches!(err, Err(StoreError::Invalid(_))),
+            "{open_redirect}: {err:?}"
+        );
+    }
+}
+
+async fn users_never_see_each_others_rows(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
+    a.put_server(&server(
+        "shared",
+        "https://a.example/mcp",
+        "Bearer ann-header",
+    ))
+    .await
+    .unwrap();
+    b.put_server(&server(
+        "shared",
+        "https://b.example/mcp",
+        "Bearer bob-header",
+    ))
+    .await
+    .unwrap();
+    b.put_server(&ServerRecord {
+        transport: Transport::Sse,
+        enabled: false,
+        ..server("bob-only", "http://127.0.0.1:9/sse", "Bearer bob-2")
+    })
+    .await
+    .unwrap();
+    a.put_oauth_tokens("shared", &Secret::new("{\"access\":\"ann-tok\"}"), Some(10))
+        .await
+        .unwrap();
+    b.put_oauth_tokens("shared", &Secret::new("{\"access\":\"bob-tok\"}"), None)
+        .await
+        .unwrap();
+    b.put_oauth_tokens("bob-only", &Secret::new("bob-only-tok"), None)
+        .await
+        .unwrap();
+    a.put_model_key("gemini", &Secret::new("ann-api-key"))
+        .await
+        .unwrap();
+    b.put_model_key("openai", &Secret::new("bob-api-key"))
+        .await
+        .unwrap();
+
+    let ann_servers = a.servers().await.unwrap();
+    assert_eq!(ann_servers.len(), 1);
+    assert_eq!(ann_servers[0].url, "https://a.example/mcp");
+    assert_eq!(
+        ann_servers[0].headers["Authorization"].expose(),
+        "Bearer ann-header"
+    );
+    assert!(a.server("bob-only").await.unwrap().is_none());
+    assert_eq!(
+        a.server("shared").await.unwrap().unwrap().url,
+        "https://a.example/mcp"
+    );
+    assert_eq!(
+        a.oauth_tokens("shared")
+            .await
+            .unwrap()
+            .unwrap()
+            .tokens
+            .expose(),
+        "{\"access\":\"ann-tok\"}"
+    );
+    assert!(a.oauth_tokens("bob-only").await.unwrap().is_none());
+    let err = a
+        .put_oauth_tokens("bob-only", &Secret::new("x"), None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("add the server first"), "{err}");
+    assert_eq!(
+        a.model_key().await.unwrap().unwrap().key.expose(),
+        "ann-api-key"
+    );
+    let shown = format!(
+        "{ann_servers:?} {:?} {:?} {store:?}",
+        a.oauth_tokens("shared").await.unwrap(),
+        a.model_key().await.unwrap()
+    );
+    for secret in ["ann-header", "ann-tok", "ann-api-key"] {
+        assert!(!shown.contains(secret), "{secret} in Debug: {shown}");
+    }
+
+    // Ann's deletes touch only Ann's rows.
+    assert!(!a.remove_server("bob-only").await.unwrap());
+    assert!(!a.remove_oauth_tokens("bob-only").await.unwrap());
+    assert!(a.remove_model_key().await.unwrap());
+    assert!(a.remove_server("shared").await.unwrap());
+    assert!(a.servers().await.unwrap().is_empty());
+    assert!(
+        a.oauth_tokens("shared").await.unwrap().is_none(),
+        "tokens go with the server"
+    );
+
+    let bob_servers = b.servers().await.unwrap();
+    let names: Vec<&str> = bob_servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["bob-only", "shared"]);
+    assert_eq!(bob_servers[0].transport, Transport::Sse);
+    assert!(!bob_servers[0].enabled);
+    assert_eq!(
+        b.oauth_tokens("bob-only")
+            .await
+            .unwrap()
+            .unwrap()
+            .tokens
+            .expose(),
+        "bob-only-tok"
+    );
+    assert_eq!(b.model_key().await.unwrap().unwrap().provider, "openai");
+    assert_eq!(b.user(), &bob.id);
+}
+
+async fn changing_a_server_url_drops_its_tokens(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    a.put_server(&server("s", "https://one.example/mcp", "h"))
+        .await
+        .unwrap();
+    a.put_oauth_tokens("s", &Secret::new("tok"), None)
+        .await
+        .unwrap();
+    // Same URL, other fields changed: tokens stay.
+    a.put_server(&ServerRecord {
+        enabled: false,
+        ..server("s", "https://one.example/mcp", "h2")
+    })
+    .await
+    .unwrap();
+    assert!(a.oauth_tokens("s").await.unwrap().is_some());
+    a.put_server(&server("s", "https://two.example/mcp", "h2"))
+        .await
+        .unwrap();
+    assert!(a.oauth_tokens("s").await.unwrap().is_none());
+    for bad in [
+        server("bad name", "https://x.example", "h"),
+        server("cmd", "file:///bin/sh", "h"),
+        server("", "https://x.example", "h"),
+    ] {
+        assert!(
+            matches!(a.put_server(&bad).await, Err(StoreError::Invalid(_))),
+            "{bad:?}"
+        );
+    }
+}
+
+async fn copied_or_tampered_ciphertext_is_refused(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
+    for (u, name) in [(&a, "shared"), (&b, "shared"), (&a, "second")] {
+        u.put_server(&server(name, "https://x.example/mcp", "Bearer h"))
+            .await
+            .unwrap();
+        u.put_oauth_tokens(name, &Secret::new("tok"), None)
+            .await
+            .unwrap();
+    }
+    b.put_model_key("gemini", &Secret::new("bob-key"))
+        .await
+        .unwrap();
+    a.put_model_key("gemini", &Secret::new("ann-key"))
+        .await
+        .unwrap();
+    let raw = db.raw().await;
+
+    // Bob's token blob pasted into Ann's row for the same server name.
+    sqlx::query(
+        "UPDATE oauth_tokens SET tokens = (SELECT tokens FROM oauth_tokens WHERE user_id = $1 AND server_name = 'shared') \
+         WHERE user_id = $2 AND server_name = 'shared'",
+    )
+    .bind(bob.id.as_str())
+    .bind(ann.id.as_str())
+    .execute(&raw)
+    .await
+    .unwrap();
+    let err = a.oauth_tokens("shared").await.unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::Unseal {
+                table: "oauth_tokens",
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Ann's own token for another server, moved between her rows.
+    sqlx::query(
+        "UPDATE oauth_tokens SET tokens = (SELECT tokens FROM oauth_tokens WHERE user_id = $1 AND server_name = 'shared') \
+         WHERE user_id = $1 AND server_name = 'second'",
+    )
+    .bind(bob.id.as_str())
+    .execute(&raw)
+    .await
+    .unwrap();
+    assert!(b.oauth_tokens("second").await.unwrap().is_none());
+    // Bob's model key into Ann's row.
+    sqlx::query(
+        "UPDATE model_keys SET api_key = (SELECT api_key FROM model_keys WHERE user_id = $1) WHERE user_id = $2",
+    )
+    .bind(bob.id.as_str())
+    .bind(ann.id.as_str())
+    .execute(&raw)
+    .await
+    .unwrap();
+    assert!(a.model_key().await.is_err());
+    // Headers of one of Ann's servers moved to another of hers.
+    sqlx::query(
+        "UPDATE mcp_servers SET headers = (SELECT headers FROM mcp_servers WHERE user_id = $1 AND name = 'shared') \
+         WHERE user_id = $1 AND name = 'second'",
+    )
+    .bind(ann.id.as_str())
+    .execute(&raw)
+    .await
+    .unwrap();
+    assert!(a.server("second").await.is_err());
+    assert!(a.server("shared").await.unwrap().is_some());
+    // One flipped bit in Bob's own, untouched key.
+    let sealed: Vec<u8> = sqlx::query("SELECT api_key FROM model_keys WHERE user_id = $1")
+        .bind(bob.id.as_str())
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(
+        b.model_key().await.unwrap().unwrap().key.expose(),
+        "bob-key"
+    );
+    let mut flipped = sealed.clone();
+    let last = flipped.len() - 1;
+    flipped[last] ^= 0x01;
+    sqlx::query("UPDATE model_keys SET api_key = $1 WHERE user_id = $2")
+        .bind(flipped)
+        .bind(bob.id.as_str())
+        .execute(&raw)
+        .await
+        .unwrap();
+    let err = b.model_key().await.unwrap_err().to_string();
+    assert!(
+        err.contains("model_keys.api_key") && err.contains("changed"),
+        "{err}"
+    );
+}
+
+async fn rotation_then_reencrypt_moves_everything_to_the_new_key(db: Db) {
+    let (old, new) = (key(), key());
+    let before = db.store(keys(&old, None)).await;
+    let ann = before
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let a = before.for_user(&ann.id);
+    a.put_server(&server(
+        "s",
+        "https://x.example/mcp",
+        "Bearer header-secret",
+    ))
+    .await
+    .unwrap();
+    a.put_oauth_tokens("s", &Secret::new("token-secret"), Some(5))
+        .await
+        .unwrap();
+    a.put_model_key("gemini", &Secret::new("key-secret"))
+        .await
+        .unwrap();
+    let login = PendingLogin {
+        verifier: Secret::new("verifier-secret"),
+        nonce: "n".into(),
+        return_path: "/".into(),
+    };
+    before
+        .put_pending_login("st", &login, Duration::from_secs(600))
+        .await
+        .unwrap();
+
+    let check = |store: Store| {
+        let id = ann.id.clone();
+        async move {
+            let a = store.for_user(&id);
+            assert_eq!(
+                a.server("s").await?.unwrap().headers["Authorization"].expose(),
+                "Bearer header-secret"
+            );
+            assert_eq!(
+                a.oauth_tokens("s").await?.unwrap().tokens.expose(),
+                "token-secret"
+            );
+            assert_eq!(a.model_key().await?.unwrap().key.expose(), "key-secret");
+            Ok::<_, StoreError>(())
+        }
+    };
+
+    // During the rotation the previous key still opens everything.
+    let rotating = db.store(keys(&new, Some(&old))).await;
+    check(rotating.clone()).await.unwrap();
+    let report = rotating.reencrypt().await.unwrap();
+    assert_eq!((report.resealed, report.unchanged), (4, 0));
+    let report = rotating.reencrypt().await.unwrap();
+    assert_eq!((report.resealed, report.unchanged), (0, 4));
+
+    // Afterwards the new key alone opens everything, and the old key alone nothing.
+    let after = db.store(keys(&new, None)).await;
+    check(after.clone()).await.unwrap();
+    assert_eq!(
+        after
+            .take_pending_login("st")
+            .await
+            .unwrap()
+            .unwrap()
+            .verifier
+            .expose(),
+        "verifier-secret"
+    );
+    let stale = db.store(keys(&old, None)).await;
+    let err = check(stale).await.unwrap_err();
+    assert!(matches!(err, StoreError::Unseal { .. }), "{err}");
+    // A value under neither key stops the re-encryption with its table and column.
+    let third = db.store(keys(&key(), Some(&old))).await;
+    let err = third.reencrypt().await.unwrap_err().to_string();
+    assert!(err.contains("not configured"), "{err}");
+}
+
+async fn a_raw_dump_holds_no_secret_in_clear(db: Db) {
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let session = store
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    a.put_server(&server(
+        "s",
+        "https://visible.example/mcp",
+        "Bearer header-secret-1",
+    ))
+    .await
+    .unwrap();
+    a.put_oauth_tokens(
+        "s",
+        &Secret::new("{\"access_token\":\"oauth-secret-2\"}"),
+        None,
+    )
+    .await
+    .unwrap();
+    a.put_model_key("gemini", &Secret::new("AIza-model-secret-3"))
+        .await
+        .unwrap();
+    let login = PendingLogin {
+        verifier: Secret::new("pkce-secret-4"),
+        nonce: "n".into(),
+        return_path: "/".into(),
+    };
+    store
+        .put_pending_login("state-secret-5", &login, Duration::from_secs(600))
+        .await
+        .unwrap();
+
+    let dump = dump_hex(&db).await;
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    // The dump does show what is stored in clear, so a missing secret means it is sealed.
+    assert!(dump.contains(&hex("https://visible.example/mcp")));
+    assert!(dump.contains(&hex("ann@example.com")));
+    for secret in [
+        session.expose(),
+        "header-secret-1",
+        "oauth-secret-2",
+        "AIza-model-secret-3",
+        "pkce-secret-4",
+        "state-secret-5",
+    ] {
+        assert!(
+            !dump.contains(&hex(secret)),
+            "{secret} is in the dump in clear"
+        );
+    }
+}
+
+/// Every column of every table, as the hex of its stored bytes, one line per value.
+async fn dump_hex(db: &Db) -> String {
+    let raw = db.raw().await;
+    let columns: Vec<(String, String, bool)> = match db.backend() {
+        Backend::Sqlite => sqlx::query(
+            "SELECT m.name, p.name, 0 FROM sqlite_master m JOIN pragma_table_info(m.name) p \
+             WHERE m.type = 'table'",
+        )
+        .fetch_all(&raw)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), false))
+        .collect(),
+        Backend::Postgres => sqlx::query(
+            "SELECT table_name::text, column_name::text, data_type::text FROM information_schema.columns \
+             WHERE table_schema = 'public'",
+        )
+        .fetch_all(&raw)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get(0), r.get(1), r.get::<String, _>(2) == "bytea"))
+        .collect(),
+    };
+    assert!(columns.len() > 20, "{columns:?}");
+    let mut out = String::new();
+    for (table, column, bytea) in columns {
+        let sql = match (db.backend(), bytea) {
+            (Backend::Sqlite, _) => format!("SELECT hex(CAST({column} AS BLOB)) FROM {table}"),
+            (Backend::Postgres, true) => format!("SELECT encode({column}, 'hex') FROM {table}"),
+            (Backend::Postgres, false) => {
+                format!("SELECT encode(convert_to({column}::text, 'UTF8'), 'hex') FROM {table}")
+            }
+        };
+        for row in sqlx::query(&sql).fetch_all(&raw).await.unwrap() {
+            let value: Option<String> = row.get(0);
+            out.push_str(&value.unwrap_or_default().to_uppercase());
+            out.push('\n');
+        }
+    }
+    out
+}
+
+#[tokio::test]
+async fn sqlite_file_is_created_private_and_symlinks_are_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("new/sub/team.db");
+    let store = Store::open(&format!("sqlite://{}?mode=rwc", file.display()))
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+    assert_eq!(
+        std::fs::metadata(dir.path().join("new"))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777,
+        0o700
+    );
+    // Readers do not wait for writers: the write-ahead log is on (kept in the file).
+    install_default_drivers();
+    let raw = AnyPoolOptions::new()
+        .connect(&format!("sqlite://{}", file.display()))
+        .await
+        .unwrap();
+    let mode: String = sqlx::query("PRAGMA journal_mode")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(mode, "wal");
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let err = Store::open(&format!("sqlite://{}", link.display()))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("symlink"), "{err}");
+}
+
+#[tokio::test]
+async fn postgres_errors_and_debug_never_show_the_password() {
+    let cluster = PgCluster::start();
+    let url = cluster.create_database("team");
+    let store = Store::open(&url)
+        .await
+        .unwrap()
+        .with_keys(keys(&key(), None));
+    let shown = format!("{store:?} {}", store.url());
+    assert!(!shown.contains(PG_PASSWORD), "{shown}");
+    assert!(shown.contains("postgres:***@127.0.0.1"), "{shown}");
+
+    let wrong = url.replace(PG_PASSWORD, "wrong-password-x");
+    let err = Store::open(&wrong).await.unwrap_err().to_string();
+    assert!(!err.contains("wrong-password-x"), "{err}");
+    assert!(
+        err.contains("cannot connect") && err.contains("password"),
+        "{err}"
+    );
+    let missing = cluster.url("no_such_db");
+    let err = Store::open(&missing).await.unwrap_err().to_string();
+    assert!(!err.contains(PG_PASSWORD), "{err}");
+    assert!(err.contains("no_such_db"), "{err}");
+}
+
+#[tokio::test]
+async fn secrets_need_a_key() {
+    let db = Db::sqlite();
+    let store = Store::open(db.url()).await.unwrap();
+    store.migrate().await.unwrap();
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let err = store
+        .for_user(&ann.id)
+        .put_model_key("gemini", &Secret::new("k"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("SWITCHBOARD_SECRET_KEY"), "{err}");
+}
+
+async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
+    let k = key();
+    // A token row written under schema 2 (before refresh leases) survives the upgrade
+    // and can be claimed.
+    let one = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(one.migrate_to(2).await.unwrap().version, 2);
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let raw = db.raw().await;
+    for user in [&ann.id, &bob.id] {
+        one.for_user(user)
+            .put_server(&server("s", "https://x.example/mcp", "h"))
+            .await
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO oauth_tokens (user_id, server_name, tokens, expires_at, updated_at) \
+             VALUES ($1, 's', $2, 100, 1)",
+        )
+        .bind(user.as_str())
+        .bind(b"sealed-by-an-older-build".to_vec())
+        .execute(&raw)
+        .await
+        .unwrap();
+    }
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 1);
+    let kept: (i64, Option<String>) = {
+        let row =
+            sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
+                .bind(ann.id.as_str())
+                .fetch_one(&raw)
+                .await
+                .unwrap();
+        (row.get(0), row.get(1))
+    };
+    assert_eq!(kept, (100, None));
+    let old_row = one
+        .for_user(&ann.id)
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    one.for_user(&ann.id)
+        .abandon_refresh(old_row.unwrap())
+        .await
+        .unwrap();
+    for user in [&ann.id, &bob.id] {
+        one.for_user(user)
+            .put_oauth_tokens("s", &Secret::new("rt-1"), Some(100))
+            .await
+            .unwrap();
+    }
+    let two = db.store(keys(&k, None)).await;
+    let (a1, a2) = (one.for_user(&ann.id), two.for_user(&ann.id));
+    assert_eq!(
+        a2.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "rt-1"
+    );
+
+    // Two instances ask at once: exactly one gets the claim.
+    let (l1, l2) = tokio::join!(
+        a1.begin_refresh("s", Duration::from_secs(60)),
+        a2.begin_refresh("s", Duration::from_secs(60))
+    );
+    let (l1, l2) = (l1.unwrap(), l2.unwrap());
+    assert!(l1.is_some() != l2.is_some(), "{l1:?} {l2:?}");
+    let (winner, lease) = match (l1, l2) {
+        (Some(l), None) => (&a1, l),
+        (None, Some(l)) => (&a2, l),
+        _ => unreachable!(),
+    };
+    // Bob's row is his own: Ann's claim does not block him.
+    let bob_lease = two
+        .for_user(&bob.id)
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap();
+    assert!(bob_lease.is_some());
+    assert!(
+        a1.begin_refresh("s", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        winner
+            .finish_refresh(lease, &Secret::new("rt-2"), Some(200))
+            .await
+            .unwrap()
+    );
+    let now = a2.oauth_tokens("s").await.unwrap().unwrap();
+    assert_eq!((now.tokens.expose(), now.expires_at), ("rt-2", Some(200)));
+    assert_eq!(
+        two.for_user(&bob.id)
+            .oauth_tokens("s")
+            .await
+            .unwrap()
+            .unwrap()
+            .tokens
+            .expose(),
+        "rt-1"
+    );
+
+    // A claim that ran out is taken over, and the slow holder's result is not written.
+    let slow = a1
+        .begin_refresh("s", Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    let fast = a2
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        !a1.finish_refresh(slow, &Secret::new("rt-slow"), None)
+            .await
+            .unwrap()
+    );
+    assert!(
+        a2.finish_refresh(fast, &Secret::new("rt-3"), None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a1.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "rt-3"
+    );
+
+    // Abandoning frees the row at once; a new login cancels a refresh in flight.
+    let gave_up = a1
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    a1.abandon_refresh(gave_up).await.unwrap();
+    let in_flight = a2
+        .begin_refresh("s", Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    a1.put_oauth_tokens("s", &Secret::new("fresh-login"), None)
+        .await
+        .unwrap();
+    assert!(
+        !a2.finish_refresh(in_flight, &Secret::new("stale"), None)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        a2.oauth_tokens("s").await.unwrap().unwrap().tokens.expose(),
+        "fresh-login"
+    );
+    assert!(
+        a1.begin_refresh("nope", Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+}
