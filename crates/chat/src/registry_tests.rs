@@ -1,7 +1,5 @@
 //! Unit tests for the tool registry.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use serde_json::json;
 use switchboard_model::{is_valid_function_name, validate_function_declaration};

@@ -1,7 +1,5 @@
 //! Unit tests for result mapping.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use serde_json::json;
 

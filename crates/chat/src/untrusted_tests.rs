@@ -1,7 +1,5 @@
 //! Unit tests for the untrusted-data marking.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use serde_json::json;
 

@@ -1,7 +1,5 @@
 //! Unit tests for the schema normalizer and validators.
 
-#![allow(clippy::unwrap_used, clippy::expect_used)]
-
 use super::*;
 use serde_json::json;
 use switchboard_model::{
