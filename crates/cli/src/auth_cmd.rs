@@ -25,6 +25,7 @@ use crate::ctx::{self, Globals};
 #[derive(Debug, clap::Args)]
 pub struct LoginArgs {
     /// The server's name in settings, or its URL.
+    #[arg(add = crate::complete::server_names())]
     pub server: String,
     /// Seconds to wait for the browser to come back.
     #[arg(long, default_value_t = 300, value_name = "SECONDS")]

@@ -69,15 +69,20 @@ pub fn project_dir() -> Result<PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
 }
 
-/// Loads the settings layers (or the `--config` file).
-pub fn load_settings(g: &Globals) -> Result<Settings> {
+/// Loads the settings layers (or the `--config` file), printing nothing.
+pub fn read_settings(g: &Globals) -> Result<Settings> {
     let opts = LoadOptions {
         home: home_dir()?,
         project_dir: project_dir()?,
         config_file: g.config.clone(),
     };
     let env = |k: &str| std::env::var(k).ok();
-    let settings = load(&opts, &env)?;
+    Ok(load(&opts, &env)?)
+}
+
+/// Loads the settings layers (or the `--config` file), with their warnings on stderr.
+pub fn load_settings(g: &Globals) -> Result<Settings> {
+    let settings = read_settings(g)?;
     for w in &settings.warnings {
         errln!("warning: {w}");
     }

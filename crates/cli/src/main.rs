@@ -10,6 +10,7 @@ mod term;
 mod auth_cmd;
 mod call;
 mod chat;
+mod complete;
 mod ctx;
 mod db;
 mod edit;
@@ -24,7 +25,7 @@ mod serve;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "switchboard", version, about = "Connect an assistant to your MCP servers", long_about = None)]
@@ -69,6 +70,16 @@ enum Command {
         #[arg(long, conflicts_with_all = ["revoke", "path"])]
         list: bool,
     },
+    /// Print a shell completion script: `source <(switchboard completions bash)`.
+    /// It completes subcommands, flags, server names and workflow files.
+    Completions {
+        /// bash, zsh, fish, powershell or elvish.
+        shell: clap_complete::Shell,
+        /// A self-contained script (subcommands and flags, no server names) instead of
+        /// one that asks `switchboard` for each completion.
+        #[arg(long = "static")]
+        static_script: bool,
+    },
     /// Explain whether a URL may be contacted under the URL policy, and why.
     UrlCheck {
         url: String,
@@ -105,6 +116,7 @@ enum McpCommand {
     Add(edit::AddArgs),
     /// Remove a server from settings.
     Remove {
+        #[arg(add = complete::server_names())]
         name: String,
         /// Which settings file: project (default) or user.
         #[arg(long, short)]
@@ -112,18 +124,21 @@ enum McpCommand {
     },
     /// Show one server's settings (secrets masked) and the environment it will get.
     Get {
+        #[arg(add = complete::server_names())]
         name: String,
         #[arg(long)]
         json: bool,
     },
     /// Enable a server.
     Enable {
+        #[arg(add = complete::server_names())]
         name: String,
         #[arg(long, short)]
         scope: Option<String>,
     },
     /// Disable a server (kept in settings, not started).
     Disable {
+        #[arg(add = complete::server_names())]
         name: String,
         #[arg(long, short)]
         scope: Option<String>,
@@ -132,7 +147,7 @@ enum McpCommand {
     Call {
         /// `<server|URL> <tool> [key=value…]`, or `<tool> [key=value…]` with --stdio.
         /// Values are typed by the tool's input schema.
-        #[arg(required = true, num_args = 1.., value_name = "SERVER TOOL KEY=VALUE")]
+        #[arg(required = true, num_args = 1.., value_name = "SERVER TOOL KEY=VALUE", add = complete::server_first())]
         positional: Vec<String>,
         /// Arguments as a JSON object.
         #[arg(long, value_name = "JSON")]
@@ -148,7 +163,7 @@ enum McpCommand {
     },
     /// Read a resource: `mcp read <server|URL> <uri>`.
     Read {
-        #[arg(required = true, num_args = 1..=2)]
+        #[arg(required = true, num_args = 1..=2, add = complete::server_first())]
         positional: Vec<String>,
         #[arg(long)]
         json: bool,
@@ -158,7 +173,7 @@ enum McpCommand {
     /// Get a prompt: `mcp prompt <server|URL> <name> [--arg=value…]`.
     Prompt {
         /// `<server|URL> <name> [arg=value…]`; `--arg=value` forms go after `--`.
-        #[arg(required = true, num_args = 1.., value_name = "SERVER NAME ARG=VALUE")]
+        #[arg(required = true, num_args = 1.., value_name = "SERVER NAME ARG=VALUE", add = complete::server_first())]
         positional: Vec<String>,
         #[arg(last = true)]
         kv: Vec<String>,
@@ -170,7 +185,10 @@ enum McpCommand {
     /// Log in to a server with OAuth (opens a browser; machine grants need none).
     Login(auth_cmd::LoginArgs),
     /// Forget a server's saved OAuth login.
-    Logout { server: String },
+    Logout {
+        #[arg(add = complete::server_names())]
+        server: String,
+    },
     /// Show the OAuth state of every HTTP server (and which ones need a login).
     Auth {
         #[arg(long)]
@@ -194,9 +212,19 @@ fn init_logging(verbose: u8) {
 }
 
 fn main() -> ExitCode {
+    // A shell asking for completions (`COMPLETE=bash switchboard -- …`) is answered here
+    // and the process exits; otherwise this returns at once.
+    clap_complete::CompleteEnv::with_factory(Cli::command)
+        .var(complete::COMPLETE_VAR)
+        .complete();
     let cli = Cli::parse();
-    if let Command::DemoServer { startup_delay_ms } = &cli.command {
-        return run_demo(*startup_delay_ms);
+    match &cli.command {
+        Command::DemoServer { startup_delay_ms } => return run_demo(*startup_delay_ms),
+        Command::Completions {
+            shell,
+            static_script,
+        } => return complete::print(*shell, *static_script, Cli::command()),
+        _ => {}
     }
     init_logging(cli.verbose);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -301,7 +329,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
         Command::Chat(args) => chat::run(&g, args).await,
         Command::Run(args) => run::run(&g, args).await,
         Command::UrlCheck { url, json } => url_check(&g, &url, json).await,
-        Command::DemoServer { .. } => Ok(ExitCode::SUCCESS),
+        Command::DemoServer { .. } | Command::Completions { .. } => Ok(ExitCode::SUCCESS),
     }
 }
 

@@ -26,6 +26,7 @@ use crate::run_log;
 #[derive(Debug, clap::Args)]
 pub struct RunArgs {
     /// The workflow: a YAML file, or Markdown with a ```workflow block.
+    #[arg(add = crate::complete::workflow_files())]
     pub file: PathBuf,
     /// Set an input variable (repeatable); numbers are stored as numbers.
     #[arg(long = "var", value_name = "KEY=VALUE")]
