@@ -10,6 +10,7 @@ mod term;
 mod auth_cmd;
 mod call;
 mod chat;
+mod color;
 mod complete;
 mod ctx;
 mod db;
@@ -22,10 +23,11 @@ mod run_log;
 mod sampling;
 mod serve;
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, CommandFactory, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Debug, Parser)]
 #[command(name = "switchboard", version, about = "Connect an assistant to your MCP servers", long_about = None)]
@@ -37,6 +39,9 @@ struct Cli {
     /// CLI: also loopback and private networks), or off.
     #[arg(long, global = true, value_name = "strict|local|off")]
     url_policy: Option<String>,
+    /// When to colour output (auto: only on a terminal, and not when NO_COLOR is set).
+    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = color::ColorChoice::Auto)]
+    color: color::ColorChoice,
     /// More logging on stderr (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
@@ -196,7 +201,7 @@ enum McpCommand {
     },
 }
 
-fn init_logging(verbose: u8) {
+fn init_logging(verbose: u8, color: color::ColorChoice) {
     let default = match verbose {
         0 => "warn,rmcp=off",
         1 => "info,rmcp=error",
@@ -207,6 +212,7 @@ fn init_logging(verbose: u8) {
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(color.enabled(std::io::stderr().is_terminal()))
         .with_target(false)
         .try_init();
 }
@@ -217,7 +223,12 @@ fn main() -> ExitCode {
     clap_complete::CompleteEnv::with_factory(Cli::command)
         .var(complete::COMPLETE_VAR)
         .complete();
-    let cli = Cli::parse();
+    let color = color::ColorChoice::from_args(std::env::args_os());
+    let matches = Cli::command().color(color.for_clap()).get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.format(&mut Cli::command().color(color.for_clap())).exit(),
+    };
     match &cli.command {
         Command::DemoServer { startup_delay_ms } => return run_demo(*startup_delay_ms),
         Command::Completions {
@@ -226,7 +237,7 @@ fn main() -> ExitCode {
         } => return complete::print(*shell, *static_script, Cli::command()),
         _ => {}
     }
-    init_logging(cli.verbose);
+    init_logging(cli.verbose, cli.color);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)
