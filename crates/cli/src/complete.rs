@@ -25,6 +25,23 @@ use crate::ctx::{self, Globals};
 /// The environment variable of clap_complete's completion protocol.
 pub const COMPLETE_VAR: &str = "COMPLETE";
 
+/// Whether a shell is asking for completions: `COMPLETE` names a shell clap_complete
+/// knows (`bash`, or a path such as `/bin/bash`). Any other value, left in the
+/// environment for some other purpose, leaves the command to run as usual.
+pub fn requested() -> bool {
+    std::env::var_os(COMPLETE_VAR).is_some_and(|v| names_a_shell(Path::new(&v)))
+}
+
+fn names_a_shell(value: &Path) -> bool {
+    let stem = value
+        .file_stem()
+        .unwrap_or(value.as_os_str())
+        .to_string_lossy();
+    clap_complete::env::Shells::builtins()
+        .completer(&stem)
+        .is_some()
+}
+
 /// Completes a server name from the settings.
 pub fn server_names() -> ArgValueCandidates {
     ArgValueCandidates::new(|| {
@@ -275,6 +292,24 @@ mod tests {
             positionals_before(&words("switchboard mcp call alpha tool"), 3),
             0
         );
+    }
+
+    #[test]
+    fn only_a_shell_name_asks_for_completion() {
+        for yes in [
+            "bash",
+            "zsh",
+            "fish",
+            "powershell",
+            "elvish",
+            "/bin/bash",
+            "/usr/bin/zsh",
+        ] {
+            assert!(names_a_shell(Path::new(yes)), "{yes}");
+        }
+        for no in ["1", "true", "yes", "", "0"] {
+            assert!(!names_a_shell(Path::new(no)), "{no}");
+        }
     }
 
     #[test]

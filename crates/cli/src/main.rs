@@ -219,10 +219,12 @@ fn init_logging(verbose: u8, color: color::ColorChoice) {
 
 fn main() -> ExitCode {
     // A shell asking for completions (`COMPLETE=bash switchboard -- …`) is answered here
-    // and the process exits; otherwise this returns at once.
-    clap_complete::CompleteEnv::with_factory(Cli::command)
-        .var(complete::COMPLETE_VAR)
-        .complete();
+    // and the process exits.
+    if complete::requested() {
+        clap_complete::CompleteEnv::with_factory(Cli::command)
+            .var(complete::COMPLETE_VAR)
+            .complete();
+    }
     let color = color::ColorChoice::from_args(std::env::args_os());
     let matches = Cli::command().color(color.for_clap()).get_matches();
     let cli = match Cli::from_arg_matches(&matches) {

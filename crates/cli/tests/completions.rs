@@ -238,3 +238,23 @@ fn the_sourced_bash_script_completes_server_names() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn a_stray_complete_variable_does_not_hijack_a_command() {
+    let env = Env::new();
+    for value in ["1", "true"] {
+        let out = env
+            .command()
+            .env("COMPLETE", value)
+            .args(["mcp", "get", "alpha", "--json"])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "COMPLETE={value}: {}",
+            text(&out.stderr)
+        );
+        let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(doc["name"], "alpha", "{doc}");
+    }
+}
