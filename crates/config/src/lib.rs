@@ -7,6 +7,7 @@ mod doc;
 mod env_policy;
 mod error;
 mod expand;
+mod import;
 mod jsonc;
 mod load;
 mod mask;
@@ -21,6 +22,10 @@ pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
 pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
 pub use error::ConfigError;
 pub use expand::{ExpandError, expand_vars};
+pub use import::{
+    ImportError, ImportHost, ImportSource, ImportedFile, ImportedServer, SkippedServer,
+    import_sources, parse_import, read_import,
+};
 pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Settings, load};
 pub use mask::{is_secret_name, mask_secret};
 pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
