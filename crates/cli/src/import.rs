@@ -35,14 +35,6 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
-/// The user's home directory (`$HOME`), where other hosts keep their files.
-fn user_home() -> Result<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-        .context("HOME is not set: set it, or name the file with --from FILE")
-}
-
 fn sources(host: ImportHost, home: &Path, project: &Path) -> Vec<ImportSource> {
     let codex_home = std::env::var_os("CODEX_HOME")
         .filter(|h| !h.is_empty())
@@ -57,10 +49,23 @@ struct Read {
     file: ImportedFile,
 }
 
-fn read_existing(host: ImportHost, home: &Path, project: &Path) -> Result<Vec<Read>> {
+/// The host's files that exist. Project files (`./.mcp.json`, `./.vscode/mcp.json`, …)
+/// came with the folder: they are read only for `--scope project`, where Switchboard's
+/// folder trust still guards them; otherwise they are named in `left_out`.
+fn read_existing(
+    host: ImportHost,
+    home: &Path,
+    project: &Path,
+    scope: &str,
+    left_out: &mut Vec<(ImportHost, PathBuf)>,
+) -> Result<Vec<Read>> {
     let mut out = Vec::new();
     for s in sources(host, home, project) {
         if !s.path.is_file() {
+            continue;
+        }
+        if s.project && scope != "project" {
+            left_out.push((s.host, s.path));
             continue;
         }
         let file = read_import(s.host, &s.path, project)?;
@@ -94,12 +99,13 @@ fn shown(entry: &Map<String, Value>) -> Map<String, Value> {
 pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
     let project = ctx::project_dir()?;
     let scope = a.scope.clone().unwrap_or_else(|| "user".into());
+    let mut left_out = Vec::new();
     let reads: Vec<Read> = match a.from.as_deref() {
         Some(from) => match ImportHost::from_id(from) {
             Some(host) => {
-                let home = user_home()?;
-                let reads = read_existing(host, &home, &project)?;
-                if reads.is_empty() {
+                let home = ctx::user_home()?;
+                let reads = read_existing(host, &home, &project, &scope, &mut left_out)?;
+                if reads.is_empty() && left_out.is_empty() {
                     let looked: Vec<String> = sources(host, &home, &project)
                         .iter()
                         .map(|s| s.path.display().to_string())
@@ -129,10 +135,10 @@ pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
             }
         },
         None => {
-            let home = user_home()?;
+            let home = ctx::user_home()?;
             let mut found = Vec::new();
             for host in ImportHost::ALL {
-                found.extend(read_existing(host, &home, &project)?);
+                found.extend(read_existing(host, &home, &project, &scope, &mut left_out)?);
             }
             let mut hosts: Vec<ImportHost> = found
                 .iter()
@@ -141,7 +147,7 @@ pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
                 .collect();
             hosts.dedup();
             if hosts.len() != 1 {
-                return list_found(&found, a.json);
+                return list_found(&found, &left_out, a.json);
             }
             if !a.json {
                 outln!(
@@ -152,10 +158,21 @@ pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
             found
         }
     };
-    write(g, &scope, &reads, a.dry_run, a.json)
+    write(g, &scope, &reads, &left_out, a.dry_run, a.json)
 }
 
-fn list_found(found: &[Read], as_json: bool) -> Result<ExitCode> {
+fn left_out_note(path: &Path) -> String {
+    format!(
+        "{} is this folder's own file, so it is imported only with --scope project (it then applies once you `switchboard trust` the folder)",
+        path.display()
+    )
+}
+
+fn list_found(
+    found: &[Read],
+    left_out: &[(ImportHost, PathBuf)],
+    as_json: bool,
+) -> Result<ExitCode> {
     if as_json {
         let sources: Vec<Value> = found
             .iter()
@@ -166,9 +183,13 @@ fn list_found(found: &[Read], as_json: bool) -> Result<ExitCode> {
             .collect();
         println!(
             "{}",
-            serde_json::to_string_pretty(&json!({"found": sources, "imported": []}))?
+            serde_json::to_string_pretty(&json!({"found": sources, "imported": [],
+                "notes": left_out.iter().map(|(_, p)| json!({"file": p.display().to_string(), "note": left_out_note(p)})).collect::<Vec<_>>()}))?
         );
         return Ok(ExitCode::SUCCESS);
+    }
+    for (_, p) in left_out {
+        outln!("note: {}", left_out_note(p));
     }
     if found.is_empty() {
         outln!(
@@ -196,6 +217,7 @@ fn write(
     g: &Globals,
     scope: &str,
     reads: &[Read],
+    left_out: &[(ImportHost, PathBuf)],
     dry_run: bool,
     as_json: bool,
 ) -> Result<ExitCode> {
@@ -204,7 +226,10 @@ fn write(
     let mut imported = Vec::new();
     let mut conflicts = Vec::new();
     let mut skipped = Vec::new();
-    let mut notes = Vec::new();
+    let mut notes: Vec<Value> = left_out
+        .iter()
+        .map(|(_, p)| json!({"file": p.display().to_string(), "note": left_out_note(p)}))
+        .collect();
     let mut planned: Vec<(String, String)> = Vec::new();
     for r in reads {
         let src = r.path.display().to_string();
@@ -215,13 +240,9 @@ fn write(
             skipped.push(json!({"name": s.name, "file": src, "reason": s.reason}));
         }
         for s in &r.file.servers {
-            let existing = if doc.server(&s.name).is_some() {
-                Some(path.display().to_string())
-            } else {
-                planned
-                    .iter()
-                    .find(|(n, _)| *n == s.name)
-                    .map(|(_, from)| format!("{from} (imported just before)"))
+            let existing = match planned.iter().find(|(n, _)| *n == s.name) {
+                Some((_, from)) => Some(format!("{from} (imported just before)")),
+                None => doc.server(&s.name).map(|_| path.display().to_string()),
             };
             if let Some(existing) = existing {
                 conflicts.push(json!({"name": s.name, "file": src, "location": s.location,

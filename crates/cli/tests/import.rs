@@ -148,7 +148,7 @@ fn claude_desktop_on_macos_path_is_found() {
 }
 
 #[test]
-fn claude_code_imports_user_this_project_and_mcp_json_but_not_other_projects() {
+fn claude_code_imports_user_and_this_projects_entries_and_mcp_json_only_into_the_project() {
     let env = Env::new();
     let project = std::fs::canonicalize(env.project.path()).unwrap();
     write(
@@ -159,6 +159,8 @@ fn claude_code_imports_user_this_project_and_mcp_json_but_not_other_projects() {
         &env.project.path().join(".mcp.json"),
         &fixture("dot-mcp.json"),
     );
+    // User scope: the user's own ~/.claude.json (its entries and this folder's), never
+    // the folder's own .mcp.json, which came with the folder.
     let v = env.json(&["mcp", "import", "--from", "claude-code", "--json"]);
     let s = &env.settings()["mcpServers"];
     assert_eq!(
@@ -173,19 +175,41 @@ fn claude_code_imports_user_this_project_and_mcp_json_but_not_other_projects() {
         s["local-db"]["args"][3],
         "${DB_URL:-postgres://localhost/dev}"
     );
-    assert_eq!(
-        s["api-server"],
-        json!({"url": "${API_BASE_URL:-https://api.example.com}/sse", "type": "sse", "headers": {"X-API-Key": "${API_KEY}"}})
-    );
+    assert!(s.get("api-server").is_none());
     assert!(s.get("linear").is_none());
+    let notes = v["notes"].to_string();
+    assert!(notes.contains("/home/someone/other-project (1)"), "{v:#}");
     assert!(
-        v["notes"]
-            .to_string()
-            .contains("/home/someone/other-project (1)"),
+        notes.contains(".mcp.json is this folder's own file"),
         "{v:#}"
     );
     // References are never reported as written-out secrets.
     assert_eq!(warnings(&v, "sentry"), "[]");
+
+    // Project scope: .mcp.json too, into the project file (which needs `trust`).
+    let out = env.run(&[
+        "mcp",
+        "import",
+        "--from",
+        "claude-code",
+        "--scope",
+        "project",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("switchboard trust"),
+        "{}",
+        stdout(&out)
+    );
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project.path().join(".switchboard/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        p["mcpServers"]["api-server"],
+        json!({"url": "${API_BASE_URL:-https://api.example.com}/sse", "type": "sse", "headers": {"X-API-Key": "${API_KEY}"}})
+    );
+    assert!(p["mcpServers"]["sentry"].is_object());
 }
 
 #[test]
@@ -195,8 +219,14 @@ fn vscode_inputs_become_variables_with_a_warning_naming_the_input() {
         &env.project.path().join(".vscode/mcp.json"),
         &fixture("vscode-mcp.json"),
     );
-    let v = env.json(&["mcp", "import", "--from", "vscode", "--json"]);
-    let s = &env.settings()["mcpServers"];
+    let v = env.json(&[
+        "mcp", "import", "--from", "vscode", "--scope", "project", "--json",
+    ]);
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project.path().join(".switchboard/settings.json")).unwrap(),
+    )
+    .unwrap();
+    let s = &p["mcpServers"];
     assert_eq!(
         s["perplexity"]["env"]["PERPLEXITY_API_KEY"],
         "${PERPLEXITY_KEY}"
@@ -212,6 +242,38 @@ fn vscode_inputs_become_variables_with_a_warning_naming_the_input() {
     );
     assert!(warnings(&v, "fetch").contains("`dev` has no equivalent"));
     assert!(s["fetch"].get("dev").is_none());
+}
+
+#[test]
+fn a_folders_own_files_never_reach_the_user_settings_by_default() {
+    let env = Env::new();
+    write(
+        &env.project.path().join(".vscode/mcp.json"),
+        &fixture("vscode-mcp.json"),
+    );
+    write(
+        &env.project.path().join(".mcp.json"),
+        &fixture("dot-mcp.json"),
+    );
+    let out = env.run(&["mcp", "import"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains(".vscode/mcp.json is this folder's own file"),
+        "{text}"
+    );
+    assert!(
+        text.contains("No other host's MCP settings found"),
+        "{text}"
+    );
+    let out = env.run(&["mcp", "import", "--from", "vscode"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Nothing to import"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!env.user_settings().exists());
 }
 
 #[test]

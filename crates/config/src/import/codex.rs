@@ -12,7 +12,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use super::vars::{Dialect, Rewrite};
-use super::{Draft, ImportError, ImportedFile, ImportedServer, Kind, SkippedServer};
+use super::{Draft, ImportError, ImportedFile, ImportedServer, Kind, SkippedServer, check_name};
 
 /// One `[mcp_servers.NAME]` table as written.
 #[derive(Debug, Default, Deserialize)]
@@ -73,7 +73,7 @@ pub(crate) fn parse(path: &Path, text: &str) -> Result<ImportedFile, ImportError
     };
     for (name, value) in servers {
         let location = format!("mcp_servers.{name}");
-        match entry(&location, value) {
+        match check_name(&location, name).and_then(|()| entry(&location, value)) {
             Ok((entry, warnings)) => out.servers.push(ImportedServer {
                 name: name.clone(),
                 location,

@@ -11,7 +11,8 @@ use serde_json::{Map, Value};
 
 use super::vars::{Dialect, Rewrite};
 use super::{
-    Draft, ImportError, ImportHost, ImportedFile, ImportedServer, Kind, SkippedServer, string_map,
+    Draft, ImportError, ImportHost, ImportedFile, ImportedServer, Kind, SkippedServer, check_name,
+    string_map,
 };
 use crate::raw::{SERVER_KEYS, parse_server, type_name};
 
@@ -186,7 +187,7 @@ fn push(
     location: String,
     r: Result<(Map<String, Value>, Vec<String>), String>,
 ) {
-    match r {
+    match check_name(&location, &name).and(r) {
         Ok((entry, warnings)) => out.servers.push(ImportedServer {
             name,
             location,

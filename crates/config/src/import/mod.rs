@@ -127,10 +127,15 @@ pub struct ImportSource {
     pub host: ImportHost,
     /// The file.
     pub path: PathBuf,
+    /// A file in the project folder (it came with the folder, so it is as trusted as
+    /// the folder), not one the user's own host wrote.
+    pub project: bool,
 }
 
 /// Where each host keeps its MCP servers on Linux and macOS: user files under `home`
-/// (the user's home directory), then project files under `project_dir`. Codex's
+/// (the user's home directory), then project files under `project_dir` (marked
+/// [`ImportSource::project`]: they came with the folder, so the caller imports them
+/// only where folder trust still applies). Codex's
 /// user file is under `codex_home` (`$CODEX_HOME`) when given, else `~/.codex`.
 pub fn import_sources(
     host: ImportHost,
@@ -140,41 +145,48 @@ pub fn import_sources(
 ) -> Vec<ImportSource> {
     let mac = home.join("Library").join("Application Support");
     let config = home.join(".config");
-    let paths: Vec<PathBuf> = match host {
+    let user: Vec<PathBuf> = match host {
         ImportHost::ClaudeDesktop => vec![
             config.join("Claude").join("claude_desktop_config.json"),
             mac.join("Claude").join("claude_desktop_config.json"),
         ],
-        ImportHost::ClaudeCode => vec![home.join(".claude.json"), project_dir.join(".mcp.json")],
+        ImportHost::ClaudeCode => vec![home.join(".claude.json")],
         ImportHost::VsCode => vec![
             config.join("Code").join("User").join("mcp.json"),
             mac.join("Code").join("User").join("mcp.json"),
-            project_dir.join(".vscode").join("mcp.json"),
         ],
-        ImportHost::Cursor => vec![
-            home.join(".cursor").join("mcp.json"),
-            project_dir.join(".cursor").join("mcp.json"),
-        ],
+        ImportHost::Cursor => vec![home.join(".cursor").join("mcp.json")],
         ImportHost::Codex => vec![
             codex_home
                 .map(Path::to_path_buf)
                 .unwrap_or_else(|| home.join(".codex"))
                 .join("config.toml"),
-            project_dir.join(".codex").join("config.toml"),
         ],
-        ImportHost::Gemini => vec![
-            home.join(".gemini").join("settings.json"),
-            project_dir.join(".gemini").join("settings.json"),
-        ],
+        ImportHost::Gemini => vec![home.join(".gemini").join("settings.json")],
         ImportHost::Windsurf => vec![
             home.join(".codeium")
                 .join("windsurf")
                 .join("mcp_config.json"),
         ],
     };
-    paths
-        .into_iter()
-        .map(|path| ImportSource { host, path })
+    let project: Vec<PathBuf> = match host {
+        ImportHost::ClaudeDesktop | ImportHost::Windsurf => vec![],
+        ImportHost::ClaudeCode => vec![project_dir.join(".mcp.json")],
+        ImportHost::VsCode => vec![project_dir.join(".vscode").join("mcp.json")],
+        ImportHost::Cursor => vec![project_dir.join(".cursor").join("mcp.json")],
+        ImportHost::Codex => vec![project_dir.join(".codex").join("config.toml")],
+        ImportHost::Gemini => vec![project_dir.join(".gemini").join("settings.json")],
+    };
+    let source = |project| {
+        move |path| ImportSource {
+            host,
+            path,
+            project,
+        }
+    };
+    user.into_iter()
+        .map(source(false))
+        .chain(project.into_iter().map(source(true)))
         .collect()
 }
 
@@ -414,6 +426,17 @@ impl Draft {
         warnings.append(&mut self.warnings);
         Ok((e, warnings))
     }
+}
+
+/// A name `mcp add` would accept too: not empty, no slash, no control character.
+pub(crate) fn check_name(location: &str, name: &str) -> Result<(), String> {
+    if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/') {
+        return Err(format!(
+            "{location}: `{}` is not a usable server name (no slashes or control characters); rename it in the host's file",
+            name.escape_debug()
+        ));
+    }
+    Ok(())
 }
 
 /// Converts a map of raw values (strings, numbers, booleans) to strings, naming the

@@ -50,16 +50,24 @@ fn broken_entries_are_skipped_with_the_field_named_and_the_rest_imported() {
             "badtype": {"url": "https://x", "type": "websocket"},
             "notstring": {"command": "x", "env": {"A": [1]}},
             "ftp": {"url": "ftp://x"},
+            "a/b": {"command": "x"},
+            "esc\u001b[2J": {"command": "x"},
             "good": {"command": "x", "env": {"N": 3}}
         }}"#,
     );
     let reasons: Vec<&str> = f.skipped.iter().map(|s| s.reason.as_str()).collect();
-    assert_eq!(f.skipped.len(), 5, "{reasons:?}");
+    assert_eq!(f.skipped.len(), 7, "{reasons:?}");
     assert!(reasons[0].contains("both a command and a URL"));
     assert!(reasons[1].contains("neither a command nor a URL"));
     assert!(reasons[2].contains("mcpServers.badtype.type"));
     assert!(reasons[3].contains("mcpServers.notstring.env.A"));
     assert!(reasons[4].contains("not an http(s):// URL"));
+    assert!(reasons[5].contains("`a/b` is not a usable server name"));
+    assert!(
+        reasons[6].contains("`esc\\u{1b}[2J` is not a usable"),
+        "{}",
+        reasons[6]
+    );
     assert_eq!(
         f.servers[0].entry,
         json!({"command": "x", "env": {"N": "3"}})
