@@ -341,7 +341,12 @@ fn codex_home_is_honoured() {
 fn gemini_entries_are_kept_verbatim_with_their_references() {
     let env = Env::new();
     env.home_file(".gemini/settings.json", "gemini-settings.json");
-    env.json(&["mcp", "import", "--from", "gemini", "--json"]);
+    let v = env.json(&["mcp", "import", "--from", "gemini", "--json"]);
+    assert!(
+        warnings(&v, "httpServerWithAuth").contains("headers.Authorization holds a secret"),
+        "{v:#}"
+    );
+    assert_eq!(warnings(&v, "pythonTools"), "[]");
     let s = &env.settings()["mcpServers"];
     let src: Value = serde_json::from_str(&fixture("gemini-settings.json")).unwrap();
     assert_eq!(s["pythonTools"], src["mcpServers"]["pythonTools"]);

@@ -300,7 +300,7 @@ fn gemini_entry(
             dropped.push(format!("`{k}`"));
         }
     }
-    let mut warnings = Vec::new();
+    let mut warnings = super::secret_warnings(&entry);
     if !dropped.is_empty() {
         warnings.push(format!(
             "{} {} no equivalent in Switchboard and {} left out",

@@ -411,21 +411,33 @@ impl Draft {
                 if list.len() == 1 { "was" } else { "were" },
             ));
         }
-        for (field, map) in [("env", &self.env), ("headers", &self.headers)] {
-            if !e.contains_key(field) {
-                continue;
-            }
-            for (k, v) in map {
-                if (is_secret_name(k)) && !v.is_empty() && !vars::has_reference(v) {
-                    warnings.push(format!(
-                        "{field}.{k} holds a secret written out in the host's file; it was copied as is: consider `${{VAR}}` and setting VAR in the environment"
-                    ));
-                }
-            }
-        }
+        warnings.extend(secret_warnings(&e));
         warnings.append(&mut self.warnings);
         Ok((e, warnings))
     }
+}
+
+/// A warning for each `env`/`headers` value with a secret-looking name that is
+/// written out rather than a `${VAR}` reference.
+pub(crate) fn secret_warnings(entry: &Map<String, Value>) -> Vec<String> {
+    let mut out = Vec::new();
+    for field in ["env", "headers"] {
+        let Some(Value::Object(map)) = entry.get(field) else {
+            continue;
+        };
+        for (k, v) in map {
+            if let Value::String(v) = v
+                && is_secret_name(k)
+                && !v.is_empty()
+                && !vars::has_reference(v)
+            {
+                out.push(format!(
+                    "{field}.{k} holds a secret written out in the host's file; it was copied as is: consider `${{VAR}}` and setting VAR in the environment"
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// A name `mcp add` would accept too: not empty, no slash, no control character.
