@@ -498,3 +498,29 @@ fn imported_claude_desktop_servers_appear_in_mcp_list() {
         assert!(s["tools"].to_string().contains("echo"), "{s:#}");
     }
 }
+
+#[test]
+fn the_same_name_in_two_files_of_one_import_is_a_conflict_too() {
+    let env = Env::new();
+    env.home_file(".cursor/mcp.json", "cursor-mcp.json");
+    write(
+        &env.project.path().join(".cursor/mcp.json"),
+        r#"{"mcpServers": {"remote": {"url": "https://other.example/mcp"}}}"#,
+    );
+    let v = env.json(&[
+        "mcp", "import", "--from", "cursor", "--scope", "project", "--json",
+    ]);
+    assert_eq!(v["conflicts"][0]["name"], "remote", "{v:#}");
+    assert!(
+        v["conflicts"][0]["existsIn"]
+            .as_str()
+            .unwrap()
+            .ends_with(".cursor/mcp.json (imported just before)"),
+        "{v:#}"
+    );
+    let p: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.project.path().join(".switchboard/settings.json")).unwrap(),
+    )
+    .unwrap();
+    assert_eq!(p["mcpServers"]["remote"]["url"], "https://example.com/mcp");
+}
