@@ -1,5 +1,6 @@
 //! Switchboard settings: Gemini-CLI-style `settings.json` layers, validation,
-//! variable expansion, folder trust, the stdio environment rule and safe writes.
+//! variable expansion, folder trust, the stdio environment rule and safe writes, and
+//! reading other MCP hosts' settings for `mcp import` ([`read_import`]).
 //!
 //! Start with [`load`]; edit files with [`SettingsDoc`].
 
