@@ -65,6 +65,14 @@ pub fn home_dir() -> Result<PathBuf> {
     Ok(PathBuf::from(home).join(".switchboard"))
 }
 
+/// The user's home directory (`$HOME`), where other hosts keep their files.
+pub fn user_home() -> Result<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .context("HOME is not set: set it, or name the file with --from FILE")
+}
+
 pub fn project_dir() -> Result<PathBuf> {
     std::env::current_dir().context("cannot read the current directory")
 }

@@ -48,7 +48,7 @@ pub struct AddArgs {
     pub description: Option<String>,
 }
 
-fn settings_path(g: &Globals, scope: Option<&str>) -> Result<PathBuf> {
+pub(crate) fn settings_path(g: &Globals, scope: Option<&str>) -> Result<PathBuf> {
     if let Some(file) = &g.config {
         return Ok(file.clone());
     }

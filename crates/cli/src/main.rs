@@ -2,7 +2,7 @@
 //!
 //! `switchboard mcp list` shows every configured server with its status and what it
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
-//! command); `mcp add/remove/get/enable/disable` and `trust` edit settings; `db migrate`
+//! command); `mcp add/remove/get/enable/disable/import` and `trust` edit settings; `db migrate`
 //! and `db reencrypt` look after team mode's database.
 
 #[macro_use]
@@ -16,6 +16,7 @@ mod ctx;
 mod db;
 mod edit;
 mod hooks;
+mod import;
 mod list;
 mod render;
 mod run;
@@ -119,6 +120,9 @@ enum McpCommand {
     },
     /// Add a server to settings.
     Add(edit::AddArgs),
+    /// Import servers from another host: Claude Desktop, Claude Code, VS Code, Cursor,
+    /// Codex, Gemini CLI, Windsurf, or a file.
+    Import(import::ImportArgs),
     /// Remove a server from settings.
     Remove {
         #[arg(add = complete::server_names())]
@@ -297,6 +301,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
             McpCommand::Logout { server } => auth_cmd::logout(&g, &server).await,
             McpCommand::Auth { json } => auth_cmd::auth(&g, json).await,
             McpCommand::Add(args) => edit::add(&g, args),
+            McpCommand::Import(args) => import::run(&g, args),
             McpCommand::Remove { name, scope } => edit::remove(&g, &name, scope.as_deref()),
             McpCommand::Get { name, json } => edit::get(&g, &name, json),
             McpCommand::Enable { name, scope } => {

@@ -1,5 +1,6 @@
 //! Switchboard settings: Gemini-CLI-style `settings.json` layers, validation,
-//! variable expansion, folder trust, the stdio environment rule and safe writes.
+//! variable expansion, folder trust, the stdio environment rule and safe writes, and
+//! reading other MCP hosts' settings for `mcp import` ([`read_import`]).
 //!
 //! Start with [`load`]; edit files with [`SettingsDoc`].
 
@@ -7,6 +8,7 @@ mod doc;
 mod env_policy;
 mod error;
 mod expand;
+mod import;
 mod jsonc;
 mod load;
 mod mask;
@@ -21,6 +23,10 @@ pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
 pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
 pub use error::ConfigError;
 pub use expand::{ExpandError, expand_vars};
+pub use import::{
+    ImportError, ImportHost, ImportSource, ImportedFile, ImportedServer, SkippedServer,
+    import_sources, parse_import, read_import,
+};
 pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Settings, load};
 pub use mask::{is_secret_name, mask_secret};
 pub use raw::{AuthProviderType, IdpConfig, OAuthConfig};
