@@ -100,6 +100,9 @@ pub struct Settings {
     /// the HTTP layer applies it only when it is stricter than the policy otherwise in
     /// force (see `switchboard_net::choose_policy`).
     pub project_url_policy: Option<String>,
+    /// `registryUrl` of the user file (or the `--config` file): the MCP Registry that
+    /// `mcp search` and `mcp add --from-registry` ask. A project file cannot set it.
+    pub registry_url: Option<String>,
     /// The project file that was not applied because its folder is not trusted.
     pub ignored_project: Option<IgnoredProject>,
     /// `model` (a string, or Gemini CLI's `model.name`).
@@ -179,6 +182,7 @@ struct ParsedFile {
     servers: Vec<(String, Value)>,
     mcp: RawMcp,
     url_policy: Option<String>,
+    registry_url: Option<String>,
     model: Option<String>,
     provider: Option<String>,
 }
@@ -305,6 +309,17 @@ fn parse_file(
             ));
         }
     };
+    let registry_url = match root.get("registryUrl") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        Some(other) => {
+            return Err(invalid(
+                path,
+                "registryUrl",
+                format!("expected a URL string, found {}", type_name(other)),
+            ));
+        }
+    };
     let model = match root.get("model") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Object(m)) => m.get("name").and_then(Value::as_str).map(str::to_string),
@@ -329,6 +344,7 @@ fn parse_file(
         servers,
         mcp,
         url_policy,
+        registry_url,
         model,
         provider,
     })
@@ -765,6 +781,7 @@ pub fn load(
     let mut server_command: Option<(usize, String)> = None;
     let mut url_policy = None;
     let mut project_url_policy = None;
+    let mut registry_url = None;
     let mut model = None;
     let mut provider = None;
     for file in &parsed {
@@ -794,6 +811,9 @@ pub fn load(
             project_url_policy.clone_from(&file.url_policy);
         } else if file.url_policy.is_some() {
             url_policy.clone_from(&file.url_policy);
+        }
+        if !project && file.registry_url.is_some() {
+            registry_url.clone_from(&file.registry_url);
         }
         if file.model.is_some() {
             model.clone_from(&file.model);
@@ -884,6 +904,7 @@ pub fn load(
         files: layers.into_iter().map(|l| l.path).collect(),
         url_policy,
         project_url_policy,
+        registry_url,
         ignored_project,
         model,
         provider,
@@ -906,6 +927,7 @@ fn describe_ignored(file: PathBuf, folder: &Path) -> IgnoredProject {
     if let Some(o) = obj {
         for key in [
             "urlPolicy",
+            "registryUrl",
             "model",
             "provider",
             "allowMCPServers",

@@ -788,3 +788,21 @@ fn relative_home_and_project_paths_are_absolutized() {
     let s = f.load();
     assert!(s.files.iter().all(|p| Path::new(p).is_absolute()));
 }
+
+#[test]
+fn registry_url_comes_from_the_user_file_and_never_from_a_project() {
+    let f = Fixture::new();
+    f.user(r#"{"registryUrl": "https://registry.example.test"}"#);
+    f.project(r#"{"registryUrl": "http://evil.example.test"}"#);
+    f.trust();
+    let s = f.load();
+    assert_eq!(
+        s.registry_url.as_deref(),
+        Some("https://registry.example.test")
+    );
+
+    let f = Fixture::new();
+    f.user(r#"{"registryUrl": 7}"#);
+    let err = load(&f.opts(), &env).unwrap_err().to_string();
+    assert!(err.contains("registryUrl"), "{err}");
+}
