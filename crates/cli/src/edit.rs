@@ -20,8 +20,20 @@ use crate::ctx::{self, Globals};
 pub struct AddArgs {
     /// The server's name.
     pub name: String,
-    /// A command (stdio) or an http(s):// URL.
-    pub command_or_url: String,
+    /// A command (stdio) or an http(s):// URL (not with --from-registry).
+    #[arg(
+        required_unless_present = "from_registry",
+        conflicts_with = "from_registry"
+    )]
+    pub command_or_url: Option<String>,
+    /// Install from the MCP Registry: a server name such as
+    /// `io.github.example/weather-mcp`, optionally `@VERSION` (default: the latest).
+    #[arg(long, value_name = "ID[@VERSION]")]
+    pub from_registry: Option<String>,
+    /// The MCP Registry to ask (default: `registryUrl` in the user settings, else
+    /// https://registry.modelcontextprotocol.io).
+    #[arg(long, value_name = "URL", requires = "from_registry")]
+    pub registry: Option<String>,
     /// Arguments for the command (after `--`).
     #[arg(last = true)]
     pub args: Vec<String>,
@@ -59,15 +71,19 @@ pub(crate) fn settings_path(g: &Globals, scope: Option<&str>) -> Result<PathBuf>
     }
 }
 
-pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
-    if a.name.is_empty() || a.name.chars().any(|c| c.is_control() || c == '/') {
-        bail!(
-            "`{}` is not a usable server name (no slashes or control characters)",
-            a.name
-        );
+pub(crate) fn check_name(name: &str) -> Result<()> {
+    if name.is_empty() || name.chars().any(|c| c.is_control() || c == '/') {
+        bail!("`{name}` is not a usable server name (no slashes or control characters)");
     }
-    let is_url =
-        a.command_or_url.starts_with("http://") || a.command_or_url.starts_with("https://");
+    Ok(())
+}
+
+pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
+    check_name(&a.name)?;
+    let Some(command_or_url) = a.command_or_url.clone() else {
+        bail!("give a command or URL to add (or --from-registry ID)");
+    };
+    let is_url = command_or_url.starts_with("http://") || command_or_url.starts_with("https://");
     let transport = a.transport.clone().unwrap_or_else(|| {
         if is_url {
             "http".into()
@@ -81,13 +97,13 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
             if is_url {
                 bail!(
                     "`{}` is a URL; use --transport http or sse for it",
-                    a.command_or_url
+                    command_or_url
                 );
             }
             if !a.headers.is_empty() {
                 bail!("--header is for http and sse servers, not stdio");
             }
-            entry.insert("command".into(), json!(a.command_or_url));
+            entry.insert("command".into(), json!(command_or_url));
             if !a.args.is_empty() {
                 entry.insert("args".into(), json!(a.args));
             }
@@ -96,16 +112,16 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
             if !is_url {
                 bail!(
                     "`{}` is not an http(s):// URL; a {transport} server needs one",
-                    a.command_or_url
+                    command_or_url
                 );
             }
             if !a.args.is_empty() {
                 bail!("arguments after `--` are for stdio servers only");
             }
             if transport == "http" {
-                entry.insert("httpUrl".into(), json!(a.command_or_url));
+                entry.insert("httpUrl".into(), json!(command_or_url));
             } else {
-                entry.insert("url".into(), json!(a.command_or_url));
+                entry.insert("url".into(), json!(command_or_url));
                 entry.insert("type".into(), json!("sse"));
             }
         }
@@ -143,18 +159,46 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
     if let Some(d) = &a.description {
         entry.insert("description".into(), json!(d));
     }
-    let path = settings_path(g, a.scope.as_deref())?;
+    write_entry(
+        g,
+        &a.name,
+        a.scope.as_deref(),
+        Value::Object(entry),
+        &transport,
+        false,
+    )?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes server `name` into the settings file chosen by `scope` (atomically, keeping
+/// every other field), and notes when a project file will not apply until trusted.
+/// With `refuse_existing`, an entry of that name already there is an error.
+pub(crate) fn write_entry(
+    g: &Globals,
+    name: &str,
+    scope: Option<&str>,
+    entry: Value,
+    transport: &str,
+    refuse_existing: bool,
+) -> Result<()> {
+    let path = settings_path(g, scope)?;
     let mut doc = SettingsDoc::open(&path)?;
-    let existed = doc.server(&a.name).is_some();
-    doc.set_server(&a.name, Value::Object(entry))?;
+    let existed = doc.server(name).is_some();
+    if existed && refuse_existing {
+        bail!(
+            "a server named `{name}` already exists in {}; choose another name, or remove it first with `switchboard mcp remove {name}`",
+            path.display()
+        );
+    }
+    doc.set_server(name, entry)?;
     doc.save()?;
     outln!(
         "{} server `{}` ({transport}) in {}",
         if existed { "Updated" } else { "Added" },
-        a.name,
+        name,
         path.display()
     );
-    if g.config.is_none() && a.scope.as_deref().unwrap_or("project") == "project" {
+    if g.config.is_none() && scope.unwrap_or("project") == "project" {
         let dir = ctx::project_dir()?;
         if !switchboard_config::is_trusted(&ctx::home_dir()?, &dir) {
             outln!(
@@ -162,7 +206,7 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
 
 pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> {

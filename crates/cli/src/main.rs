@@ -2,7 +2,8 @@
 //!
 //! `switchboard mcp list` shows every configured server with its status and what it
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
-//! command); `mcp add/remove/get/enable/disable/import` and `trust` edit settings; `db migrate`
+//! command); `mcp add/remove/get/enable/disable/import` and `trust` edit settings; `mcp search`
+//! and `mcp add --from-registry` use the MCP Registry; `db migrate`
 //! and `db reencrypt` look after team mode's database.
 
 #[macro_use]
@@ -18,6 +19,7 @@ mod edit;
 mod hooks;
 mod import;
 mod list;
+mod registry;
 mod render;
 mod run;
 mod run_log;
@@ -118,8 +120,10 @@ enum McpCommand {
         #[arg(long)]
         json: bool,
     },
-    /// Add a server to settings.
+    /// Add a server to settings (or from the MCP Registry with --from-registry).
     Add(edit::AddArgs),
+    /// Search the MCP Registry for servers (only active ones are listed).
+    Search(registry::SearchArgs),
     /// Import servers from another host: Claude Desktop, Claude Code, VS Code, Cursor,
     /// Codex, Gemini CLI, Windsurf, or a file.
     Import(import::ImportArgs),
@@ -300,7 +304,9 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
             McpCommand::Login(args) => auth_cmd::login(&g, args).await,
             McpCommand::Logout { server } => auth_cmd::logout(&g, &server).await,
             McpCommand::Auth { json } => auth_cmd::auth(&g, json).await,
+            McpCommand::Add(args) if args.from_registry.is_some() => registry::add(&g, args).await,
             McpCommand::Add(args) => edit::add(&g, args),
+            McpCommand::Search(args) => registry::search(&g, args).await,
             McpCommand::Import(args) => import::run(&g, args),
             McpCommand::Remove { name, scope } => edit::remove(&g, &name, scope.as_deref()),
             McpCommand::Get { name, json } => edit::get(&g, &name, json),

@@ -1,0 +1,493 @@
+//! `switchboard mcp search` and `mcp add --from-registry` with the real binary against a
+//! local MCP Registry on 127.0.0.1 that implements the documented `/v0.1` endpoints
+//! (cursor pagination, `versions/latest` and `versions/{version}`, 404 JSON errors) and
+//! serves `server.json` examples from the registry's docs (`tests/fixtures/registry/`).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::Router;
+use axum::extract::{Path as UrlPath, Query, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use serde_json::{Value, json};
+
+/// The fake registry's page size cap (the real one caps `limit` at 100): small, so that
+/// a search spans pages.
+const PAGE: usize = 2;
+
+#[derive(Clone)]
+struct Reg {
+    /// (server.json, status)
+    servers: Arc<Vec<(Value, &'static str)>>,
+    /// Every `/v0.1/servers` query seen.
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+fn fixture(name: &str) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/registry")
+        .join(name);
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn item(server: &Value, status: &str) -> Value {
+    json!({
+        "server": server,
+        "_meta": {"io.modelcontextprotocol.registry/official": {
+            "status": status,
+            "publishedAt": "2025-10-01T00:00:00Z",
+            "updatedAt": "2025-10-01T00:00:00Z",
+            "isLatest": true
+        }}
+    })
+}
+
+fn not_found(detail: &str) -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        Json(json!({"title": "Not Found", "status": 404, "detail": detail})),
+    )
+        .into_response()
+}
+
+async fn list(
+    State(reg): State<Reg>,
+    Query(q): Query<std::collections::HashMap<String, String>>,
+) -> Response {
+    reg.seen.lock().unwrap().push(format!("{q:?}"));
+    let search = q.get("search").cloned().unwrap_or_default().to_lowercase();
+    let start: usize = match q.get("cursor") {
+        None => 0,
+        Some(c) => {
+            match c.strip_prefix("page-").and_then(|n| n.parse().ok()) {
+                Some(n) => n,
+                None => {
+                    return (
+                    StatusCode::BAD_REQUEST,
+                    Json(json!({"title": "Bad Request", "status": 400, "detail": "invalid cursor"})),
+                )
+                    .into_response();
+                }
+            }
+        }
+    };
+    let limit = q
+        .get("limit")
+        .and_then(|l| l.parse::<usize>().ok())
+        .unwrap_or(30)
+        .min(PAGE);
+    let matching: Vec<Value> = reg
+        .servers
+        .iter()
+        .filter(|(s, _)| s["name"].as_str().unwrap().to_lowercase().contains(&search))
+        .map(|(s, st)| item(s, st))
+        .collect();
+    let page: Vec<Value> = matching.iter().skip(start).take(limit).cloned().collect();
+    let mut metadata = json!({"count": page.len()});
+    if start + limit < matching.len() {
+        metadata["nextCursor"] = json!(format!("page-{}", start + limit));
+    }
+    Json(json!({"servers": page, "metadata": metadata})).into_response()
+}
+
+async fn version(
+    State(reg): State<Reg>,
+    UrlPath((name, version)): UrlPath<(String, String)>,
+) -> Response {
+    let Some((s, st)) = reg.servers.iter().find(|(s, _)| s["name"] == name.as_str()) else {
+        return not_found("Server not found");
+    };
+    if version != "latest" && s["version"] != version.as_str() {
+        return not_found("Server version not found");
+    }
+    Json(item(s, st)).into_response()
+}
+
+/// Starts the registry on a free loopback port; returns its base URL.
+fn start_registry() -> (String, Reg) {
+    let mut deprecated = fixture("everything.json");
+    deprecated["name"] = json!("io.modelcontextprotocol/everything-old");
+    let reg = Reg {
+        servers: Arc::new(vec![
+            (fixture("brave-search.json"), "active"),
+            (fixture("weather-mcp.json"), "active"),
+            (fixture("filesystem.json"), "active"),
+            (fixture("database-manager.json"), "active"),
+            (fixture("mcp-fs-remote.json"), "active"),
+            (fixture("text-editor-mcpb.json"), "active"),
+            (fixture("everything.json"), "active"),
+            (deprecated, "deprecated"),
+        ]),
+        seen: Arc::default(),
+    };
+    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    std_listener.set_nonblocking(true).unwrap();
+    let addr = std_listener.local_addr().unwrap();
+    let app = Router::new()
+        .route("/v0.1/servers", get(list))
+        .route("/v0.1/servers/{name}/versions/{version}", get(version))
+        .with_state(reg.clone());
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
+            axum::serve(listener, app).await.unwrap();
+        });
+    });
+    (format!("http://{addr}"), reg)
+}
+
+struct Env {
+    home: tempfile::TempDir,
+    sb: tempfile::TempDir,
+    project: tempfile::TempDir,
+}
+
+impl Env {
+    fn new() -> Self {
+        Self {
+            home: tempfile::tempdir().unwrap(),
+            sb: tempfile::tempdir().unwrap(),
+            project: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .env("HOME", self.home.path())
+            .env("SWITCHBOARD_HOME", self.sb.path())
+            .env_remove("SWITCHBOARD_LOG")
+            .current_dir(self.project.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    }
+
+    fn server(&self, name: &str) -> Value {
+        let text = std::fs::read_to_string(self.sb.path().join("settings.json")).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        v["mcpServers"][name].clone()
+    }
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn add(env: &Env, url: &str, name: &str, id: &str, extra: &[&str]) -> Output {
+    let mut args = vec![
+        "mcp",
+        "add",
+        name,
+        "--from-registry",
+        id,
+        "--registry",
+        url,
+        "--scope",
+        "user",
+    ];
+    args.extend_from_slice(extra);
+    env.run(&args)
+}
+
+#[test]
+fn search_follows_pages_and_hides_inactive_servers() {
+    let (url, reg) = start_registry();
+    let env = Env::new();
+    let out = env.run(&[
+        "mcp",
+        "search",
+        "modelcontextprotocol",
+        "--registry",
+        &url,
+        "--json",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<&str> = found
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "io.modelcontextprotocol.anonymous/brave-search",
+            "io.github.modelcontextprotocol/filesystem",
+            "io.modelcontextprotocol.anonymous/mcp-fs",
+            "io.modelcontextprotocol/text-editor",
+            "io.modelcontextprotocol/everything",
+        ]
+    );
+    let fs = &found[1];
+    assert_eq!(fs["version"], "1.0.2");
+    assert_eq!(fs["runs"], json!(["oci"]));
+    assert_eq!(found[2]["runs"], json!(["remote"]));
+    // 6 matches at 2 a page: three requests, the later ones with the cursor.
+    let seen = reg.seen.lock().unwrap().clone();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[2].contains("page-4"), "{seen:?}");
+
+    let out = env.run(&["mcp", "search", "weather", "--registry", &url]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        text.contains("io.github.example/weather-mcp  0.5.0  [pypi]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Python MCP server for weather data access"),
+        "{text}"
+    );
+}
+
+#[test]
+fn search_uses_registry_url_from_settings() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    std::fs::write(
+        env.sb.path().join("settings.json"),
+        json!({"registryUrl": url}).to_string(),
+    )
+    .unwrap();
+    let out = env.run(&["mcp", "search", "weather", "--json"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let found: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(found[0]["name"], "io.github.example/weather-mcp");
+}
+
+#[test]
+fn registry_down_is_a_clear_error() {
+    let port = {
+        let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let env = Env::new();
+    let url = format!("http://127.0.0.1:{port}");
+    let out = env.run(&["mcp", "search", "x", "--registry", &url]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cannot reach the MCP Registry at"), "{err}");
+    assert!(err.contains("--registry"), "{err}");
+}
+
+#[test]
+fn add_npm_with_a_secret_given_as_a_reference() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(
+        &env,
+        &url,
+        "brave",
+        "io.modelcontextprotocol.anonymous/brave-search",
+        &["--env", "BRAVE_API_KEY=${BRAVE_API_KEY}"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        env.server("brave"),
+        json!({
+            "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-brave-search@1.0.2"],
+            "env": {"BRAVE_API_KEY": "${BRAVE_API_KEY}"},
+            "description": "MCP server for Brave Search API integration"
+        })
+    );
+    // The name is taken now: a second add is refused, the entry unchanged.
+    let again = add(
+        &env,
+        &url,
+        "brave",
+        "io.modelcontextprotocol.anonymous/brave-search",
+        &["--env", "BRAVE_API_KEY=other"],
+    );
+    assert!(!again.status.success());
+    assert!(
+        stderr(&again).contains("already exists"),
+        "{}",
+        stderr(&again)
+    );
+    assert_eq!(
+        env.server("brave")["env"]["BRAVE_API_KEY"],
+        "${BRAVE_API_KEY}"
+    );
+}
+
+#[test]
+fn add_pypi_at_a_version() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(
+        &env,
+        &url,
+        "weather",
+        "io.github.example/weather-mcp@0.5.0",
+        &["--env", "WEATHER_API_KEY=k-123"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = env.server("weather");
+    assert_eq!(s["command"], "uvx");
+    assert_eq!(s["args"], json!(["weather-mcp-server==0.5.0"]));
+    assert_eq!(s["env"], json!({"WEATHER_API_KEY": "k-123"}));
+
+    let out = add(&env, &url, "w2", "io.github.example/weather-mcp@9.9.9", &[]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("at version 9.9.9"),
+        "{}",
+        stderr(&out)
+    );
+}
+
+#[test]
+fn add_oci_passes_environment_into_the_container() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(
+        &env,
+        &url,
+        "db",
+        "io.github.example/database-manager",
+        &[
+            "--env",
+            "DB_USERNAME=app",
+            "--env",
+            "DB_PASSWORD=${DB_PASSWORD}",
+        ],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = env.server("db");
+    assert_eq!(s["command"], "docker");
+    assert_eq!(
+        s["args"],
+        json!([
+            "run",
+            "-i",
+            "--rm",
+            "--network",
+            "host",
+            "-e",
+            "DB_USERNAME",
+            "-e",
+            "DB_PASSWORD",
+            "docker.io/example/database-manager-mcp:3.1.0"
+        ])
+    );
+    assert_eq!(
+        s["env"],
+        json!({"DB_USERNAME": "app", "DB_PASSWORD": "${DB_PASSWORD}"})
+    );
+
+    let out = add(
+        &env,
+        &url,
+        "fs",
+        "io.github.modelcontextprotocol/filesystem",
+        &[],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert_eq!(
+        env.server("fs")["args"],
+        json!([
+            "run",
+            "-i",
+            "--rm",
+            "docker.io/mcp/filesystem:1.0.2",
+            "/project"
+        ])
+    );
+}
+
+#[test]
+fn add_remote_with_a_required_header() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(
+        &env,
+        &url,
+        "remote-fs",
+        "io.modelcontextprotocol.anonymous/mcp-fs",
+        &["--header", "X-API-Key=${FS_KEY}"],
+    );
+    assert!(out.status.success(), "{}", stderr(&out));
+    let s = env.server("remote-fs");
+    assert_eq!(
+        s["httpUrl"],
+        "https://mcp-fs.anonymous.modelcontextprotocol.io/http"
+    );
+    assert_eq!(s["headers"], json!({"X-API-Key": "${FS_KEY}"}));
+}
+
+#[test]
+fn missing_required_values_are_named() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(&env, &url, "db", "io.github.example/database-manager", &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("DB_USERNAME (Database username)"), "{err}");
+    assert!(err.contains("DB_PASSWORD (Database password)"), "{err}");
+    assert!(!err.contains("SSL_MODE"), "{err}");
+    assert!(err.contains("--env"), "{err}");
+
+    let out = add(
+        &env,
+        &url,
+        "r",
+        "io.modelcontextprotocol.anonymous/mcp-fs",
+        &[],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("headers X-API-Key"),
+        "{}",
+        stderr(&out)
+    );
+    assert!(!env.sb.path().join("settings.json").exists());
+}
+
+#[test]
+fn inactive_unknown_and_mcpb_are_refused() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = add(
+        &env,
+        &url,
+        "old",
+        "io.modelcontextprotocol/everything-old",
+        &[],
+    );
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("is deprecated in the registry"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = add(&env, &url, "nope", "io.example/nope", &[]);
+    assert!(!out.status.success());
+    assert!(
+        stderr(&out).contains("has no server `io.example/nope`"),
+        "{}",
+        stderr(&out)
+    );
+
+    let out = add(&env, &url, "te", "io.modelcontextprotocol/text-editor", &[]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("not supported yet"), "{err}");
+    assert!(err.contains("fe333e598595"), "{err}");
+    assert!(!env.sb.path().join("settings.json").exists());
+}
