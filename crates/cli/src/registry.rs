@@ -248,11 +248,16 @@ pub async fn search(g: &Globals, a: SearchArgs) -> Result<ExitCode> {
             f["name"].as_str().unwrap_or(""),
             f["version"].as_str().unwrap_or(""),
             runs.join(", "),
-            f["description"].as_str().unwrap_or("")
+            one_line(f["description"].as_str().unwrap_or(""))
         );
     }
     outln!("Add one with `switchboard mcp add NAME --from-registry ID`.");
     Ok(ExitCode::SUCCESS)
+}
+
+/// `text` on one line (a registry's description must not fake lines of the listing).
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// Values given with `--env` / `--header` (`K=V`, or `Name: value` for headers).
@@ -321,7 +326,7 @@ fn ask(name: &str, description: Option<&str>, secret: bool) -> Result<Option<Str
         return Ok(None);
     }
     let about = description.map(|d| format!(" ({d})")).unwrap_or_default();
-    eprint!(
+    errout!(
         "{name}{about}{}: ",
         if secret {
             ", not shown; type ${NAME} to store a reference instead"

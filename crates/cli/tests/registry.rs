@@ -491,3 +491,81 @@ fn inactive_unknown_and_mcpb_are_refused() {
     assert!(err.contains("fe333e598595"), "{err}");
     assert!(!env.sb.path().join("settings.json").exists());
 }
+
+/// On a terminal (under `script`, a pseudo-terminal, when the machine has it) a
+/// required secret is asked for and not echoed, and the answer is written.
+#[test]
+fn a_required_secret_is_asked_on_a_terminal_without_echo() {
+    use std::io::{Read, Write};
+    let has_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        return;
+    }
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let mut child = Command::new("script")
+        .args([
+            "-qec",
+            &format!(
+                "'{bin}' mcp add brave --from-registry io.modelcontextprotocol.anonymous/brave-search --registry {url} --scope user"
+            ),
+            "/dev/null",
+        ])
+        .env("HOME", env.home.path())
+        .env("SWITCHBOARD_HOME", env.sb.path())
+        .env("TERM", "dumb")
+        .current_dir(env.project.path())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = stdout.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    let mut seen = Vec::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !String::from_utf8_lossy(&seen).contains("not shown") {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no prompt: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        if let Ok(b) = rx.recv_timeout(std::time::Duration::from_millis(200)) {
+            seen.extend(b);
+        }
+    }
+    // The prompt is written before echo is turned off; give it a moment.
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(b"typed-secret-42\n").unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    while let Ok(b) = rx.recv_timeout(std::time::Duration::from_millis(500)) {
+        seen.extend(b);
+    }
+    let transcript = String::from_utf8_lossy(&seen);
+    assert!(status.success(), "{transcript}");
+    assert!(
+        transcript.contains("BRAVE_API_KEY (Brave Search API Key)"),
+        "{transcript}"
+    );
+    assert!(
+        !transcript.contains("typed-secret-42"),
+        "echoed: {transcript}"
+    );
+    assert_eq!(
+        env.server("brave")["env"]["BRAVE_API_KEY"],
+        "typed-secret-42"
+    );
+}
