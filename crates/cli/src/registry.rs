@@ -326,14 +326,12 @@ fn ask(name: &str, description: Option<&str>, secret: bool) -> Result<Option<Str
         return Ok(None);
     }
     let about = description.map(|d| format!(" ({d})")).unwrap_or_default();
-    errout!(
-        "{name}{about}{}: ",
-        if secret {
-            ", not shown; type ${NAME} to store a reference instead"
-        } else {
-            ""
-        }
-    );
+    let hint = if secret {
+        format!(", not shown; type ${{{name}}} to store a reference instead")
+    } else {
+        String::new()
+    };
+    errout!("{name}{about}{hint}: ");
     std::io::stderr().flush().ok();
     let line = if secret {
         read_hidden()?
