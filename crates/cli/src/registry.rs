@@ -617,6 +617,36 @@ pub async fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
 mod tests {
     use super::*;
 
+    fn add_args(env: &[&str]) -> AddArgs {
+        AddArgs {
+            name: "n".into(),
+            command_or_url: None,
+            from_registry: Some("id".into()),
+            registry: None,
+            args: vec![],
+            env: env.iter().map(|s| s.to_string()).collect(),
+            headers: vec![],
+            scope: None,
+            transport: None,
+            timeout: None,
+            trust: false,
+            description: None,
+        }
+    }
+
+    #[test]
+    fn a_runtime_hint_replaces_the_default_runner() {
+        let server = json!({"packages": [{
+            "registryType": "npm", "identifier": "@a/b", "version": "1.0.0",
+            "runtimeHint": "bunx", "transport": {"type": "stdio"},
+            "packageArguments": [{"type": "named", "name": "--mode", "value": "local"}]
+        }]});
+        let (entry, transport) = entry_for(&server, &add_args(&[])).unwrap();
+        assert_eq!(transport, "stdio");
+        assert_eq!(entry["command"], "bunx");
+        assert_eq!(entry["args"], json!(["@a/b@1.0.0", "--mode", "local"]));
+    }
+
     #[test]
     fn image_keeps_a_tag_and_adds_the_version_otherwise() {
         assert_eq!(

@@ -131,6 +131,11 @@ fn start_registry() -> (String, Reg) {
     let app = Router::new()
         .route("/v0.1/servers", get(list))
         .route("/v0.1/servers/{name}/versions/{version}", get(version))
+        // A "registry" under /huge whose answer never ends within the size limit.
+        .route(
+            "/huge/v0.1/servers",
+            get(|| async { "x".repeat(9 * 1024 * 1024) }),
+        )
         .with_state(reg.clone());
     std::thread::spawn(move || {
         let rt = tokio::runtime::Builder::new_current_thread()
@@ -568,4 +573,14 @@ fn a_required_secret_is_asked_on_a_terminal_without_echo() {
         env.server("brave")["env"]["BRAVE_API_KEY"],
         "typed-secret-42"
     );
+}
+
+#[test]
+fn an_oversized_answer_is_refused() {
+    let (url, _reg) = start_registry();
+    let env = Env::new();
+    let out = env.run(&["mcp", "search", "x", "--registry", &format!("{url}/huge")]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("larger than 8 MiB"), "{err}");
 }
