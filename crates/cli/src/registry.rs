@@ -345,6 +345,13 @@ fn ask(name: &str, description: Option<&str>, secret: bool) -> Result<Option<Str
 }
 
 /// Reads a line from the terminal with echo off (restored afterwards).
+#[cfg(not(unix))]
+fn read_hidden() -> Result<String> {
+    bail!("cannot hide what you type on this system; give the value with --env or --header")
+}
+
+/// Reads a line from the terminal with echo off (restored afterwards).
+#[cfg(unix)]
 fn read_hidden() -> Result<String> {
     use rustix::termios::{LocalModes, OptionalActions, tcgetattr, tcsetattr};
     let stdin = std::io::stdin();
