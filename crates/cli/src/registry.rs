@@ -372,7 +372,9 @@ fn read_hidden() -> Result<String> {
 /// Argument values (`runtimeArguments` / `packageArguments`): `{var}` placeholders are
 /// filled from the argument's `variables` defaults; anything required that cannot be
 /// filled is an error naming it.
-fn arguments(list: &[Value], which: &str) -> Result<Vec<String>> {
+/// With `given_after` (arguments were given after `--`), a required package argument
+/// without a value is left to them.
+fn arguments(list: &[Value], which: &str, given_after: bool) -> Result<Vec<String>> {
     let mut out = Vec::new();
     for a in list {
         let required = a.get("isRequired").and_then(Value::as_bool) == Some(true);
@@ -381,12 +383,17 @@ fn arguments(list: &[Value], which: &str) -> Result<Vec<String>> {
             .or_else(|| text(a, "valueHint"))
             .unwrap_or("?");
         let Some(value) = value else {
-            if required {
+            if required && !given_after {
+                let about = text(a, "description")
+                    .map(|d| format!(" ({d})"))
+                    .unwrap_or_default();
+                if which == "package" {
+                    bail!(
+                        "package argument `{label}`{about} has no value in the registry; give it after `--` (e.g. `switchboard mcp add NAME --from-registry ID -- VALUE`)"
+                    );
+                }
                 bail!(
-                    "{which} argument `{label}`{} has no value in the registry; add it after `--` (e.g. `switchboard mcp add NAME --from-registry ID -- VALUE`)",
-                    text(a, "description")
-                        .map(|d| format!(" ({d})"))
-                        .unwrap_or_default()
+                    "{which} argument `{label}`{about} has no value in the registry; add the server by hand with `switchboard mcp add NAME COMMAND -- ARGS…`"
                 );
             }
             continue;
@@ -455,7 +462,7 @@ fn entry_for(server: &Value, a: &AddArgs) -> Result<(Map<String, Value>, &'stati
         let ident = text(p, "identifier").context("a package has no `identifier`")?;
         let version = text(p, "version");
         let hint = text(p, "runtimeHint");
-        let mut args = arguments(array(p, "runtimeArguments"), "runtime")?;
+        let mut args = arguments(array(p, "runtimeArguments"), "runtime", false)?;
         let env = fill(
             array(p, "environmentVariables"),
             &env_given,
@@ -506,7 +513,11 @@ fn entry_for(server: &Value, a: &AddArgs) -> Result<(Map<String, Value>, &'stati
                 continue;
             }
         };
-        args.extend(arguments(array(p, "packageArguments"), "package")?);
+        args.extend(arguments(
+            array(p, "packageArguments"),
+            "package",
+            !a.args.is_empty(),
+        )?);
         args.extend(a.args.iter().cloned());
         if !headers_given.is_empty() {
             bail!("--header is for remote servers; this one runs as a {kind} package");
@@ -652,6 +663,26 @@ mod tests {
         assert_eq!(transport, "stdio");
         assert_eq!(entry["command"], "bunx");
         assert_eq!(entry["args"], json!(["@a/b@1.0.0", "--mode", "local"]));
+    }
+
+    #[test]
+    fn a_required_argument_without_a_value_is_named() {
+        let server = json!({"packages": [{
+            "registryType": "npm", "identifier": "@a/b", "version": "1.0.0",
+            "transport": {"type": "stdio"},
+            "packageArguments": [{"type": "positional", "valueHint": "database_name",
+                "description": "Name of the database", "isRequired": true}]
+        }]});
+        let err = entry_for(&server, &add_args(&[])).unwrap_err().to_string();
+        assert!(
+            err.contains("`database_name` (Name of the database)"),
+            "{err}"
+        );
+        assert!(err.contains("after `--`"), "{err}");
+        let mut given = add_args(&[]);
+        given.args = vec!["sales".into()];
+        let (entry, _) = entry_for(&server, &given).unwrap();
+        assert_eq!(entry["args"], json!(["-y", "@a/b@1.0.0", "sales"]));
     }
 
     #[test]

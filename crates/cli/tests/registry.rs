@@ -584,3 +584,24 @@ fn an_oversized_answer_is_refused() {
     let err = stderr(&out);
     assert!(err.contains("larger than 8 MiB"), "{err}");
 }
+
+/// Requests go through switchboard-net's guard: under `--url-policy strict` (public
+/// https only) the loopback registry is refused before anything is sent.
+#[test]
+fn the_url_policy_applies_to_the_registry() {
+    let (url, reg) = start_registry();
+    let env = Env::new();
+    let out = env.run(&[
+        "--url-policy",
+        "strict",
+        "mcp",
+        "search",
+        "x",
+        "--registry",
+        &url,
+    ]);
+    assert!(!out.status.success());
+    let err = stderr(&out);
+    assert!(err.contains("cannot reach the MCP Registry"), "{err}");
+    assert!(reg.seen.lock().unwrap().is_empty());
+}
