@@ -50,10 +50,12 @@ struct Registry {
 
 impl Registry {
     fn new(g: &Globals, flag: Option<&str>) -> Result<Self> {
-        let settings = ctx::read_settings(g).ok();
+        // The settings give `registryUrl` and the URL policy; a file that cannot be read
+        // is an error rather than a silent fall-back to the defaults.
+        let settings = ctx::read_settings(g)?;
         let raw = flag
             .map(str::to_string)
-            .or_else(|| settings.as_ref().and_then(|s| s.registry_url.clone()))
+            .or_else(|| settings.registry_url.clone())
             .unwrap_or_else(|| DEFAULT_REGISTRY.to_string());
         let base = Url::parse(raw.trim_end_matches('/')).with_context(|| {
             format!("`{raw}` is not a registry URL; give one like {DEFAULT_REGISTRY} (--registry or `registryUrl` in settings)")
@@ -61,7 +63,7 @@ impl Registry {
         if !matches!(base.scheme(), "http" | "https") {
             bail!("the registry URL `{raw}` must be http(s)://");
         }
-        let client = ctx::guard(g, settings.as_ref())?;
+        let client = ctx::guard(g, Some(&settings))?;
         Ok(Self { base, client })
     }
 

@@ -605,3 +605,26 @@ fn the_url_policy_applies_to_the_registry() {
     assert!(err.contains("cannot reach the MCP Registry"), "{err}");
     assert!(reg.seen.lock().unwrap().is_empty());
 }
+
+/// The user's `urlPolicy` applies too, and a settings file that cannot be read stops
+/// the search instead of falling back to the defaults.
+#[test]
+fn the_settings_policy_applies_and_broken_settings_stop_the_search() {
+    let (url, reg) = start_registry();
+    let env = Env::new();
+    let settings = env.sb.path().join("settings.json");
+    std::fs::write(
+        &settings,
+        json!({"registryUrl": url, "urlPolicy": "strict"}).to_string(),
+    )
+    .unwrap();
+    let out = env.run(&["mcp", "search", "x"]);
+    assert!(!out.status.success());
+    assert!(reg.seen.lock().unwrap().is_empty());
+
+    std::fs::write(&settings, r#"{"registryUrl": 7}"#).unwrap();
+    let out = env.run(&["mcp", "search", "x", "--registry", &url]);
+    assert!(!out.status.success());
+    assert!(stderr(&out).contains("registryUrl"), "{}", stderr(&out));
+    assert!(reg.seen.lock().unwrap().is_empty());
+}
