@@ -18,6 +18,7 @@ mod edit;
 mod hooks;
 mod import;
 mod list;
+mod progress;
 mod render;
 mod run;
 mod run_log;
