@@ -329,3 +329,25 @@ pub async fn auth(g: &Globals, as_json: bool) -> Result<ExitCode> {
     }
     Ok(ExitCode::SUCCESS)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_names_the_callback_and_keeps_it_safe() {
+        let url = "https://as.example/authorize?client_id=c&redirect_uri=\
+                   http%3A%2F%2F127.0.0.1%3A7777%2Foauth%2Fcallback&state=s";
+        assert_eq!(
+            waiting_for(url),
+            "Waiting for the browser sign-in at http://127.0.0.1:7777/oauth/callback… \
+             (Ctrl-C to stop)"
+        );
+        let hostile = "https://as.example/authorize?redirect_uri=http%3A%2F%2Fx%1B%5B2J";
+        assert!(!waiting_for(hostile).contains('\u{1b}'));
+        assert_eq!(
+            waiting_for("not a url"),
+            "Waiting for the browser sign-in… (Ctrl-C to stop)"
+        );
+    }
+}

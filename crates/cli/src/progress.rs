@@ -177,6 +177,8 @@ impl ProgressLine {
                     .set_position((progress.clamp(0.0, total) * SCALE) as u64);
                 self.bar.set_message(msg.into_owned());
             }
+            // Once a bar, the bar stays (its prefix is the label); only the text changes.
+            None if self.bar.length().is_some() => self.bar.set_message(msg.into_owned()),
             None => {
                 let text = if msg.is_empty() {
                     format!("{}: {progress}", self.label)
