@@ -5,11 +5,13 @@
 //! `mcp login` reads the server's 401 first, then runs the browser flow through a
 //! loopback callback (`oauth.redirectUri`, default `http://localhost:7777/oauth/callback`),
 //! opening `$BROWSER` (or the desktop's opener) and always printing the URL; machine
-//! grants (`client_credentials`, jwt-bearer, Google credentials) need no browser.
+//! grants (`client_credentials`, jwt-bearer, Google credentials) need no browser. While
+//! `mcp login` waits for the browser to come back, a spinner on a terminal says so
+//! (see [`crate::progress`]).
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
@@ -64,24 +66,57 @@ pub fn token_source(
             Duration::from_secs(300),
             false,
             Vec::new(),
+            None,
         )));
     }
     Some(Arc::new(m))
 }
 
-fn login_options(timeout: Duration, no_browser: bool, scopes: Vec<String>) -> LoginOptions {
+/// Where `mcp login` keeps its "waiting for the browser" spinner while the flow runs.
+type Waiting = Arc<Mutex<Option<crate::progress::Spinner>>>;
+
+/// What a person waits for once the browser is sent to `url`: the sign-in coming back
+/// to the loopback callback named in its `redirect_uri`.
+fn waiting_for(url: &str) -> String {
+    let callback = url::Url::parse(url).ok().and_then(|u| {
+        u.query_pairs()
+            .find(|(k, _)| k == "redirect_uri")
+            .map(|(_, v)| v.into_owned())
+    });
+    match callback {
+        Some(cb) => format!(
+            "Waiting for the browser sign-in at {}… (Ctrl-C to stop)",
+            crate::term::visible(&cb)
+        ),
+        None => "Waiting for the browser sign-in… (Ctrl-C to stop)".to_string(),
+    }
+}
+
+fn login_options(
+    timeout: Duration,
+    no_browser: bool,
+    scopes: Vec<String>,
+    waiting: Option<Waiting>,
+) -> LoginOptions {
     LoginOptions {
         timeout,
         open_url: Arc::new(move |url: &str| {
-            if no_browser {
+            let opened = if no_browser {
                 errln!("Open this URL in a browser to log in:\n  {url}");
-                return false;
-            }
-            let opened = switchboard_auth::open_in_browser(url);
-            if opened {
-                errln!("Opened the browser to log in. If it did not open, visit:\n  {url}");
+                false
             } else {
-                errln!("Open this URL in a browser to log in:\n  {url}");
+                let opened = switchboard_auth::open_in_browser(url);
+                if opened {
+                    errln!("Opened the browser to log in. If it did not open, visit:\n  {url}");
+                } else {
+                    errln!("Open this URL in a browser to log in:\n  {url}");
+                }
+                opened
+            };
+            if let Some(w) = &waiting
+                && let Ok(mut slot) = w.lock()
+            {
+                *slot = crate::progress::Spinner::start(false, waiting_for(url));
             }
             opened
         }),
@@ -151,8 +186,19 @@ pub async fn login(g: &Globals, args: LoginArgs) -> Result<ExitCode> {
         .flat_map(|s| s.split_whitespace())
         .map(str::to_string)
         .collect();
-    let opts = login_options(Duration::from_secs(args.timeout), args.no_browser, scopes);
-    let report = m.login(&sa.name, &sa.url, &opts).await?;
+    let waiting: Waiting = Arc::default();
+    let opts = login_options(
+        Duration::from_secs(args.timeout),
+        args.no_browser,
+        scopes,
+        Some(waiting.clone()),
+    );
+    let report = m.login(&sa.name, &sa.url, &opts).await;
+    // Clear the spinner before anything else is printed.
+    if let Ok(mut slot) = waiting.lock() {
+        slot.take();
+    }
+    let report = report?;
     let mut details = vec![when(report.expires_at)];
     if report.has_refresh_token {
         details.push("refreshed automatically".into());
@@ -282,4 +328,26 @@ pub async fn auth(g: &Globals, as_json: bool) -> Result<ExitCode> {
         outln!("{:width$}  {}  {}", s.server, s.url, text);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn waiting_names_the_callback_and_keeps_it_safe() {
+        let url = "https://as.example/authorize?client_id=c&redirect_uri=\
+                   http%3A%2F%2F127.0.0.1%3A7777%2Foauth%2Fcallback&state=s";
+        assert_eq!(
+            waiting_for(url),
+            "Waiting for the browser sign-in at http://127.0.0.1:7777/oauth/callback… \
+             (Ctrl-C to stop)"
+        );
+        let hostile = "https://as.example/authorize?redirect_uri=http%3A%2F%2Fx%1B%5B2J";
+        assert!(!waiting_for(hostile).contains('\u{1b}'));
+        assert_eq!(
+            waiting_for("not a url"),
+            "Waiting for the browser sign-in… (Ctrl-C to stop)"
+        );
+    }
 }

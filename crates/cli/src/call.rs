@@ -3,7 +3,6 @@
 //! Exit 1 when the call fails or the result has `isError`. Ctrl-C cancels the request
 //! (the server is sent `notifications/cancelled`) and exits 130.
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +52,7 @@ async fn connect_one(
     g: &Globals,
     server: Option<&str>,
     adhoc: &AdHoc,
+    json: bool,
 ) -> Result<(Host, Arc<Connection>)> {
     let (spec, settings) = ctx::resolve_one(g, server, adhoc)?;
     let guard = ctx::guard(g, settings.as_ref())?;
@@ -67,12 +67,12 @@ async fn connect_one(
             ..Default::default()
         },
     );
-    let spinner = crate::list::spinner(1);
+    let spinner = crate::progress::Spinner::start(
+        json,
+        format!("Connecting to {}…", crate::term::visible(&name)),
+    );
     host.start().await;
-    if let Some(s) = spinner {
-        s.abort();
-        eprint!("\r\x1b[2K");
-    }
+    drop(spinner);
     if let Some(conn) = host.connection(&name) {
         return Ok((host, conn));
     }
@@ -152,7 +152,7 @@ pub async fn call(g: &Globals, a: CallArgs) -> Result<ExitCode> {
         },
         None => Map::new(),
     };
-    let (host, conn) = connect_one(g, server.as_deref(), &a.adhoc).await?;
+    let (host, conn) = connect_one(g, server.as_deref(), &a.adhoc, a.json).await?;
     let outcome = call_inner(&host, &conn, &tool, &kv, &mut arguments, &a).await;
     host.shutdown().await;
     outcome
@@ -195,13 +195,11 @@ async fn call_inner(
         progress: Some(ptx),
         cancel: Some(cancel.clone()),
     };
-    let show_progress = std::io::stderr().is_terminal();
+    let bar = crate::progress::ProgressLine::start(a.json, tool);
     let printer = tokio::spawn(async move {
         while let Some(p) = prx.recv().await {
-            if show_progress {
-                let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-                let msg = p.message.map(|m| format!(" {m}")).unwrap_or_default();
-                errln!("progress {}{total}{msg}", p.progress);
+            if let Some(bar) = &bar {
+                bar.update(p.progress, p.total, p.message.as_deref());
             }
         }
     });
@@ -218,6 +216,9 @@ async fn call_inner(
         .await;
     ctrl_c.abort();
     printer.abort();
+    // The bar is cleared when the aborted printer task drops it; wait for that before
+    // printing the result.
+    let _ = printer.await;
     let result = match result {
         Ok(r) => r,
         Err(switchboard_mcp::RequestError::Cancelled { .. }) => {
@@ -266,7 +267,7 @@ pub async fn read(
     if !rest.is_empty() {
         bail!("unexpected arguments after the URI: {}", rest.join(" "));
     }
-    let (host, conn) = connect_one(g, server.as_deref(), &adhoc).await?;
+    let (host, conn) = connect_one(g, server.as_deref(), &adhoc, json).await?;
     let result = conn.read_resource(&uri, &CallOptions::default()).await;
     host.shutdown().await;
     let result = result.with_context(|| format!("reading `{uri}` from `{}`", conn.name()))?;
@@ -295,7 +296,7 @@ pub async fn prompt(
 ) -> Result<ExitCode> {
     let (server, name, mut rest) = split_positional(&positional, &adhoc, "prompt")?;
     rest.extend(kv);
-    let (host, conn) = connect_one(g, server.as_deref(), &adhoc).await?;
+    let (host, conn) = connect_one(g, server.as_deref(), &adhoc, json).await?;
     let args: Result<Map<String, Value>> = rest
         .iter()
         .map(|pair| {

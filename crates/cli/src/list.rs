@@ -4,10 +4,11 @@
 //!
 //! A person waits on this command, so each server's start-up is capped at
 //! [`LIST_STARTUP_CAP`] unless its settings set `startupTimeout`; the servers given up on
-//! are named at the end.
+//! are named at the end. On a terminal (not with `--json`) each server's start is shown
+//! live on stderr while it happens (see [`crate::progress::ServerLines`]) and cleared
+//! before the report, so the report is the same whether or not it was shown.
 
 use std::fmt::Write as _;
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -35,12 +36,29 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
             ..Default::default()
         },
     );
-    let starting = host.server_names().len();
-    let spinner = spinner(starting);
-    host.start().await;
-    if let Some(s) = spinner {
-        s.abort();
-        eprint!("\r\x1b[2K");
+    let starting: Vec<String> = host
+        .snapshot()
+        .into_iter()
+        .filter(|s| !matches!(s.status, ServerStatus::Disabled | ServerStatus::Blocked))
+        .map(|s| s.name)
+        .collect();
+    match crate::progress::ServerLines::start(as_json, &starting) {
+        // The lines are cleared (dropped) before the report below is printed.
+        Some(lines) => {
+            let mut events = host.subscribe();
+            let start = host.start();
+            tokio::pin!(start);
+            loop {
+                tokio::select! {
+                    () = &mut start => break,
+                    Ok(ev) = events.recv() => lines.event(&ev),
+                }
+            }
+            while let Ok(ev) = events.try_recv() {
+                lines.event(&ev);
+            }
+        }
+        None => host.start().await,
     }
     let snapshot = host.snapshot();
     host.shutdown().await;
@@ -61,26 +79,6 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
         out!("{}", human(&snapshot, &settings.files));
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// A small spinner on stderr while servers start (only on a terminal).
-pub fn spinner(count: usize) -> Option<tokio::task::JoinHandle<()>> {
-    if count == 0 || !std::io::stderr().is_terminal() {
-        return None;
-    }
-    Some(tokio::spawn(async move {
-        let frames = ['⠋', '⠙', '⠹', '⠸', '⠼', '⠴', '⠦', '⠧', '⠇', '⠏'];
-        let mut i = 0usize;
-        loop {
-            eprint!(
-                "\r{} Connecting to {count} server{}…",
-                frames[i % frames.len()],
-                if count == 1 { "" } else { "s" }
-            );
-            i += 1;
-            tokio::time::sleep(std::time::Duration::from_millis(80)).await;
-        }
-    }))
 }
 
 pub fn to_json(servers: &[ServerSnapshot]) -> Value {
@@ -132,7 +130,7 @@ pub fn to_json(servers: &[ServerSnapshot]) -> Value {
     json!({ "servers": list })
 }
 
-fn icon(status: ServerStatus) -> &'static str {
+pub fn icon(status: ServerStatus) -> &'static str {
     match status {
         ServerStatus::Connected => "🟢",
         ServerStatus::Connecting => "🟡",

@@ -19,6 +19,7 @@ mod edit;
 mod hooks;
 mod import;
 mod list;
+mod progress;
 mod registry;
 mod render;
 mod run;

@@ -296,3 +296,50 @@ fn login_errors_name_the_fix() {
         stdout(&out)
     );
 }
+
+/// On a terminal (`script`, a pseudo-terminal), `mcp login` says what it waits for: the
+/// browser sign-in coming back to its callback. Into a pipe it does not.
+#[tokio::test(flavor = "multi_thread")]
+async fn login_on_a_terminal_says_what_it_waits_for() {
+    let has_script = Command::new("script")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has_script {
+        return;
+    }
+    let peer = spawn_oauth_python(&[]).await;
+    let env = Env::new("py", &peer.url);
+    let settings: Value =
+        serde_json::from_str(&std::fs::read_to_string(&env.config).unwrap()).unwrap();
+    let callback = settings["mcpServers"]["py"]["oauth"]["redirectUri"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let piped = env.run(&["mcp", "login", "py", "--timeout", "30"]);
+    assert!(piped.status.success(), "{}", stderr(&piped));
+    assert!(!stderr(&piped).contains("Waiting"), "{}", stderr(&piped));
+    assert!(env.run(&["mcp", "logout", "py"]).status.success());
+
+    let bin = env!("CARGO_BIN_EXE_switchboard");
+    let line = format!(
+        "'{bin}' --config '{}' mcp login py --timeout 30",
+        env.config.display()
+    );
+    // The same environment as `env.run`, the command line handed to `script`.
+    let base = env.command(&[]);
+    let script = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .envs(base.get_envs().filter_map(|(k, v)| v.map(|v| (k, v))))
+        .env("TERM", "xterm-256color")
+        .current_dir(env.project.path())
+        .output()
+        .unwrap();
+    let out = stdout(&script);
+    assert!(script.status.success(), "{out}\n{}", peer.stderr());
+    assert!(
+        out.contains(&format!("Waiting for the browser sign-in at {callback}…")),
+        "{out:?}"
+    );
+    assert!(out.contains("Logged in to `py`"), "{out:?}");
+}
