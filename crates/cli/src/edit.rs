@@ -31,7 +31,7 @@ pub struct AddArgs {
     #[arg(long, value_name = "ID[@VERSION]")]
     pub from_registry: Option<String>,
     /// The MCP Registry to ask (default: `registryUrl` in the user settings, else
-    /// https://registry.modelcontextprotocol.io).
+    /// `https://registry.modelcontextprotocol.io`).
     #[arg(long, value_name = "URL", requires = "from_registry")]
     pub registry: Option<String>,
     /// Arguments for the command (after `--`).

@@ -37,7 +37,7 @@ pub struct SearchArgs {
     #[arg(long)]
     pub json: bool,
     /// The MCP Registry to ask (default: `registryUrl` in the user settings, else
-    /// https://registry.modelcontextprotocol.io).
+    /// `https://registry.modelcontextprotocol.io`).
     #[arg(long, value_name = "URL")]
     pub registry: Option<String>,
 }
