@@ -245,7 +245,7 @@ fn specific_corpus_shapes() {
     assert_eq!(git["properties"]["contains"]["type"], "string");
     assert_eq!(git["properties"]["contains"]["nullable"], true);
 
-    // Recursive pydantic model: inlined once, then a stub.
+    // Recursive pydantic model: inlined once, then a bare schema.
     let q = normalize(&by_stem("python-sdk__query")["inputSchema"]);
     let wh = &q.schema["properties"]["where"];
     assert_eq!(wh["type"], "object");

@@ -371,7 +371,7 @@ fn read_hidden() -> Result<String> {
     Ok(line)
 }
 
-/// Argument values (`runtimeArguments` / `packageArguments`): `{var}` placeholders are
+/// Argument values (`runtimeArguments` / `packageArguments`): `{var}` variables are
 /// filled from the argument's `variables` defaults; anything required that cannot be
 /// filled is an error naming it.
 /// With `given_after` (arguments were given after `--`), a required package argument

@@ -10,7 +10,7 @@
 //!
 //! - local `$ref`s (`#/$defs/X`, `#/definitions/X`, any JSON pointer, `#anchor`) are
 //!   inlined; a `$ref` that is already open [`MAX_REF_REPEAT`] times on the current path
-//!   (recursion) becomes a stub `{"type": "object"}` keeping the description;
+//!   (recursion) becomes a bare `{"type": "object"}` keeping the description;
 //! - `type: [T, "null"]` and `anyOf: [X, {"type": "null"}]` become `T`/`X` with
 //!   `nullable: true`; several non-null types become an `anyOf` of typed schemas;
 //! - `oneOf` is read as `anyOf`, `allOf` is merged, `const` becomes a one-value `enum`;
@@ -53,16 +53,16 @@ pub use names::Renames;
 use node::Ctx;
 pub use openapi::to_openapi;
 
-/// How many times the same `$ref` may be open on one path before it becomes a stub.
+/// How many times the same `$ref` may be open on one path before it is cut to a bare schema.
 /// `2` unrolls a recursive structure once (a tree node shows its children as nodes whose
-/// own children are stubs).
+/// own children are bare schemas).
 pub const MAX_REF_REPEAT: usize = 2;
 
-/// Nesting depth beyond which sub-schemas become stubs.
+/// Nesting depth beyond which sub-schemas are cut to bare schemas.
 pub const MAX_DEPTH: usize = 32;
 
 /// Upper bound on schema nodes produced for one tool (guards against exponential
-/// inlining of shared `$ref`s); nodes past it become stubs.
+/// inlining of shared `$ref`s); nodes past it are cut to bare schemas.
 pub const MAX_NODES: usize = 4_000;
 
 /// The result of [`normalize`].

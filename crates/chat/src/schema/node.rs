@@ -41,7 +41,7 @@ impl Ctx<'_> {
     }
 
     /// A minimal schema of type `ty`, keeping a string description.
-    pub(super) fn stub(&self, ty: &str, description: Option<&Value>) -> Obj {
+    pub(super) fn bare(&self, ty: &str, description: Option<&Value>) -> Obj {
         let mut o = Obj::new();
         o.insert("type".into(), Value::String(ty.to_string()));
         if let Some(d) = description.filter(|d| d.is_string()) {
@@ -94,10 +94,10 @@ impl Ctx<'_> {
         self.typed(m, ty.as_deref(), nullable, depth, path)
     }
 
-    /// A node past [`MAX_DEPTH`] or [`MAX_NODES`]: a stub of its type.
+    /// A node past [`MAX_DEPTH`] or [`MAX_NODES`]: a bare schema of its type.
     fn cut(&mut self, m: &Obj, path: &str) -> Obj {
         self.note(format!(
-            "{}: schema too deep or too large; cut to a stub",
+            "{}: schema too deep or too large; cut to a bare schema",
             p(path)
         ));
         let ty = m
@@ -105,7 +105,7 @@ impl Ctx<'_> {
             .and_then(Value::as_str)
             .filter(|t| ACCEPTED_TYPES.contains(t))
             .unwrap_or("object");
-        self.stub(ty, m.get("description"))
+        self.bare(ty, m.get("description"))
     }
 
     /// The node's accepted types (deduplicated, `null` taken out) and whether it is

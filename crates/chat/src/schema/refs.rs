@@ -1,7 +1,7 @@
 //! Local `$ref`s: resolving `#`, JSON pointers (`#/$defs/X`, escaped tokens) and
 //! `#anchor`s against the document root, inlining the target with the `$ref`'s siblings
 //! on top, and cutting a `$ref` that is open [`MAX_REF_REPEAT`] times on the current
-//! path (recursion) to a stub. Nothing remote is ever fetched.
+//! path (recursion) to a bare schema. Nothing remote is ever fetched.
 
 use serde_json::Value;
 use switchboard_model::ACCEPTED_TYPES;
@@ -13,7 +13,7 @@ use super::text::p;
 use super::{MAX_REF_REPEAT, Obj};
 
 impl Ctx<'_> {
-    /// A node with a `$ref`: the resolved target, normalized (or a stub, or a loosened
+    /// A node with a `$ref`: the resolved target, normalized (or a bare schema, or a loosened
     /// node when it does not resolve).
     pub(super) fn reference(
         &mut self,
@@ -39,14 +39,17 @@ impl Ctx<'_> {
         };
         let open = self.ref_stack.iter().filter(|x| x.as_str() == r).count();
         if open >= MAX_REF_REPEAT {
-            self.note(format!("{}: recursive $ref `{r}` cut to a stub", p(path)));
+            self.note(format!(
+                "{}: recursive $ref `{r}` cut to a bare schema",
+                p(path)
+            ));
             let ty = target
                 .get("type")
                 .and_then(Value::as_str)
                 .filter(|t| ACCEPTED_TYPES.contains(t))
                 .unwrap_or("object");
             let desc = m.get("description").or_else(|| target.get("description"));
-            return (self.stub(ty, desc), Renames::default());
+            return (self.bare(ty, desc), Renames::default());
         }
         let merged = with_siblings(target, m);
         self.ref_stack.push(r.to_string());

@@ -191,7 +191,7 @@ fn chained_refs_resolve() {
 }
 
 #[test]
-fn recursive_refs_become_stubs_keeping_the_description() {
+fn recursive_refs_become_bare_schemas_keeping_the_description() {
     let schema = json!({
         "$defs": {"Node": {
             "type": "object",
@@ -215,7 +215,7 @@ fn recursive_refs_become_stubs_keeping_the_description() {
     let child = &root["properties"]["children"]["items"];
     assert_eq!(child["type"], "object");
     assert_eq!(child["properties"]["name"], json!({"type": "string"}));
-    // …whose own children are stubs.
+    // …whose own children are bare schemas.
     let grandchild = &child["properties"]["children"]["items"];
     assert_eq!(
         grandchild,
@@ -236,7 +236,7 @@ fn root_recursion_is_cut() {
         "properties": {"op": {"type": "string"}, "args": {"type": "array", "items": {"$ref": "#"}}}
     });
     let out = norm(schema);
-    // The root is not entered through a $ref, so `#` unrolls twice before the stub.
+    // The root is not entered through a $ref, so `#` unrolls twice before the bare schema.
     let inner = &out["properties"]["args"]["items"];
     assert_eq!(inner["type"], "object");
     let inner2 = &inner["properties"]["args"]["items"];
