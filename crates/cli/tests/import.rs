@@ -4,15 +4,12 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 
 use serde_json::{Value, json};
 
-struct Env {
-    home: tempfile::TempDir,
-    sb: tempfile::TempDir,
-    project: tempfile::TempDir,
-}
+mod common;
+use common::{Env, stderr, stdout};
 
 fn fixture(name: &str) -> String {
     let p = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -21,54 +18,11 @@ fn fixture(name: &str) -> String {
     std::fs::read_to_string(&p).unwrap()
 }
 
-impl Env {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-            sb: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("SWITCHBOARD_HOME", self.sb.path())
-            .env_remove("CODEX_HOME")
-            .env_remove("SWITCHBOARD_LOG")
-            .current_dir(self.project.path())
-            .output()
-            .unwrap()
-    }
-
-    fn json(&self, args: &[&str]) -> Value {
-        let out = self.run(args);
-        assert!(out.status.success(), "{}", stderr(&out));
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    /// Puts fixture `name` at `rel` under HOME.
-    fn home_file(&self, rel: &str, name: &str) -> PathBuf {
-        let p = self.home.path().join(rel);
-        write(&p, &fixture(name));
-        p
-    }
-
-    fn user_settings(&self) -> PathBuf {
-        self.sb.path().join("settings.json")
-    }
-
-    fn settings(&self) -> Value {
-        serde_json::from_str(&std::fs::read_to_string(self.user_settings()).unwrap()).unwrap()
-    }
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+/// Puts fixture `name` at `rel` under the test's HOME.
+fn home_file(env: &Env, rel: &str, name: &str) -> PathBuf {
+    let p = env.home.path().join(rel);
+    write(&p, &fixture(name));
+    p
 }
 
 fn write(path: &Path, text: &str) {
@@ -92,7 +46,8 @@ fn warnings(v: &Value, name: &str) -> String {
 #[test]
 fn claude_desktop_on_linux_escapes_literal_dollars_and_warns_on_literal_secrets() {
     let env = Env::new();
-    env.home_file(
+    home_file(
+        &env,
         ".config/Claude/claude_desktop_config.json",
         "claude_desktop_config.json",
     );
@@ -132,7 +87,8 @@ fn claude_desktop_on_linux_escapes_literal_dollars_and_warns_on_literal_secrets(
 #[test]
 fn claude_desktop_on_macos_path_is_found() {
     let env = Env::new();
-    env.home_file(
+    home_file(
+        &env,
         "Library/Application Support/Claude/claude_desktop_config.json",
         "claude_desktop_config.json",
     );
@@ -279,7 +235,7 @@ fn a_folders_own_files_never_reach_the_user_settings_by_default() {
 #[test]
 fn vscode_user_profile_path_is_found() {
     let env = Env::new();
-    env.home_file(".config/Code/User/mcp.json", "vscode-mcp.json");
+    home_file(&env, ".config/Code/User/mcp.json", "vscode-mcp.json");
     let v = env.json(&["mcp", "import", "--from", "vscode", "--json", "--dry-run"]);
     assert_eq!(v["imported"].as_array().unwrap().len(), 3);
 }
@@ -287,7 +243,7 @@ fn vscode_user_profile_path_is_found() {
 #[test]
 fn cursor_env_references_and_remote_url() {
     let env = Env::new();
-    env.home_file(".cursor/mcp.json", "cursor-mcp.json");
+    home_file(&env, ".cursor/mcp.json", "cursor-mcp.json");
     env.json(&["mcp", "import", "--from", "cursor", "--json"]);
     let s = &env.settings()["mcpServers"];
     assert_eq!(s["server-name"]["env"]["API_KEY"], "${MY_API_KEY}");
@@ -300,7 +256,7 @@ fn cursor_env_references_and_remote_url() {
 #[test]
 fn codex_timeouts_bearer_token_env_vars_and_enabled() {
     let env = Env::new();
-    env.home_file(".codex/config.toml", "codex-config.toml");
+    home_file(&env, ".codex/config.toml", "codex-config.toml");
     let v = env.json(&["mcp", "import", "--from", "codex", "--json"]);
     let s = &env.settings()["mcpServers"];
     assert_eq!(
@@ -340,7 +296,7 @@ fn codex_home_is_honoured() {
 #[test]
 fn gemini_entries_are_kept_verbatim_with_their_references() {
     let env = Env::new();
-    env.home_file(".gemini/settings.json", "gemini-settings.json");
+    home_file(&env, ".gemini/settings.json", "gemini-settings.json");
     let v = env.json(&["mcp", "import", "--from", "gemini", "--json"]);
     assert!(
         warnings(&v, "httpServerWithAuth").contains("headers.Authorization holds a secret"),
@@ -363,7 +319,8 @@ fn gemini_entries_are_kept_verbatim_with_their_references() {
 #[test]
 fn windsurf_server_url_and_disabled_tools() {
     let env = Env::new();
-    env.home_file(
+    home_file(
+        &env,
         ".codeium/windsurf/mcp_config.json",
         "windsurf-mcp_config.json",
     );
@@ -383,7 +340,7 @@ fn windsurf_server_url_and_disabled_tools() {
 #[test]
 fn dry_run_shows_the_entries_and_writes_nothing() {
     let env = Env::new();
-    env.home_file(".codex/config.toml", "codex-config.toml");
+    home_file(&env, ".codex/config.toml", "codex-config.toml");
     // No settings file: none is created.
     let out = env.run(&["mcp", "import", "--from", "codex", "--dry-run"]);
     assert!(out.status.success(), "{}", stderr(&out));
@@ -409,7 +366,7 @@ fn dry_run_shows_the_entries_and_writes_nothing() {
 #[test]
 fn an_existing_name_is_a_conflict_and_is_never_overwritten() {
     let env = Env::new();
-    env.home_file(".cursor/mcp.json", "cursor-mcp.json");
+    home_file(&env, ".cursor/mcp.json", "cursor-mcp.json");
     write(
         &env.user_settings(),
         r#"{"theme": "dark", "mcpServers": {"remote": {"command": "mine"}}}"#,
@@ -434,8 +391,8 @@ fn without_from_it_lists_and_imports_only_a_clear_choice() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("No other host's MCP settings found"));
 
-    env.home_file(".codex/config.toml", "codex-config.toml");
-    env.home_file(".cursor/mcp.json", "cursor-mcp.json");
+    home_file(&env, ".codex/config.toml", "codex-config.toml");
+    home_file(&env, ".cursor/mcp.json", "cursor-mcp.json");
     let out = env.run(&["mcp", "import"]);
     let text = stdout(&out);
     assert!(
@@ -502,7 +459,7 @@ fn imported_claude_desktop_servers_appear_in_mcp_list() {
 #[test]
 fn the_same_name_in_two_files_of_one_import_is_a_conflict_too() {
     let env = Env::new();
-    env.home_file(".cursor/mcp.json", "cursor-mcp.json");
+    home_file(&env, ".cursor/mcp.json", "cursor-mcp.json");
     write(
         &env.project.path().join(".cursor/mcp.json"),
         r#"{"mcpServers": {"remote": {"url": "https://other.example/mcp"}}}"#,

@@ -16,6 +16,9 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use serde_json::{Value, json};
 
+mod common;
+use common::{Env, stderr, stdout};
+
 /// The fake registry's page size cap (the real one caps `limit` at 100): small, so that
 /// a search spans pages.
 const PAGE: usize = 2;
@@ -150,45 +153,9 @@ fn start_registry() -> (String, Reg) {
     (format!("http://{addr}"), reg)
 }
 
-struct Env {
-    home: tempfile::TempDir,
-    sb: tempfile::TempDir,
-    project: tempfile::TempDir,
-}
-
-impl Env {
-    fn new() -> Self {
-        Self {
-            home: tempfile::tempdir().unwrap(),
-            sb: tempfile::tempdir().unwrap(),
-            project: tempfile::tempdir().unwrap(),
-        }
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_switchboard"))
-            .args(args)
-            .env("HOME", self.home.path())
-            .env("SWITCHBOARD_HOME", self.sb.path())
-            .env_remove("SWITCHBOARD_LOG")
-            .current_dir(self.project.path())
-            .stdin(std::process::Stdio::null())
-            .output()
-            .unwrap()
-    }
-
-    fn server(&self, name: &str) -> Value {
-        let text = std::fs::read_to_string(self.sb.path().join("settings.json")).unwrap();
-        let v: Value = serde_json::from_str(&text).unwrap();
-        v["mcpServers"][name].clone()
-    }
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
+/// The entry `name` in the user settings.
+fn server(env: &Env, name: &str) -> Value {
+    env.settings()["mcpServers"][name].clone()
 }
 
 fn add(env: &Env, url: &str, name: &str, id: &str, extra: &[&str]) -> Output {
@@ -302,7 +269,7 @@ fn add_npm_with_a_secret_given_as_a_reference() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        env.server("brave"),
+        server(&env, "brave"),
         json!({
             "command": "npx",
             "args": ["-y", "@modelcontextprotocol/server-brave-search@1.0.2"],
@@ -325,7 +292,7 @@ fn add_npm_with_a_secret_given_as_a_reference() {
         stderr(&again)
     );
     assert_eq!(
-        env.server("brave")["env"]["BRAVE_API_KEY"],
+        server(&env, "brave")["env"]["BRAVE_API_KEY"],
         "${BRAVE_API_KEY}"
     );
 }
@@ -342,7 +309,7 @@ fn add_pypi_at_a_version() {
         &["--env", "WEATHER_API_KEY=k-123"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let s = env.server("weather");
+    let s = server(&env, "weather");
     assert_eq!(s["command"], "uvx");
     assert_eq!(s["args"], json!(["weather-mcp-server==0.5.0"]));
     assert_eq!(s["env"], json!({"WEATHER_API_KEY": "k-123"}));
@@ -373,7 +340,7 @@ fn add_oci_passes_environment_into_the_container() {
         ],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let s = env.server("db");
+    let s = server(&env, "db");
     assert_eq!(s["command"], "docker");
     assert_eq!(
         s["args"],
@@ -404,7 +371,7 @@ fn add_oci_passes_environment_into_the_container() {
     );
     assert!(out.status.success(), "{}", stderr(&out));
     assert_eq!(
-        env.server("fs")["args"],
+        server(&env, "fs")["args"],
         json!([
             "run",
             "-i",
@@ -427,7 +394,7 @@ fn add_remote_with_a_required_header() {
         &["--header", "X-API-Key=${FS_KEY}"],
     );
     assert!(out.status.success(), "{}", stderr(&out));
-    let s = env.server("remote-fs");
+    let s = server(&env, "remote-fs");
     assert_eq!(
         s["httpUrl"],
         "https://mcp-fs.anonymous.modelcontextprotocol.io/http"
@@ -570,7 +537,7 @@ fn a_required_secret_is_asked_on_a_terminal_without_echo() {
         "echoed: {transcript}"
     );
     assert_eq!(
-        env.server("brave")["env"]["BRAVE_API_KEY"],
+        server(&env, "brave")["env"]["BRAVE_API_KEY"],
         "typed-secret-42"
     );
 }
