@@ -6,10 +6,9 @@
 use std::time::Duration;
 
 use base64::Engine as _;
-use futures::StreamExt as _;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap};
 use serde_json::Value;
-use switchboard_net::{GuardedClient, NetError};
+use switchboard_net::{GuardedClient, LimitedBody, NetError, read_limited};
 
 use crate::error::AuthError;
 
@@ -137,23 +136,22 @@ impl Http {
         })?;
         let status = response.status().as_u16();
         let headers = response.headers().clone();
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| AuthError::Http {
+        let body = match read_limited(response, MAX_BODY)
+            .await
+            .map_err(|e| AuthError::Http {
                 what,
                 url: shown(url),
                 detail: format!("reading the response failed: {}", e.without_url()),
-            })?;
-            if body.len() + chunk.len() > MAX_BODY {
+            })? {
+            LimitedBody::Whole(body) => body,
+            LimitedBody::Cut(_) => {
                 return Err(AuthError::InvalidResponse {
                     what,
                     url: shown(url),
                     reason: format!("the response is larger than {MAX_BODY} bytes"),
                 });
             }
-            body.extend_from_slice(&chunk);
-        }
+        };
         Ok(Reply {
             status,
             headers,

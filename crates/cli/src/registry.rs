@@ -85,28 +85,24 @@ impl Registry {
     /// GET `url` and parse JSON: `Ok(None)` on 404.
     async fn get(&self, url: &Url) -> Result<Option<Value>> {
         let req = self.client.get(url.as_str()).timeout(REQUEST_TIMEOUT);
-        let mut resp = self.client.send(req).await.with_context(|| {
+        let resp = self.client.send(req).await.with_context(|| {
             format!(
                 "cannot reach the MCP Registry at {}; check the address (--registry or `registryUrl` in settings) and your network",
                 self.base
             )
         })?;
         let status = resp.status();
-        let mut body = Vec::new();
-        while let Some(chunk) = resp
-            .chunk()
+        let body = match switchboard_net::read_limited(resp, MAX_BODY)
             .await
             .with_context(|| format!("reading the registry's answer from {url} failed"))?
         {
-            if body.len() + chunk.len() > MAX_BODY {
-                bail!(
-                    "the registry's answer from {url} is larger than {} MiB; is {} an MCP Registry?",
-                    MAX_BODY / (1024 * 1024),
-                    self.base
-                );
-            }
-            body.extend_from_slice(&chunk);
-        }
+            switchboard_net::LimitedBody::Whole(body) => body,
+            switchboard_net::LimitedBody::Cut(_) => bail!(
+                "the registry's answer from {url} is larger than {} MiB; is {} an MCP Registry?",
+                MAX_BODY / (1024 * 1024),
+                self.base
+            ),
+        };
         if status == reqwest::StatusCode::NOT_FOUND {
             return Ok(None);
         }

@@ -13,6 +13,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use reqwest::header::HeaderMap;
 use serde::Serialize;
+use switchboard_net::{LimitedBody, read_limited};
 
 use crate::error::{ApiKind, ModelError};
 
@@ -200,10 +201,8 @@ impl Transport {
                     let status = response.status().as_u16();
                     let delay = requested_delay(response.headers());
                     // An error body that cannot be read in full is judged by what arrived.
-                    let text = match read_capped(response, MAX_ERROR_BYTES).await {
-                        Ok(Capped::Whole(bytes) | Capped::Cut(bytes)) => {
-                            String::from_utf8_lossy(&bytes).into_owned()
-                        }
+                    let text = match read_limited(response, MAX_ERROR_BYTES).await {
+                        Ok(body) => String::from_utf8_lossy(body.bytes()).into_owned(),
                         Err(_) => String::new(),
                     };
                     parse_error(status, delay, &text)
@@ -256,9 +255,9 @@ impl Transport {
         response: reqwest::Response,
     ) -> Result<Bytes, ModelError> {
         let limit = MAX_ANSWER_BYTES;
-        match read_capped(response, limit).await {
-            Ok(Capped::Whole(bytes)) => Ok(bytes),
-            Ok(Capped::Cut(_)) => Err(ModelError::Decode {
+        match read_limited(response, limit).await {
+            Ok(LimitedBody::Whole(bytes)) => Ok(Bytes::from(bytes)),
+            Ok(LimitedBody::Cut(_)) => Err(ModelError::Decode {
                 api: self.api,
                 message: format!(
                     "the answer is larger than {} MiB; the server is not answering as the API does",
@@ -273,28 +272,6 @@ impl Transport {
             }),
         }
     }
-}
-
-/// A body read up to a limit.
-enum Capped {
-    /// All of it.
-    Whole(Bytes),
-    /// The first `limit` bytes; there was more.
-    Cut(Bytes),
-}
-
-/// Reads at most `limit` bytes of `response`, chunk by chunk, never holding more.
-async fn read_capped(mut response: reqwest::Response, limit: usize) -> reqwest::Result<Capped> {
-    let mut out = Vec::new();
-    while let Some(chunk) = response.chunk().await? {
-        if out.len() + chunk.len() > limit {
-            let room = limit - out.len();
-            out.extend_from_slice(&chunk[..room]);
-            return Ok(Capped::Cut(Bytes::from(out)));
-        }
-        out.extend_from_slice(&chunk);
-    }
-    Ok(Capped::Whole(Bytes::from(out)))
 }
 
 /// The wait a non-2xx answer asks for: `retry-after-ms` (OpenAI), else `Retry-After` in

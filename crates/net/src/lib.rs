@@ -11,8 +11,11 @@
 //! - [`GuardedClient`] / [`http_client`]: a reqwest client whose resolver checks
 //!   and returns exactly the checked addresses, with redirects re-checked per hop.
 //! - [`explain`]: the verdict behind `switchboard url-check`.
+//! - [`read_limited`]: an answer's body read up to a limit, for every caller that reads
+//!   a whole body.
 
 mod blocked;
+mod body;
 mod check;
 mod client;
 mod error;
@@ -22,6 +25,7 @@ mod policy;
 mod resolve;
 
 pub use blocked::Blocked;
+pub use body::{LimitedBody, read_limited};
 pub use check::{GuardedHost, GuardedUrl, check_ip, check_parsed_url, check_url};
 pub use client::{
     ClientOptions, DEFAULT_CONNECT_TIMEOUT, GuardedClient, MAX_REDIRECTS, ProxySetting, http_client,
