@@ -17,19 +17,8 @@ pub(crate) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest response body read.
 const MAX_BODY: usize = 1024 * 1024;
 
-/// A URL for messages: without user info, query or fragment.
-pub(crate) fn shown(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        Err(_) => url.to_string(),
-    }
-}
+/// A URL for messages: without user info, query or fragment (`switchboard-net`'s rule).
+pub(crate) use switchboard_net::redacted as shown;
 
 /// A response, fully read.
 #[derive(Debug)]

@@ -99,8 +99,9 @@ pub fn find_blocked<'a>(err: &'a (dyn StdError + 'static)) -> Option<&'a Blocked
     None
 }
 
-/// A URL for messages: without user info, query or fragment (they may hold secrets).
-pub(crate) fn redacted(url: &str) -> String {
+/// A URL for messages: without user info, query or fragment (they may hold secrets); an
+/// unparseable one is not shown at all.
+pub fn redacted(url: &str) -> String {
     match url::Url::parse(url) {
         Ok(mut u) => {
             let _ = u.set_username("");

@@ -30,7 +30,7 @@ pub use check::{GuardedHost, GuardedUrl, check_ip, check_parsed_url, check_url};
 pub use client::{
     ClientOptions, DEFAULT_CONNECT_TIMEOUT, GuardedClient, MAX_REDIRECTS, ProxySetting, http_client,
 };
-pub use error::{NetError, find_blocked};
+pub use error::{NetError, find_blocked, redacted};
 pub use explain::{AddressVerdict, Verdict, explain, explain_with};
 pub use ip::{EmbeddedIpv4, IpClass, Ipv4Embedding, classify_ip, embedded_ipv4};
 pub use policy::{
