@@ -531,7 +531,7 @@ fn entry_for(server: &Value, a: &AddArgs) -> Result<(Map<String, Value>, &'stati
         let url = text(r, "url").context("a remote has no `url`")?;
         if url.contains('{') {
             bail!(
-                "the remote URL `{url}` has placeholders --from-registry cannot fill; add it by hand with `switchboard mcp add NAME URL`"
+                "the remote URL `{url}` has `{{variables}}` --from-registry cannot fill; add it by hand with `switchboard mcp add NAME URL`"
             );
         }
         if !env_given.is_empty() {
@@ -694,7 +694,7 @@ mod tests {
     }
 
     #[test]
-    fn placeholders_take_defaults_or_fail_naming_the_variable() {
+    fn variables_take_defaults_or_fail_naming_the_variable() {
         let vars = json!({"t": {"default": "/project"}});
         assert_eq!(
             substitute("dst={t}", Some(&vars), "--mount").unwrap(),
