@@ -76,8 +76,12 @@ fn sign_in_error(e: AuthError) -> OidcError {
     }
 }
 
+fn assert_send<T: Send>(_: &T) {}
+fn assert_shareable<T: Send + Sync>() {}
+
 #[tokio::test]
 async fn alice_signs_in_with_rs256_and_es256_id_tokens() {
+    assert_shareable::<OidcClient>();
     let peer = spawn_oidc_provider().await;
     for client_id in [OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID] {
         let c = client(&peer, client_id).await;
@@ -95,7 +99,10 @@ async fn alice_signs_in_with_rs256_and_es256_id_tokens() {
         assert_ne!(again.nonce, start.nonce, "nonce is fresh each time");
 
         let (cb, pending) = login(&peer, &c, "alice").await;
-        let id = c.finish(&cb, &pending).await.unwrap();
+        // A web handler awaits it on a multi-threaded runtime.
+        let finishing = c.finish(&cb, &pending);
+        assert_send(&finishing);
+        let id = finishing.await.unwrap();
         assert_eq!(
             id,
             Identity {

@@ -156,6 +156,15 @@ fn seconds(claim: &'static str, n: Option<&serde_json::Number>) -> Result<Option
     }
 }
 
+/// Google documents `iss` as `https://accounts.google.com` or, in some ID tokens, the
+/// bare `accounts.google.com`; every other issuer must match exactly (OIDC Core
+/// §3.1.3.7).
+const GOOGLE_ISSUER: &str = "https://accounts.google.com";
+
+fn issuer_matches(issuer: &str, iss: &str) -> bool {
+    iss == issuer || (issuer == GOOGLE_ISSUER && iss == "accounts.google.com")
+}
+
 /// Equal without an early exit on the first differing byte.
 fn same(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -176,7 +185,7 @@ pub(crate) fn check_claims(payload: &[u8], want: &Expected<'_>) -> Result<Identi
         claim: "iss",
         problem: "is missing",
     })?;
-    if iss != want.issuer {
+    if !issuer_matches(want.issuer, &iss) {
         return Err(OidcError::TokenIssuer {
             expected: want.issuer.to_string(),
             got: iss,
@@ -355,6 +364,18 @@ mod tests {
         }
         // Within the skew is fine.
         assert!(check(&with("exp", json!(NOW - CLOCK_SKEW + 5))).is_ok());
+    }
+
+    #[test]
+    fn only_google_may_leave_out_the_scheme() {
+        assert!(issuer_matches(GOOGLE_ISSUER, "accounts.google.com"));
+        assert!(issuer_matches(GOOGLE_ISSUER, GOOGLE_ISSUER));
+        assert!(!issuer_matches(
+            GOOGLE_ISSUER,
+            "https://accounts.google.com/"
+        ));
+        assert!(!issuer_matches("https://login.example", "login.example"));
+        assert!(!issuer_matches(GOOGLE_ISSUER, "evil.example"));
     }
 
     #[test]

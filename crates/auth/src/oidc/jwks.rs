@@ -215,6 +215,38 @@ fn pick(keys: &[Jwk], q: &KeyQuery<'_>) -> Option<Jwk> {
     }
 }
 
+/// What [`JwksCache::find`] does next.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    /// The cache is fresh and has the key.
+    Use(Jwk),
+    /// Load the key set (never loaded, older than [`MAX_AGE`], or the key is unknown
+    /// and the last load was [`MIN_RELOAD`] ago or more).
+    Reload,
+    /// The key is unknown and the key set was loaded less than [`MIN_RELOAD`] ago.
+    Unknown,
+}
+
+fn plan(s: &CacheState, q: &KeyQuery<'_>, now: Instant) -> Step {
+    let fresh = s
+        .loaded_at
+        .is_some_and(|t| now.saturating_duration_since(t) < MAX_AGE);
+    if !fresh {
+        return Step::Reload;
+    }
+    if let Some(k) = pick(&s.keys, q) {
+        return Step::Use(k);
+    }
+    let may_reload = s
+        .tried_at
+        .is_none_or(|t| now.saturating_duration_since(t) >= MIN_RELOAD);
+    if may_reload {
+        Step::Reload
+    } else {
+        Step::Unknown
+    }
+}
+
 impl JwksCache {
     pub(crate) fn new(url: String) -> Self {
         Self {
@@ -232,31 +264,20 @@ impl JwksCache {
     /// The key for `q`: from the cache when it is fresh and has it; else after a reload
     /// (at most one per [`MIN_RELOAD`] for an unknown key).
     pub(crate) async fn find(&self, http: &Http, q: &KeyQuery<'_>) -> Result<Jwk, AuthError> {
-        let (cached, fresh, may_reload) = {
-            let s = self.lock();
-            let now = Instant::now();
-            let fresh = s.loaded_at.is_some_and(|t| now.duration_since(t) < MAX_AGE);
-            let may_reload = s
-                .tried_at
-                .is_none_or(|t| now.duration_since(t) >= MIN_RELOAD);
-            (pick(&s.keys, q), fresh, may_reload)
+        let step = plan(&self.lock(), q, Instant::now());
+        let found = match step {
+            Step::Use(k) => Some(k),
+            Step::Reload => pick(&self.reload(http).await?, q),
+            Step::Unknown => None,
         };
-        if let Some(k) = cached.as_ref().filter(|_| fresh) {
-            return Ok(k.clone());
-        }
-        // A stale cache is always reloaded; an unknown key only as often as allowed.
-        if !fresh || may_reload {
-            let keys = self.reload(http).await?;
-            if let Some(k) = pick(&keys, q) {
-                return Ok(k);
+        found.ok_or_else(|| {
+            OidcError::UnknownKey {
+                url: shown(&self.url),
+                kid: q.kid.map(str::to_string),
+                alg: q.alg.as_str(),
             }
-        }
-        Err(OidcError::UnknownKey {
-            url: shown(&self.url),
-            kid: q.kid.map(str::to_string),
-            alg: q.alg.as_str(),
-        }
-        .into())
+            .into()
+        })
     }
 
     async fn reload(&self, http: &Http) -> Result<Arc<Vec<Jwk>>, AuthError> {
@@ -300,6 +321,49 @@ mod tests {
         );
         let e = parse_jwks(many.as_bytes()).unwrap_err();
         assert!(e.contains("more than"), "{e}");
+    }
+
+    #[test]
+    fn reloads_when_stale_or_unknown_at_most_once_a_minute() {
+        let key = Jwk {
+            kid: Some("a".into()),
+            alg: None,
+            key: KeyMaterial::P256 { point: vec![4; 65] },
+        };
+        let t0 = Instant::now();
+        let at = |secs: u64| t0 + Duration::from_secs(secs);
+        let known = KeyQuery {
+            kid: Some("a"),
+            alg: Alg::Es256,
+        };
+        let unknown = KeyQuery {
+            kid: Some("b"),
+            alg: Alg::Es256,
+        };
+        let empty = CacheState::default();
+        assert_eq!(plan(&empty, &known, t0), Step::Reload, "never loaded");
+        let loaded = CacheState {
+            keys: Arc::new(vec![key.clone()]),
+            loaded_at: Some(t0),
+            tried_at: Some(t0),
+        };
+        assert_eq!(plan(&loaded, &known, at(5)), Step::Use(key.clone()));
+        assert_eq!(plan(&loaded, &unknown, at(5)), Step::Unknown);
+        assert_eq!(plan(&loaded, &unknown, at(59)), Step::Unknown);
+        assert_eq!(plan(&loaded, &unknown, at(60)), Step::Reload);
+        assert_eq!(plan(&loaded, &known, at(3599)), Step::Use(key));
+        assert_eq!(
+            plan(&loaded, &known, at(3600)),
+            Step::Reload,
+            "stale keys are reloaded"
+        );
+        // A failed reload (tried, not loaded) also waits a minute for unknown keys.
+        let failed = CacheState {
+            tried_at: Some(at(30)),
+            ..loaded
+        };
+        assert_eq!(plan(&failed, &unknown, at(60)), Step::Unknown);
+        assert_eq!(plan(&failed, &unknown, at(90)), Step::Reload);
     }
 
     #[test]
