@@ -26,7 +26,8 @@ use switchboard_auth::{
     PendingSignIn, SignInCallback,
 };
 use switchboard_testkit::{
-    OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, spawn_oidc_provider,
+    OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, OidcPeerOptions,
+    spawn_oidc_provider, spawn_oidc_provider_with,
 };
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
@@ -114,6 +115,34 @@ async fn alice_signs_in_with_rs256_and_es256_id_tokens() {
             "{client_id}"
         );
     }
+}
+
+#[tokio::test]
+async fn a_browser_without_login_hint_signs_in_the_default_account_at_any_redirect_uri() {
+    let uris = vec![
+        "http://127.0.0.1:9/a/callback".to_string(),
+        "http://localhost:9/b/callback".to_string(),
+    ];
+    let peer = spawn_oidc_provider_with(OidcPeerOptions {
+        redirect_uris: uris.clone(),
+        default_account: Some("bob".into()),
+    })
+    .await;
+    assert_eq!(peer.redirect_uri, uris[0]);
+    let mut cfg = config(&peer, OIDC_CLIENT_ID);
+    cfg.redirect_uri = Url::parse(&uris[1]).unwrap();
+    let c = OidcClient::discover(cfg, guard()).await.unwrap();
+    let start = c.begin().unwrap();
+    let redirect = peer.drive_default_login(start.authorize_url.as_str()).await;
+    assert!(redirect.url.starts_with(&uris[1]), "{}", redirect.url);
+    let id = c
+        .finish(
+            &SignInCallback::from_query(&redirect.query),
+            &PendingSignIn::from(&start),
+        )
+        .await
+        .unwrap();
+    assert_eq!(id.email, "bob@other.org");
 }
 
 #[tokio::test]

@@ -43,8 +43,8 @@ pub use oauth::{
     spawn_ts_oauth,
 };
 pub use oidc::{
-    OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, OidcRedirect,
-    oidc_peer_dir, spawn_oidc_provider,
+    OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, OidcPeerOptions,
+    OidcRedirect, oidc_peer_dir, spawn_oidc_provider, spawn_oidc_provider_with,
 };
 pub use postgres::{PG_PASSWORD, PgCluster, pg_bin_dir};
 pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};

@@ -3,7 +3,8 @@
 //! that logs a test account in without a page ([`OidcPeer::drive_login`]): it follows
 //! the redirects with its own cookie jar and stops at the redirect URI.
 //!
-//! Clients (all with [`OidcPeer::secret`] and [`OidcPeer::redirect_uri`]):
+//! Clients (all with [`OidcPeer::secret`] and the redirect URIs given, by default one
+//! nothing listens on, [`OidcPeer::redirect_uri`]):
 //! `switchboard` (client_secret_basic, RS256 ID tokens), `switchboard-es`
 //! (client_secret_post, ES256), `other-client` (client_secret_basic, RS256).
 //! Accounts: `alice` (alice@example.com, verified), `bob` (bob@other.org, verified),
@@ -32,9 +33,11 @@ pub struct OidcPeer {
     pub client_id: String,
     /// Every client's secret.
     pub secret: String,
-    /// Every client's redirect URI (nothing listens there: [`OidcPeer::drive_login`]
-    /// stops when it is reached).
+    /// The first of the clients' redirect URIs ([`OidcPeer::drive_login`] stops when
+    /// one is reached).
     pub redirect_uri: String,
+    /// All of them.
+    pub redirect_uris: Vec<String>,
     /// The process.
     pub process: PeerProcess,
 }
@@ -55,23 +58,54 @@ pub fn oidc_peer_dir() -> std::path::PathBuf {
     peers_dir().join("oidc")
 }
 
-/// Starts the provider on a free 127.0.0.1 port and waits until it listens.
+/// How to start the provider.
+#[derive(Debug, Clone, Default)]
+pub struct OidcPeerOptions {
+    /// The redirect URIs every client is registered with (e.g. a team server's
+    /// callback); empty means one on a free port that nothing listens on.
+    pub redirect_uris: Vec<String>,
+    /// The account logged in when an authorization request has no `login_hint` (for a
+    /// browser that cannot add one); `None` refuses such requests.
+    pub default_account: Option<String>,
+}
+
+/// Starts the provider on a free 127.0.0.1 port with the default options and waits
+/// until it listens.
 ///
 /// # Panics
 /// If it cannot start or does not listen within 30 s.
 pub async fn spawn_oidc_provider() -> OidcPeer {
+    spawn_oidc_provider_with(OidcPeerOptions::default()).await
+}
+
+/// Starts the provider on a free 127.0.0.1 port with `options` and waits until it
+/// listens.
+///
+/// # Panics
+/// If it cannot start or does not listen within 30 s.
+pub async fn spawn_oidc_provider_with(options: OidcPeerOptions) -> OidcPeer {
     ensure_peers();
     let port = free_port();
     let secret = "oidc-test-secret".to_string();
-    let redirect_uri = format!("http://127.0.0.1:{}/signin/callback", free_port());
+    let mut redirect_uris = options.redirect_uris;
+    if redirect_uris.is_empty() {
+        redirect_uris.push(format!("http://127.0.0.1:{}/signin/callback", free_port()));
+    }
+    assert!(
+        redirect_uris.iter().all(|u| !u.contains(' ')),
+        "redirect URIs cannot contain spaces: {redirect_uris:?}"
+    );
     let mut command = Command::new("node");
     command
         .arg(oidc_peer_dir().join("provider.mjs"))
         .arg("--port")
         .arg(port.to_string())
         .current_dir(oidc_peer_dir())
-        .env("OIDC_REDIRECT_URI", &redirect_uri)
+        .env("OIDC_REDIRECT_URI", redirect_uris.join(" "))
         .env("OIDC_CLIENT_SECRET", &secret);
+    if let Some(account) = &options.default_account {
+        command.env("OIDC_DEFAULT_ACCOUNT", account);
+    }
     let mut process = PeerProcess::spawn("oidc-provider", command);
     process.port = port;
     process.url = format!("http://127.0.0.1:{port}");
@@ -80,7 +114,8 @@ pub async fn spawn_oidc_provider() -> OidcPeer {
         issuer: format!("http://127.0.0.1:{port}"),
         client_id: OIDC_CLIENT_ID.into(),
         secret,
-        redirect_uri,
+        redirect_uri: redirect_uris[0].clone(),
+        redirect_uris,
         process,
     }
 }
@@ -88,20 +123,36 @@ pub async fn spawn_oidc_provider() -> OidcPeer {
 impl OidcPeer {
     /// Logs `account` in (`alice`, `bob`, `carol`, `dave`) at `authorize_url`, as a
     /// browser whose user approves at once: adds `login_hint=<account>`, follows the
-    /// redirects (at most 20) keeping cookies, and returns the redirect to the redirect
-    /// URI.
+    /// redirects (at most 20) keeping cookies, and returns the redirect to a redirect
+    /// URI (without following it).
     ///
     /// # Panics
     /// If the provider answers with anything but redirects, or never reaches the
     /// redirect URI.
     pub async fn drive_login(&self, authorize_url: &str, account: &str) -> OidcRedirect {
+        self.follow(authorize_url, Some(account)).await
+    }
+
+    /// Like [`OidcPeer::drive_login`] without a `login_hint`, as a browser would: the
+    /// provider logs in [`OidcPeerOptions::default_account`].
+    ///
+    /// # Panics
+    /// As [`OidcPeer::drive_login`], and when no default account was given.
+    pub async fn drive_default_login(&self, authorize_url: &str) -> OidcRedirect {
+        self.follow(authorize_url, None).await
+    }
+
+    async fn follow(&self, authorize_url: &str, account: Option<&str>) -> OidcRedirect {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .timeout(Duration::from_secs(10))
             .build()
             .unwrap();
         let mut url = reqwest::Url::parse(authorize_url).unwrap();
-        url.query_pairs_mut().append_pair("login_hint", account);
+        if let Some(account) = account {
+            url.query_pairs_mut().append_pair("login_hint", account);
+        }
+        let account = account.unwrap_or("the default account");
         let mut jar: BTreeMap<String, String> = BTreeMap::new();
         for _ in 0..20 {
             let mut req = client.get(url.clone());
@@ -130,7 +181,11 @@ impl OidcPeer {
                 panic!("the provider answered {status} without a redirect at {url}: {body}");
             };
             let next = url.join(location.to_str().unwrap()).unwrap();
-            if next.as_str().starts_with(&self.redirect_uri) {
+            if self
+                .redirect_uris
+                .iter()
+                .any(|r| next.as_str().starts_with(r.as_str()))
+            {
                 let param = |name: &str| {
                     next.query_pairs()
                         .find(|(k, _)| k == name)
@@ -152,9 +207,10 @@ impl OidcPeer {
         );
     }
 
-    /// Exchanges `code` at the token endpoint as `client_id` (client_secret_basic for
-    /// `switchboard` and `other-client`, client_secret_post for `switchboard-es`), as a
-    /// test playing a client would, and returns the token endpoint's JSON answer.
+    /// Exchanges `code` (issued for [`OidcPeer::redirect_uri`]) at the token endpoint as
+    /// `client_id` (client_secret_basic for `switchboard` and `other-client`,
+    /// client_secret_post for `switchboard-es`), as a test playing a client would, and
+    /// returns the token endpoint's JSON answer.
     ///
     /// # Panics
     /// If the request fails or the answer is not JSON.

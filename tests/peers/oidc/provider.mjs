@@ -2,8 +2,11 @@
 // switchboard-auth's sign-in tests. Listens on 127.0.0.1 only.
 //
 //   node provider.mjs --port P
-//   env: OIDC_REDIRECT_URI   the redirect URI every client is registered with (required)
-//        OIDC_CLIENT_SECRET  the secret of every client (default "test-secret")
+//   env: OIDC_REDIRECT_URI     the redirect URIs every client is registered with,
+//                              space-separated (required)
+//        OIDC_CLIENT_SECRET    the secret of every client (default "test-secret")
+//        OIDC_DEFAULT_ACCOUNT  the account logged in when the request has no
+//                              `login_hint` (default: none, such a request is refused)
 //
 // Clients: `switchboard` (client_secret_basic, ID tokens RS256), `switchboard-es`
 // (client_secret_post, ID tokens ES256), `other-client` (client_secret_basic, RS256).
@@ -11,8 +14,9 @@
 // carol (carol@example.com, NOT verified), dave (no email at all).
 //
 // Login is non-interactive: the interaction page signs in the account named by the
-// authorization request's `login_hint` and grants what was asked, so a plain HTTP
-// client that keeps cookies and follows redirects ends at the redirect URI with a code.
+// authorization request's `login_hint` (or OIDC_DEFAULT_ACCOUNT) and grants what was
+// asked, so a plain HTTP client that keeps cookies and follows redirects (or a headless
+// browser) ends at the redirect URI with a code.
 import http from 'node:http';
 import { generateKeyPairSync } from 'node:crypto';
 import Provider from 'oidc-provider';
@@ -27,11 +31,12 @@ if (!Number.isInteger(port) || port <= 0) {
   console.error('provider.mjs: give the port with --port P (or OIDC_PORT)');
   process.exit(2);
 }
-const redirectUri = process.env.OIDC_REDIRECT_URI;
-if (!redirectUri) {
-  console.error('provider.mjs: set OIDC_REDIRECT_URI to the redirect URI of the test clients');
+const redirectUris = (process.env.OIDC_REDIRECT_URI ?? '').split(' ').filter(Boolean);
+if (redirectUris.length === 0) {
+  console.error('provider.mjs: set OIDC_REDIRECT_URI to the redirect URIs of the test clients');
   process.exit(2);
 }
+const defaultAccount = process.env.OIDC_DEFAULT_ACCOUNT || undefined;
 const secret = process.env.OIDC_CLIENT_SECRET ?? 'test-secret';
 const issuer = `http://127.0.0.1:${port}`;
 
@@ -48,7 +53,7 @@ const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export(
 const client = (id, extra) => ({
   client_id: id,
   client_secret: secret,
-  redirect_uris: [redirectUri],
+  redirect_uris: redirectUris,
   grant_types: ['authorization_code'],
   response_types: ['code'],
   ...extra,
@@ -88,7 +93,7 @@ async function interaction(req, res) {
   const { prompt, params } = details;
   let result;
   if (prompt.name === 'login') {
-    const hint = params.login_hint;
+    const hint = params.login_hint ?? defaultAccount;
     if (!accounts[hint]) {
       res.statusCode = 400;
       res.end(`unknown login_hint ${JSON.stringify(hint)}; use one of ${Object.keys(accounts)}`);
