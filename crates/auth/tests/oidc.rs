@@ -821,3 +821,43 @@ async fn an_endless_or_wrong_discovery_document_is_refused_quickly() {
     let e = sign_in_error(OidcClient::discover(h.config(), guard()).await.unwrap_err());
     assert!(e.to_string().contains("jwks_uri"), "{e}");
 }
+
+#[tokio::test]
+async fn configuration_mistakes_are_named_before_any_request() {
+    // Nothing listens here: a request would fail as HTTP, not as configuration.
+    let base = OidcConfig::new(
+        Url::parse(&format!(
+            "http://127.0.0.1:{}",
+            switchboard_testkit::free_port()
+        ))
+        .unwrap(),
+        "me",
+        None,
+        Url::parse("http://127.0.0.1:9/cb").unwrap(),
+    );
+    let mut empty_id = base.clone();
+    empty_id.client_id = " ".into();
+    let mut post_without_secret = base.clone();
+    post_without_secret.auth_method = Some(AuthMethod::ClientSecretPost);
+    let mut jwt = base.clone();
+    jwt.auth_method = Some(AuthMethod::PrivateKeyJwt);
+    let mut query = base.clone();
+    query.issuer.set_query(Some("x=1"));
+    for (cfg, want) in [
+        (empty_id, "client id is empty"),
+        (post_without_secret, "needs the client secret"),
+        (jwt, "private_key_jwt"),
+        (query, "no query"),
+    ] {
+        let e = sign_in_error(OidcClient::discover(cfg, guard()).await.unwrap_err());
+        assert!(matches!(e, OidcError::Config(_)), "{e:?}");
+        assert!(e.to_string().contains(want), "{e}");
+    }
+    // A public client (no secret) is fine until the request: the failure names the URL.
+    let e = OidcClient::discover(base, guard()).await.unwrap_err();
+    assert!(matches!(e, AuthError::Http { .. }), "{e:?}");
+    assert!(
+        e.to_string().contains("/.well-known/openid-configuration"),
+        "{e}"
+    );
+}

@@ -18,6 +18,7 @@ mod error;
 mod id_token;
 mod jwks;
 mod policy;
+mod provider;
 
 use url::Url;
 
@@ -25,12 +26,12 @@ pub use error::OidcError;
 pub use policy::{Access, Refusal, SignInPolicy};
 
 use crate::crypto::{pkce, random_token};
-use crate::discovery::{MetadataSource, parse_server_metadata};
 use crate::error::AuthError;
 use crate::http::{Http, shown};
 use crate::store::now_ms;
 use crate::token::{AuthMethod, ClientCreds, choose_auth_method, request_token};
 use jwks::{JwksCache, KeyQuery};
+use provider::ProviderMetadata;
 
 /// The scopes asked for when none are configured.
 pub const DEFAULT_SIGN_IN_SCOPES: &str = "openid email profile";
@@ -201,16 +202,6 @@ pub struct Identity {
     pub name: Option<String>,
 }
 
-/// What the OpenID configuration says, validated.
-#[derive(Debug, Clone)]
-struct ProviderMetadata {
-    /// The issuer identifier exactly as published (ID tokens' `iss` must equal it).
-    issuer: String,
-    authorization_endpoint: Url,
-    token_endpoint: String,
-    iss_parameter: bool,
-}
-
 /// An OpenID Connect client for one issuer. Cheap to share (`Arc` it); any number of
 /// sign-ins may run at once.
 #[derive(Debug)]
@@ -221,22 +212,6 @@ pub struct OidcClient {
     meta: ProviderMetadata,
     creds: ClientCreds,
     jwks: JwksCache,
-}
-
-fn is_loopback(url: &Url) -> bool {
-    match url.host() {
-        Some(url::Host::Domain(d)) => d.eq_ignore_ascii_case("localhost"),
-        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
-        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
-        None => false,
-    }
-}
-
-/// The published issuer is the configured one: identical text, but for the `/` that
-/// URL parsing adds to an empty path.
-fn same_issuer(configured: &Url, published: &str) -> bool {
-    let c = configured.as_str();
-    published == c || (configured.path() == "/" && published == c.trim_end_matches('/'))
 }
 
 impl OidcClient {
@@ -262,90 +237,29 @@ impl OidcClient {
                 "the redirect URI must be an http(s) URL of this app's callback",
             ));
         }
-        let issuer_url = &config.issuer;
-        if issuer_url.query().is_some() || issuer_url.fragment().is_some() {
-            return Err(cfg(
-                "the issuer URL must have no query or fragment (OpenID Discovery §2)",
-            ));
-        }
-        if !(issuer_url.scheme() == "https"
-            || (issuer_url.scheme() == "http" && is_loopback(issuer_url)))
-        {
-            return Err(OidcError::InsecureIssuer {
-                issuer: shown(issuer_url.as_str()),
-            }
-            .into());
-        }
-        let url = format!(
-            "{}/.well-known/openid-configuration",
-            issuer_url.as_str().trim_end_matches('/')
-        );
-        let bad = |reason: String| {
-            AuthError::from(OidcError::Discovery {
-                url: shown(&url),
-                reason,
-            })
-        };
-        let reply = http.get("the OpenID configuration", &url).await?;
-        if !reply.is_success() {
-            return Err(bad(format!("HTTP {}", reply.status)));
-        }
-        let doc = reply.json_object().map_err(&bad)?;
-        let meta = parse_server_metadata(&doc, MetadataSource::Document)
-            .map_err(|r| bad(r.to_string()))?;
-        if !same_issuer(issuer_url, &meta.issuer) {
-            return Err(OidcError::IssuerMismatch {
-                url: shown(&url),
-                configured: issuer_url.to_string(),
-                published: meta.issuer,
-            }
-            .into());
-        }
-        let authorization_endpoint = meta
-            .authorization_endpoint
-            .as_deref()
-            .ok_or_else(|| bad("it has no `authorization_endpoint`".into()))?;
-        let authorization_endpoint = Url::parse(authorization_endpoint)
-            .map_err(|_| bad("its `authorization_endpoint` is not a URL".into()))?;
-        http.check(
-            "the authorization endpoint",
-            authorization_endpoint.as_str(),
-        )
-        .await?;
-        let jwks_uri = doc
-            .get("jwks_uri")
-            .and_then(serde_json::Value::as_str)
-            .ok_or_else(|| bad("it has no `jwks_uri`".into()))?;
-        Url::parse(jwks_uri).map_err(|_| bad("its `jwks_uri` is not a URL".into()))?;
-        Url::parse(&meta.token_endpoint)
-            .map_err(|_| bad("its `token_endpoint` is not a URL".into()))?;
-        if let Some(methods) = &meta.code_challenge_methods_supported
-            && !methods.iter().any(|m| m == "S256")
-        {
-            return Err(bad(
-                "it does not offer PKCE with S256 (`code_challenge_methods_supported`)".into(),
-            ));
-        }
-        let method = match config.auth_method {
+        let has_secret = config.client_secret.is_some();
+        let configured = match config.auth_method {
             Some(AuthMethod::PrivateKeyJwt) => {
                 return Err(cfg(
                     "private_key_jwt is not offered for sign-in; use client_secret_basic or client_secret_post",
                 ));
             }
-            Some(m) => choose_auth_method(
-                Some(m.as_str()),
-                None,
-                config.client_secret.is_some(),
-                false,
-                None,
-            )?,
-            None => choose_auth_method(
-                None,
-                None,
-                config.client_secret.is_some(),
-                false,
-                meta.token_endpoint_auth_methods_supported.as_deref(),
-            )?,
+            Some(m @ (AuthMethod::ClientSecretBasic | AuthMethod::ClientSecretPost))
+                if !has_secret =>
+            {
+                return Err(cfg(&format!(
+                    "token endpoint authentication `{}` needs the client secret; set it, or choose `none` for a public client",
+                    m.as_str()
+                )));
+            }
+            m => m,
+        };
+        let meta = provider::fetch(&http, &config.issuer).await?;
+        let method = match configured {
+            Some(m) => m,
+            None => {
+                choose_auth_method(None, None, has_secret, false, meta.auth_methods.as_deref())?
+            }
         };
         let mut scopes: Vec<String> = if config.scopes.is_empty() {
             DEFAULT_SIGN_IN_SCOPES
@@ -371,13 +285,8 @@ impl OidcClient {
         Ok(OidcClient {
             http,
             scope: scopes.join(" "),
-            jwks: JwksCache::new(jwks_uri.to_string()),
-            meta: ProviderMetadata {
-                issuer: meta.issuer,
-                authorization_endpoint,
-                token_endpoint: meta.token_endpoint,
-                iss_parameter: meta.authorization_response_iss_parameter_supported,
-            },
+            jwks: JwksCache::new(meta.jwks_uri.to_string()),
+            meta,
             creds,
             config,
         })
@@ -564,33 +473,6 @@ fn sign_in_hint(e: AuthError) -> AuthError {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn issuer_identity_forgives_only_the_added_slash() {
-        let u = |s: &str| Url::parse(s).unwrap();
-        assert!(same_issuer(
-            &u("https://accounts.google.com"),
-            "https://accounts.google.com"
-        ));
-        assert!(same_issuer(
-            &u("https://accounts.google.com/"),
-            "https://accounts.google.com/"
-        ));
-        assert!(same_issuer(
-            &u("https://a.example/realms/x"),
-            "https://a.example/realms/x"
-        ));
-        assert!(!same_issuer(
-            &u("https://a.example/realms/x"),
-            "https://a.example/realms/x/"
-        ));
-        assert!(!same_issuer(&u("https://a.example"), "https://A.example"));
-        assert!(!same_issuer(
-            &u("https://a.example"),
-            "https://a.example:443/x"
-        ));
-        assert!(!same_issuer(&u("https://a.example"), "http://a.example"));
-    }
 
     #[test]
     fn callback_query_is_read_first_wins() {
