@@ -1,7 +1,8 @@
 //! ID token validation (OIDC Core §3.1.3.7): the compact JWS is split and its header
 //! read ([`parse`]), the signature checked with the issuer's key by the caller, then the
 //! claims are read in two steps (raw serde, then [`Claims`]) and checked against what
-//! this login expects ([`check_claims`]): `iss`, `aud`/`azp`, `exp`/`iat`/`nbf` with a
+//! this login expects ([`check_claims`]): `iss` (exactly the published issuer; Google's
+//! documented bare `accounts.google.com` aside), `aud`/`azp`, `exp`/`iat`/`nbf` with a
 //! small clock skew, `nonce`, then the email. Pure functions, no I/O.
 
 use base64::Engine as _;
@@ -240,7 +241,10 @@ pub(crate) fn check_claims(payload: &[u8], want: &Expected<'_>) -> Result<Identi
         return Err(time(format!("is not valid before {nbf}")));
     }
     match raw.nonce.as_deref() {
-        None => return Err(OidcError::NonceMismatch { missing: true }),
+        None | Some("") => return Err(OidcError::NonceMismatch { missing: true }),
+        Some(_) if want.nonce.is_empty() => {
+            return Err(OidcError::NonceMismatch { missing: false });
+        }
         Some(n) if !same(n, want.nonce) => {
             return Err(OidcError::NonceMismatch { missing: false });
         }
@@ -352,6 +356,7 @@ mod tests {
             (with("nbf", json!(NOW + CLOCK_SKEW + 5)), "not valid before"),
             (with("nonce", json!("n-2")), "differs"),
             (with("nonce", Value::Null), "is missing"),
+            (with("nonce", json!("")), "is missing"),
             (with("sub", json!("")), "`sub` claim"),
             (with("email", Value::Null), "`email` scope"),
             (with("email_verified", json!(false)), "not verified"),
@@ -362,6 +367,15 @@ mod tests {
             assert!(e.contains(want), "{claims}: {e}");
             assert!(!e.contains("n-1"), "the nonce is never shown: {e}");
         }
+        // A login kept without its nonce accepts nothing.
+        let lost = Expected {
+            nonce: "",
+            ..want()
+        };
+        let e = check_claims(with("nonce", json!("")).to_string().as_bytes(), &lost).unwrap_err();
+        assert!(matches!(e, OidcError::NonceMismatch { .. }), "{e}");
+        let e = check_claims(good().to_string().as_bytes(), &lost).unwrap_err();
+        assert!(matches!(e, OidcError::NonceMismatch { .. }), "{e}");
         // Within the skew is fine.
         assert!(check(&with("exp", json!(NOW - CLOCK_SKEW + 5))).is_ok());
     }
