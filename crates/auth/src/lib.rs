@@ -63,8 +63,8 @@ pub use manager::{
     ServerAuth,
 };
 pub use oidc::{
-    Access, ClientSecret, DEFAULT_SIGN_IN_SCOPES, Identity, LoginStart, OidcClient, OidcConfig,
-    OidcError, PendingSignIn, Refusal, SignInCallback, SignInPolicy,
+    Access, ClientSecret, DEFAULT_SIGN_IN_SCOPES, DEFAULT_SIGN_IN_TIMEOUT, Identity, LoginStart,
+    OidcClient, OidcConfig, OidcError, PendingSignIn, Refusal, SignInCallback, SignInPolicy,
 };
 pub use store::{
     KEYRING_SERVICE, REFRESH_MARGIN, SecretBackend, Stamp, StoreLock, StoredLogin, TOKEN_FILE,

@@ -372,12 +372,16 @@ enum Body {
     Json(String),
     /// An endless body, as fast as the client reads.
     Endless,
+    /// Headers and the first byte of the body, then nothing until the client leaves.
+    Stall,
 }
 
 #[derive(Default)]
 struct HostileState {
     discovery: Option<Body>,
     jwks: Option<Body>,
+    /// Replaces the token endpoint's answer.
+    token: Option<Body>,
     id_token: String,
     hits: Vec<String>,
 }
@@ -498,10 +502,12 @@ async fn serve(mut conn: tokio::net::TcpStream, state: Arc<Mutex<HostileState>>)
         match path.as_str() {
             "/.well-known/openid-configuration" => s.discovery.clone(),
             "/jwks" => s.jwks.clone(),
-            "/token" => Some(Body::Json(
-                json!({"access_token": "at", "token_type": "Bearer", "id_token": s.id_token})
-                    .to_string(),
-            )),
+            "/token" => s.token.clone().or_else(|| {
+                Some(Body::Json(
+                    json!({"access_token": "at", "token_type": "Bearer", "id_token": s.id_token})
+                        .to_string(),
+                ))
+            }),
             _ => None,
         }
     };
@@ -520,6 +526,14 @@ async fn serve(mut conn: tokio::net::TcpStream, state: Arc<Mutex<HostileState>>)
             }
             let filler = r#"{"kty":"oct","k":"AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"},"#.repeat(100);
             while conn.write_all(filler.as_bytes()).await.is_ok() {}
+        }
+        Some(Body::Stall) => {
+            let head =
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 100\r\n\r\n{";
+            if conn.write_all(head.as_bytes()).await.is_ok() {
+                // Until the client gives up and closes.
+                while matches!(conn.read(&mut chunk).await, Ok(n) if n > 0) {}
+            }
         }
         None => {
             let _ = conn
@@ -859,5 +873,65 @@ async fn configuration_mistakes_are_named_before_any_request() {
     assert!(
         e.to_string().contains("/.well-known/openid-configuration"),
         "{e}"
+    );
+}
+
+#[tokio::test]
+async fn a_stalled_issuer_is_given_up_on_within_the_time_limit() {
+    let h = Hostile::start().await;
+    let key = TestKey::new("k1");
+    let iss = h.issuer.clone();
+    let limit = Duration::from_millis(800);
+    let cfg = || {
+        let mut c = h.config();
+        c.timeout = limit;
+        c
+    };
+    let quick = |t: Instant| {
+        let took = t.elapsed();
+        assert!(took >= limit && took < limit * 4, "took {took:?}");
+    };
+
+    h.set_discovery(Body::Stall);
+    let t = Instant::now();
+    let e = sign_in_error(OidcClient::discover(cfg(), guard()).await.unwrap_err());
+    quick(t);
+    assert!(matches!(e, OidcError::Timeout { .. }), "{e:?}");
+    assert!(e.to_string().contains("did not answer within 0.8 s"), "{e}");
+
+    h.set_discovery(Body::Json(h.discovery_doc(&h.issuer).to_string()));
+    let c = OidcClient::discover(cfg(), guard()).await.unwrap();
+    h.set_jwks(Body::Stall);
+    let t = Instant::now();
+    let e = sign_in_error(
+        finish_with(&c, &h, |n| key.token(&claims(&iss, n)))
+            .await
+            .unwrap_err(),
+    );
+    quick(t);
+    assert!(
+        matches!(e, OidcError::Timeout { what, .. } if what.contains("JWKS")),
+        "{e:?}"
+    );
+
+    h.set_jwks(Body::Json(json!({"keys": [key.jwk()]}).to_string()));
+    h.state.lock().unwrap().token = Some(Body::Stall);
+    let c = OidcClient::discover(cfg(), guard()).await.unwrap();
+    let t = Instant::now();
+    let e = sign_in_error(
+        finish_with(&c, &h, |n| key.token(&claims(&iss, n)))
+            .await
+            .unwrap_err(),
+    );
+    quick(t);
+    assert!(
+        matches!(
+            e,
+            OidcError::Timeout {
+                what: "the token endpoint",
+                ..
+            }
+        ),
+        "{e:?}"
     );
 }

@@ -17,6 +17,15 @@ pub enum OidcError {
         "the issuer `{issuer}` must be an https URL (http only on 127.0.0.1, ::1 or localhost); set the issuer URL the provider documents (e.g. https://accounts.google.com)"
     )]
     InsecureIssuer { issuer: String },
+    /// The issuer did not answer within the sign-in time limit.
+    #[error(
+        "{what} at {url} did not answer within {} s; the issuer is down or unreachable from this server: try again, or check the issuer URL and this server's outbound network", .after.as_secs_f32()
+    )]
+    Timeout {
+        what: &'static str,
+        url: String,
+        after: std::time::Duration,
+    },
     /// The OpenID configuration names another issuer than the configured one.
     #[error(
         "the OpenID configuration at {url} is for issuer `{}`, not the configured `{configured}` (OpenID Discovery §4.3: they must be identical); set the issuer URL to exactly `{}` if that is the provider you mean", sanitize(.published), sanitize(.published)

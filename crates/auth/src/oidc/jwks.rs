@@ -263,11 +263,16 @@ impl JwksCache {
 
     /// The key for `q`: from the cache when it is fresh and has it; else after a reload
     /// (at most one per [`MIN_RELOAD`] for an unknown key).
-    pub(crate) async fn find(&self, http: &Http, q: &KeyQuery<'_>) -> Result<Jwk, AuthError> {
+    pub(crate) async fn find(
+        &self,
+        http: &Http,
+        limit: Duration,
+        q: &KeyQuery<'_>,
+    ) -> Result<Jwk, AuthError> {
         let step = plan(&self.lock(), q, Instant::now());
         let found = match step {
             Step::Use(k) => Some(k),
-            Step::Reload => pick(&self.reload(http).await?, q),
+            Step::Reload => pick(&self.reload(http, limit).await?, q),
             Step::Unknown => None,
         };
         found.ok_or_else(|| {
@@ -280,9 +285,10 @@ impl JwksCache {
         })
     }
 
-    async fn reload(&self, http: &Http) -> Result<Arc<Vec<Jwk>>, AuthError> {
+    async fn reload(&self, http: &Http, limit: Duration) -> Result<Arc<Vec<Jwk>>, AuthError> {
         self.lock().tried_at = Some(Instant::now());
-        let reply = http.get("the issuer's key set (JWKS)", &self.url).await?;
+        const WHAT: &str = "the issuer's key set (JWKS)";
+        let reply = super::within(limit, WHAT, &self.url, http.get(WHAT, &self.url)).await?;
         let bad = |reason: String| OidcError::Jwks {
             url: shown(&self.url),
             reason,

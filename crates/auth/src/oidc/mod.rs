@@ -20,6 +20,8 @@ mod jwks;
 mod policy;
 mod provider;
 
+use std::time::Duration;
+
 use url::Url;
 
 pub use error::OidcError;
@@ -32,6 +34,26 @@ use crate::store::now_ms;
 use crate::token::{AuthMethod, ClientCreds, choose_auth_method, request_token};
 use jwks::{JwksCache, KeyQuery};
 use provider::ProviderMetadata;
+
+/// The time limit of each request to the issuer (discovery, keys, token) when none is
+/// configured.
+pub const DEFAULT_SIGN_IN_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Runs one request to the issuer within `limit`.
+pub(crate) async fn within<T>(
+    limit: Duration,
+    what: &'static str,
+    url: &str,
+    request: impl Future<Output = Result<T, AuthError>>,
+) -> Result<T, AuthError> {
+    tokio::time::timeout(limit, request).await.map_err(|_| {
+        AuthError::from(OidcError::Timeout {
+            what,
+            url: shown(url),
+            after: limit,
+        })
+    })?
+}
 
 /// The scopes asked for when none are configured.
 pub const DEFAULT_SIGN_IN_SCOPES: &str = "openid email profile";
@@ -76,6 +98,9 @@ pub struct OidcConfig {
     /// How to authenticate at the token endpoint; `None` chooses from the issuer's
     /// metadata (`client_secret_basic` preferred, then `client_secret_post`).
     pub auth_method: Option<AuthMethod>,
+    /// The time limit of each request to the issuer (at most 30 s, the crate's limit
+    /// for any OAuth request).
+    pub timeout: Duration,
 }
 
 impl OidcConfig {
@@ -93,6 +118,7 @@ impl OidcConfig {
             redirect_uri,
             scopes: Vec::new(),
             auth_method: None,
+            timeout: DEFAULT_SIGN_IN_TIMEOUT,
         }
     }
 }
@@ -254,7 +280,7 @@ impl OidcClient {
             }
             m => m,
         };
-        let meta = provider::fetch(&http, &config.issuer).await?;
+        let meta = provider::fetch(&http, &config.issuer, config.timeout).await?;
         let method = match configured {
             Some(m) => m,
             None => {
@@ -377,13 +403,18 @@ impl OidcClient {
             ),
             ("code_verifier".to_string(), pending.pkce_verifier.clone()),
         ];
-        let answer = request_token(
-            &self.http,
+        let answer = within(
+            self.config.timeout,
+            "the token endpoint",
             &self.meta.token_endpoint,
-            "authorization_code",
-            form,
-            Some(&self.creds),
-            true,
+            request_token(
+                &self.http,
+                &self.meta.token_endpoint,
+                "authorization_code",
+                form,
+                Some(&self.creds),
+                true,
+            ),
         )
         .await
         .map_err(sign_in_hint)?;
@@ -412,6 +443,7 @@ impl OidcClient {
             .jwks
             .find(
                 &self.http,
+                self.config.timeout,
                 &KeyQuery {
                     kid: jws.kid.as_deref(),
                     alg: jws.alg,

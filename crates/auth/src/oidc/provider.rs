@@ -4,6 +4,8 @@
 //! [`ProviderMetadata`]: the published `issuer` must be the configured one, and the
 //! authorization, token and JWKS endpoints must be there. It must not fetch the keys.
 
+use std::time::Duration;
+
 use serde_json::Value;
 use url::Url;
 
@@ -43,7 +45,11 @@ fn same_issuer(configured: &Url, published: &str) -> bool {
 }
 
 /// Fetches and validates the OpenID configuration of `issuer`.
-pub(crate) async fn fetch(http: &Http, issuer: &Url) -> Result<ProviderMetadata, AuthError> {
+pub(crate) async fn fetch(
+    http: &Http,
+    issuer: &Url,
+    limit: Duration,
+) -> Result<ProviderMetadata, AuthError> {
     if issuer.query().is_some() || issuer.fragment().is_some() {
         return Err(OidcError::Config(
             "the issuer URL must have no query or fragment (OpenID Discovery §2)".into(),
@@ -66,7 +72,8 @@ pub(crate) async fn fetch(http: &Http, issuer: &Url) -> Result<ProviderMetadata,
             reason,
         })
     };
-    let reply = http.get("the OpenID configuration", &url).await?;
+    const WHAT: &str = "the OpenID configuration";
+    let reply = super::within(limit, WHAT, &url, http.get(WHAT, &url)).await?;
     if !reply.is_success() {
         return Err(bad(format!("HTTP {}", reply.status)));
     }
