@@ -175,11 +175,15 @@ impl From<&LoginStart> for PendingSignIn {
 /// The query of the request that arrived at the redirect URI.
 #[derive(Clone, Default, PartialEq, Eq)]
 pub struct SignInCallback {
+    /// The authorization code.
     pub code: Option<String>,
+    /// The `state` sent in [`LoginStart`] (the key to find the pending login by).
     pub state: Option<String>,
     /// RFC 9207 issuer identification.
     pub iss: Option<String>,
+    /// The provider's error code, when it refused.
     pub error: Option<String>,
+    /// Its description.
     pub error_description: Option<String>,
 }
 
