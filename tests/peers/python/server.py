@@ -6,6 +6,9 @@ Usage:
 HTTP transports always bind 127.0.0.1. Environment:
     SWITCHBOARD_CANCEL_LOG  file to which `cancelled <requestId>` lines are appended when a
                             `notifications/cancelled` arrives for a running `hang` call.
+    SWITCHBOARD_PY_ECHO_DESCRIPTION  the `echo` tool's description (a second start with
+                            another value is a server that changed a tool: pinning tests).
+    SWITCHBOARD_PY_ECHO_NAME  the `echo` tool's name (another value is a rename).
 """
 
 import argparse
@@ -55,7 +58,10 @@ class Sum(BaseModel):
     sum: float
 
 
-@mcp.tool(description="Echo the message back.")
+@mcp.tool(
+    name=os.environ.get("SWITCHBOARD_PY_ECHO_NAME", "echo"),
+    description=os.environ.get("SWITCHBOARD_PY_ECHO_DESCRIPTION", "Echo the message back."),
+)
 def echo(message: str) -> str:
     return message
 
