@@ -164,5 +164,38 @@ async fn an_unreadable_pins_file_withholds_everything_and_says_why() {
     let snap = connected(&host, "py");
     assert!(snap.withheld.is_empty() && snap.tools.len() >= 5);
     host.shutdown().await;
-    tokio::time::sleep(Duration::from_millis(10)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_changed_while_connected_is_withheld_at_the_re_list() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PinStore::in_home(dir.path());
+    let host = started_host(vec![py(&[("SWITCHBOARD_PY_RUG_PULL", "1")])], opts(&store)).await;
+    let snap = connected(&host, "py");
+    assert!(tool_names(&snap).contains(&"echo".to_string()));
+    assert!(snap.withheld.is_empty());
+
+    // The server changes `echo` under us and says its list changed.
+    let mut args = serde_json::Map::new();
+    args.insert("text".into(), CHANGED.into());
+    let conn = host.connection("py").unwrap();
+    conn.call_tool("rug_pull", Some(args), &CallOptions::default())
+        .await
+        .unwrap();
+    let withheld = crate::common::eventually(Duration::from_secs(10), || {
+        host.withheld_tool("py", "echo").is_some()
+    })
+    .await;
+    assert!(withheld, "the re-list withholds the changed tool");
+    let snap = connected(&host, "py");
+    assert!(!tool_names(&snap).contains(&"echo".to_string()));
+    assert_eq!(
+        store.servers().unwrap()[0].tools["echo"]
+            .pending
+            .as_ref()
+            .unwrap()
+            .definition["description"],
+        CHANGED
+    );
+    host.shutdown().await;
 }
