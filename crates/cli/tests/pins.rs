@@ -22,6 +22,8 @@ fn configure(env: &Env, vars: Value) {
         "command": python_bin().display().to_string(),
         "args": [python_server_script().display().to_string(), "--transport", "stdio"],
         "env": vars,
+        // Python starts slowly on a loaded machine; `mcp list` waits 10 s otherwise.
+        "startupTimeout": 60000,
     }}});
     std::fs::write(env.user_settings(), settings.to_string()).unwrap();
 }
@@ -45,6 +47,7 @@ fn a_changed_tool_is_marked_refused_diffed_and_accepted() {
     // First sight: pinned silently, nothing withheld.
     let out = env.run(&["mcp", "list"]);
     assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("py — connected"), "{}", stdout(&out));
     assert!(!stdout(&out).contains("Withheld"), "{}", stdout(&out));
     let mode = std::fs::metadata(pins_file(&env))
         .unwrap()
