@@ -483,10 +483,11 @@ impl Host {
         let (Some(store), Some(key)) = (self.inner.opts.pins.clone(), pin_key(&slot.spec)) else {
             return Ok(Vec::new());
         };
+        let path = store.path().to_path_buf();
         let accepted = tokio::task::spawn_blocking(move || store.accept(&key, &which))
             .await
             .map_err(|e| PinError::Lock {
-                path: std::path::PathBuf::from(crate::pins::PINS_FILE),
+                path,
                 reason: format!("the accepting task failed: {e}"),
             })??;
         review_slot(&self.inner, &slot).await;

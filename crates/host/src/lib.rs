@@ -5,7 +5,7 @@
 //! resources, applies `includeTools`/`excludeTools`, keeps each server's status with a
 //! reason, re-lists on `list_changed`, and (for long-lived hosts) reconnects dropped
 //! connections with backoff. With a [`PinStore`] it pins each tool's definition and
-//! withholds a changed one until the user accepts it (see [`pins`](PinStore)).
+//! withholds a changed one until the user accepts it (see [`PinStore`]).
 
 mod cache;
 mod host;
