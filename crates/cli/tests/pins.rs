@@ -179,7 +179,7 @@ fn a_corrupt_pins_file_is_an_error_naming_the_file_and_the_fix() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = stdout(&out);
     assert!(text.contains("Tools (0):"), "{text}");
-    assert!(text.contains("(pins unreadable)"), "{text}");
+    assert!(text.contains("(pin not checked)"), "{text}");
     assert!(
         text.contains(&format!(
             "Warning: tools withheld: the pins file {file} is not valid"

@@ -15,8 +15,9 @@ mod targets;
 
 pub use host::{Host, HostEvent, HostOptions, ServerSpec};
 pub use pins::{
-    Accept, PINS_FILE, PinError, PinStore, PinnedDefinition, Review, ServerKey, ServerPins,
-    ToolPin, WithheldReason, WithheldTool, definition, fingerprint, fingerprint_of,
+    Accept, MAX_TOOLS_PER_SERVER, PINS_FILE, PinError, PinStore, PinnedDefinition, Review,
+    ServerKey, ServerPins, ToolPin, WithheldReason, WithheldTool, definition, fingerprint,
+    fingerprint_of,
 };
 pub use status::{AuthStatus, ServerSnapshot, ServerStatus};
 pub use targets::{spec_from_entry, specs_from_settings, target_from_config};

@@ -21,7 +21,7 @@ pub(crate) const PINNED_FIELDS: &[&str] = &[
 
 /// The largest definition kept whole in the pins file (its canonical JSON); a larger one
 /// is kept as a summary (still fingerprinted whole).
-pub(crate) const MAX_KEPT_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_KEPT_BYTES: usize = 16 * 1024;
 
 /// How much of each field a summary keeps.
 const SUMMARY_FIELD_BYTES: usize = 4 * 1024;

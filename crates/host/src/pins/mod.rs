@@ -36,6 +36,10 @@ use fingerprint::{fingerprint_without_name, kept};
 /// The pins file's name in Switchboard's home folder.
 pub const PINS_FILE: &str = "pins.json";
 
+/// The most tool names recorded for one server: a server inventing names at every start
+/// cannot grow the file without limit (a new name past it is withheld, not recorded).
+pub const MAX_TOOLS_PER_SERVER: usize = 512;
+
 /// Why pinning could not give a verdict, or an accept could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum PinError {
@@ -117,7 +121,7 @@ impl WithheldTool {
         match &self.reason {
             WithheldReason::Changed => "changed since pinned".into(),
             WithheldReason::Renamed { from } => format!("renamed from `{from}`"),
-            WithheldReason::Unverified { .. } => "pins unreadable".into(),
+            WithheldReason::Unverified { .. } => "pin not checked".into(),
         }
     }
 
@@ -272,6 +276,20 @@ impl PinStore {
                     review.withheld.push(WithheldTool {
                         name,
                         reason: WithheldReason::Changed,
+                    });
+                }
+                None if !entry.tools.contains_key(&name)
+                    && entry.tools.len() >= MAX_TOOLS_PER_SERVER =>
+                {
+                    review.withheld.push(WithheldTool {
+                        name,
+                        reason: WithheldReason::Unverified {
+                            error: format!(
+                                "server `{}` already has {MAX_TOOLS_PER_SERVER} tool names recorded in {}, the most kept for one server; remove the names it no longer has from its entry (or the whole entry, to pin its tools again)",
+                                key.name,
+                                self.path.display()
+                            ),
+                        },
                     });
                 }
                 None => {

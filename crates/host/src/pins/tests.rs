@@ -255,3 +255,25 @@ fn concurrent_writers_merge_instead_of_losing_pins() {
         assert_eq!(s.tools.len(), 5, "{}", s.name);
     }
 }
+
+#[test]
+fn a_server_cannot_record_tool_names_without_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PinStore::in_home(dir.path());
+    let k = key("s", "x");
+    let many: Vec<Tool> = (0..=MAX_TOOLS_PER_SERVER)
+        .map(|i| tool(&format!("t{i}"), "d"))
+        .collect();
+    let r = store.review(&k, &many).unwrap();
+    assert_eq!(r.offered.len(), MAX_TOOLS_PER_SERVER);
+    assert_eq!(r.withheld.len(), 1);
+    assert!(
+        r.withheld[0]
+            .message("s")
+            .contains("the most kept for one server")
+    );
+    assert_eq!(
+        store.servers().unwrap()[0].tools.len(),
+        MAX_TOOLS_PER_SERVER
+    );
+}
