@@ -758,6 +758,12 @@ impl CallContext {
             tool: &target.tool,
         };
         events.start(&target.args);
+        // The registry may predate a re-list that withheld the tool (changed since pinned).
+        if let Some(w) = self.host.withheld_tool(&target.server, &target.tool) {
+            let msg = w.message(&target.server);
+            events.end(msg.clone(), true, None);
+            return Answer::response(error_response(&call, msg));
+        }
         let Some(conn) = self.host.connection(&target.server) else {
             let msg = format!(
                 "The MCP server `{}` is not connected right now.",

@@ -62,6 +62,7 @@ async fn connect_one(
         HostOptions {
             hooks: Arc::new(CliHooks),
             transport_cache: ctx::transport_cache(),
+            pins: ctx::pin_store(),
             token_source: crate::auth_cmd::token_source(settings.as_ref(), &guard, true),
             guard: Some(guard),
             ..Default::default()
@@ -170,6 +171,9 @@ async fn call_inner(
     let known = snapshot
         .as_ref()
         .and_then(|s| s.tools.iter().find(|t| t.name == tool).cloned());
+    if let Some(w) = host.withheld_tool(conn.name(), tool) {
+        bail!("{}", w.message(conn.name()));
+    }
     if known.is_none() {
         let names: Vec<String> = snapshot
             .map(|s| s.tools.iter().map(|t| t.name.to_string()).collect())

@@ -221,6 +221,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
             token_source: crate::auth_cmd::token_source(Some(&settings), &guard, true),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
+            pins: ctx::pin_store(),
             ..Default::default()
         },
     );

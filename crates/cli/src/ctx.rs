@@ -111,6 +111,8 @@ pub fn demo_spec() -> Result<ServerSpec> {
     });
     let mut spec = ServerSpec::adhoc("demo", "default", target);
     spec.trust = true;
+    // Part of this binary: its tools change only with Switchboard itself.
+    spec.pin_tools = false;
     spec.target_display = "switchboard demo-server (bundled)".into();
     Ok(spec)
 }
@@ -211,6 +213,13 @@ pub fn resolve_one(
             }
         })?;
     Ok((spec, Some(settings)))
+}
+
+/// The tool pins every command judges tools by (`$SWITCHBOARD_HOME/pins.json`).
+pub fn pin_store() -> Option<switchboard_host::PinStore> {
+    home_dir()
+        .ok()
+        .map(|h| switchboard_host::PinStore::in_home(&h))
 }
 
 /// Where the CLI remembers which HTTP transport worked per URL.

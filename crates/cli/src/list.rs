@@ -32,6 +32,7 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
             token_source: crate::auth_cmd::token_source(Some(&settings), &guard, false),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
+            pins: ctx::pin_store(),
             startup_cap: Some(LIST_STARTUP_CAP),
             ..Default::default()
         },
@@ -99,6 +100,7 @@ pub fn to_json(servers: &[ServerSnapshot]) -> Value {
                     "description": t.description,
                 })).collect::<Vec<_>>(),
                 "filteredOutTools": s.filtered_out,
+                "withheldTools": s.withheld,
                 "prompts": s.prompts.iter().map(|p| json!({
                     "name": p.name,
                     "description": p.description,
@@ -234,6 +236,36 @@ pub fn human(servers: &[ServerSnapshot], files: &[std::path::PathBuf]) -> String
                     None => {
                         let _ = writeln!(out, "      - {}", t.name);
                     }
+                }
+            }
+            if !s.withheld.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "    Withheld ({}): {}",
+                    s.withheld.len(),
+                    s.withheld
+                        .iter()
+                        .map(|w| format!("{} ({})", w.name, w.why()))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                );
+                let changed = s
+                    .withheld
+                    .iter()
+                    .filter(|w| {
+                        !matches!(
+                            w.reason,
+                            switchboard_host::WithheldReason::Unverified { .. }
+                        )
+                    })
+                    .count();
+                if changed > 0 {
+                    let _ = writeln!(
+                        out,
+                        "    {changed} tool{} changed since pinned — run `switchboard mcp pins {}`",
+                        if changed == 1 { "" } else { "s" },
+                        s.name
+                    );
                 }
             }
             if !s.filtered_out.is_empty() {

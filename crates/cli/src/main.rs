@@ -3,7 +3,8 @@
 //! `switchboard mcp list` shows every configured server with its status and what it
 //! offers; `mcp call/read/prompt` use one server (or an ad-hoc URL or `--stdio`
 //! command); `mcp add/remove/get/enable/disable/import` and `trust` edit settings; `mcp search`
-//! and `mcp add --from-registry` use the MCP Registry; `db migrate`
+//! and `mcp add --from-registry` use the MCP Registry; `mcp pins` shows and accepts
+//! changed tool definitions; `db migrate`
 //! and `db reencrypt` look after team mode's database.
 
 #[macro_use]
@@ -19,6 +20,7 @@ mod edit;
 mod hooks;
 mod import;
 mod list;
+mod pins;
 mod progress;
 mod registry;
 mod render;
@@ -203,6 +205,9 @@ enum McpCommand {
         #[arg(add = complete::server_names())]
         server: String,
     },
+    /// Pinned tools and changes waiting to be accepted (a diff for each);
+    /// `mcp pins accept SERVER TOOL|--all` accepts.
+    Pins(pins::PinsArgs),
     /// Show the OAuth state of every HTTP server (and which ones need a login).
     Auth {
         #[arg(long)]
@@ -305,6 +310,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
             McpCommand::Login(args) => auth_cmd::login(&g, args).await,
             McpCommand::Logout { server } => auth_cmd::logout(&g, &server).await,
             McpCommand::Auth { json } => auth_cmd::auth(&g, json).await,
+            McpCommand::Pins(args) => pins::run(&g, args).await,
             McpCommand::Add(args) if args.from_registry.is_some() => registry::add(&g, args).await,
             McpCommand::Add(args) => edit::add(&g, args),
             McpCommand::Search(args) => registry::search(&g, args).await,

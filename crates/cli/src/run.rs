@@ -161,6 +161,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
             hooks: Arc::new(WorkflowHooks::new(Some(tx.clone()))),
             guard: Some(guard.clone()),
             transport_cache: ctx::transport_cache(),
+            pins: ctx::pin_store(),
             ..Default::default()
         },
     );

@@ -183,6 +183,7 @@ struct ParsedFile {
     mcp: RawMcp,
     url_policy: Option<String>,
     registry_url: Option<String>,
+    pin_tools: Option<bool>,
     model: Option<String>,
     provider: Option<String>,
 }
@@ -320,6 +321,17 @@ fn parse_file(
             ));
         }
     };
+    let pin_tools = match root.get("pinTools") {
+        None | Some(Value::Null) => None,
+        Some(Value::Bool(b)) => Some(*b),
+        Some(other) => {
+            return Err(invalid(
+                path,
+                "pinTools",
+                format!("expected true or false, found {}", type_name(other)),
+            ));
+        }
+    };
     let model = match root.get("model") {
         Some(Value::String(s)) => Some(s.clone()),
         Some(Value::Object(m)) => m.get("name").and_then(Value::as_str).map(str::to_string),
@@ -345,6 +357,7 @@ fn parse_file(
         mcp,
         url_policy,
         registry_url,
+        pin_tools,
         model,
         provider,
     })
@@ -464,6 +477,7 @@ fn merge(
             ("authProviderType", u.auth_provider_type.take().is_some()),
             ("trust", u.trust.take().is_some()),
             ("envPolicy", u.env_policy.take().is_some()),
+            ("pinTools", u.pin_tools.take().is_some()),
         ]
         .into_iter()
         .filter_map(|(k, had)| had.then_some(k))
@@ -541,9 +555,36 @@ fn merge(
         description: pick(p.description, u.description, "description", ui, &mut src),
         disabled: pick(p.disabled, u.disabled, "disabled", ui, &mut src),
         env_policy: pick(p.env_policy, u.env_policy, "envPolicy", ui, &mut src),
+        pin_tools: merge_pin_tools(
+            name,
+            layers,
+            (u.pin_tools, ui),
+            (p.pin_tools, pi),
+            &mut src,
+            warnings,
+        ),
         extra,
     };
     (merged, src)
+}
+
+/// `pinTools` of a merged entry: a project may keep pinning on, never turn it off (the
+/// user entry's value stands, or the default, on).
+fn merge_pin_tools(
+    name: &str,
+    layers: &[Layer],
+    (u, ui): (Option<bool>, usize),
+    (p, pi): (Option<bool>, usize),
+    src: &mut Sources,
+    warnings: &mut Vec<String>,
+) -> Option<bool> {
+    if p == Some(false) {
+        warnings.push(format!(
+            "{}: mcpServers.{name}.pinTools: false is ignored: a project file cannot turn tool pinning off (set it in your user settings if you mean it)",
+            layers[pi].path.display()
+        ));
+    }
+    pick(p.filter(|on| *on), u, "pinTools", ui, src)
 }
 
 fn quote_line(command: &str, args: &[String]) -> String {
@@ -619,7 +660,9 @@ struct Pending {
 /// Policies can only be made stricter by a project file: `mcp.excluded` lists unite,
 /// a non-empty `mcp.allowed` in both layers intersect (either one alone applies),
 /// and the project's `urlPolicy` is kept apart ([`Settings::project_url_policy`]) for
-/// the HTTP layer, which applies it only when it is stricter. `mcp.serverCommand`,
+/// the HTTP layer, which applies it only when it is stricter; `pinTools: false` (tool
+/// pinning off, for all servers or one) counts only from the user or `--config` file,
+/// with a warning when a project file says it. `mcp.serverCommand`,
 /// `model` and `provider`: the project value replaces the user value when set. A non-empty
 /// `mcp.allowed` blocks every server not listed; `mcp.excluded` blocks the servers
 /// listed. `mcp.serverCommand` is split shell-style into a stdio server named `mcp`.
@@ -782,6 +825,7 @@ pub fn load(
     let mut url_policy = None;
     let mut project_url_policy = None;
     let mut registry_url = None;
+    let mut pin_tools = true;
     let mut model = None;
     let mut provider = None;
     for file in &parsed {
@@ -814,6 +858,14 @@ pub fn load(
         }
         if !project && file.registry_url.is_some() {
             registry_url.clone_from(&file.registry_url);
+        }
+        match (project, file.pin_tools) {
+            (false, Some(on)) => pin_tools = on,
+            (true, Some(false)) => warnings.push(format!(
+                "{}: pinTools: false is ignored: a project file cannot turn tool pinning off (set it in your user settings if you mean it)",
+                layers[file.layer].path.display()
+            )),
+            _ => {}
         }
         if file.model.is_some() {
             model.clone_from(&file.model);
@@ -869,6 +921,13 @@ pub fn load(
         });
     }
 
+    if !pin_tools {
+        for p in &mut pending {
+            if let Ok(cfg) = &mut p.config {
+                cfg.pin_tools = false;
+            }
+        }
+    }
     let excluded = excluded.unwrap_or_default();
     let mut servers: Vec<ServerEntry> = pending
         .into_iter()
@@ -928,6 +987,7 @@ fn describe_ignored(file: PathBuf, folder: &Path) -> IgnoredProject {
         for key in [
             "urlPolicy",
             "registryUrl",
+            "pinTools",
             "model",
             "provider",
             "allowMCPServers",

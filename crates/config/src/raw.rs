@@ -31,6 +31,7 @@ pub(crate) const SERVER_KEYS: &[&str] = &[
     "description",
     "disabled",
     "envPolicy",
+    "pinTools",
 ];
 
 /// Known keys of an `oauth` block.
@@ -168,6 +169,7 @@ pub(crate) struct RawServer {
     pub description: Option<String>,
     pub disabled: Option<bool>,
     pub env_policy: Option<EnvPolicy>,
+    pub pin_tools: Option<bool>,
     #[serde(flatten)]
     pub extra: IndexMap<String, Value>,
 }
@@ -223,7 +225,7 @@ fn field_hint(key: &str, err: &str) -> String {
         "env" | "headers" => " (expected an object of string values)",
         "timeout" | "startupTimeout" => " (expected a whole number of milliseconds)",
         "maxMessageBytes" => " (expected a whole number of bytes, e.g. 16777216 for 16 MiB)",
-        "trust" | "disabled" => " (expected true or false)",
+        "trust" | "disabled" | "pinTools" => " (expected true or false)",
         "envPolicy" => " (use \"filtered\", \"inherit\" or \"minimal\")",
         "authProviderType" => {
             " (use \"dynamic_discovery\", \"google_credentials\" or \"service_account_impersonation\")"

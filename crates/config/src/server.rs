@@ -171,6 +171,11 @@ pub struct ServerConfig {
     pub description: Option<String>,
     /// Environment rule for stdio servers.
     pub env_policy: EnvPolicy,
+    /// Pin each tool's definition on first sight and withhold a changed one until the
+    /// user accepts it (`pinTools`, default on). Off only when the user layer (or the
+    /// `--config` file) says so, for this server or for all (top-level `pinTools`); a
+    /// project file can never turn it off.
+    pub pin_tools: bool,
 }
 
 impl ServerConfig {
@@ -527,7 +532,24 @@ pub(crate) fn build(
         auth_provider_type: raw.auth_provider_type.unwrap_or_default(),
         description: raw.description.clone(),
         env_policy: raw.env_policy.unwrap_or_default(),
+        pin_tools: pin_tools(&cx, raw, warnings),
     })
+}
+
+/// `pinTools`: on unless the user layer (or the `--config` file) turns it off; a
+/// project file may only keep it on.
+fn pin_tools(cx: &Ctx<'_>, raw: &RawServer, warnings: &mut Vec<String>) -> bool {
+    match raw.pin_tools {
+        Some(false) if cx.layer("pinTools").origin == Origin::Project => {
+            warnings.push(format!(
+                "{}: false is ignored: a project file cannot turn tool pinning off (set it in your user settings if you mean it)",
+                cx.loc("pinTools", "pinTools")
+            ));
+            true
+        }
+        Some(on) => on,
+        None => true,
+    }
 }
 
 #[cfg(test)]

@@ -806,3 +806,78 @@ fn registry_url_comes_from_the_user_file_and_never_from_a_project() {
     let err = load(&f.opts(), &env).unwrap_err().to_string();
     assert!(err.contains("registryUrl"), "{err}");
 }
+
+fn pins(s: &Settings, name: &str) -> bool {
+    entry(s, name).config.as_ref().unwrap().pin_tools
+}
+
+#[test]
+fn pin_tools_is_on_by_default_and_only_the_user_turns_it_off() {
+    let f = Fixture::new();
+    f.user(
+        r#"{"mcpServers": {
+            "plain": {"command": "a"},
+            "off": {"command": "b", "pinTools": false},
+            "shared": {"command": "c", "pinTools": false}
+        }}"#,
+    );
+    let s = f.load();
+    assert!(pins(&s, "plain"));
+    assert!(!pins(&s, "off"));
+    assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+
+    // A trusted project can neither turn pinning off for its own server, for a user
+    // server, nor for all of them.
+    f.project(
+        r#"{"pinTools": false, "mcpServers": {
+            "mine": {"command": "d", "pinTools": false},
+            "plain": {"pinTools": false},
+            "shared": {"timeout": 5000}
+        }}"#,
+    );
+    f.trust();
+    let s = f.load();
+    assert!(pins(&s, "mine"));
+    assert!(pins(&s, "plain"));
+    // The user's own `false` for the same destination stands.
+    assert!(!pins(&s, "shared"));
+    let ignored: Vec<&String> = s
+        .warnings
+        .iter()
+        .filter(|w| w.contains("cannot turn tool pinning off"))
+        .collect();
+    assert_eq!(ignored.len(), 3, "{:?}", s.warnings);
+    assert!(
+        ignored
+            .iter()
+            .any(|w| w.contains("mcpServers.mine.pinTools"))
+    );
+    assert!(
+        ignored
+            .iter()
+            .any(|w| w.contains("mcpServers.plain.pinTools"))
+    );
+    assert!(ignored.iter().any(|w| w.contains(": pinTools: false")));
+
+    // A project that points a user server elsewhere does not inherit its `false`.
+    f.project(r#"{"mcpServers": {"off": {"command": "elsewhere"}}}"#);
+    let s = f.load();
+    assert!(pins(&s, "off"));
+    assert!(
+        s.warnings.iter().any(|w| w.contains("`pinTools`")),
+        "{:?}",
+        s.warnings
+    );
+}
+
+#[test]
+fn top_level_pin_tools_false_turns_pinning_off_for_every_server() {
+    let f = Fixture::new();
+    f.user(r#"{"pinTools": false, "mcpServers": {"a": {"command": "a"}, "b": {"command": "b", "pinTools": true}}}"#);
+    let s = f.load();
+    assert!(!pins(&s, "a"));
+    assert!(!pins(&s, "b"));
+    f.user(r#"{"pinTools": "no"}"#);
+    let e = load(&f.opts(), &env).unwrap_err().to_string();
+    assert!(e.contains("pinTools") && e.contains("true or false"), "{e}");
+}

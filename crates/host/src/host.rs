@@ -7,7 +7,10 @@
 //! - no lock is held across an `.await`: state lives in `std::sync::Mutex`es that are
 //!   locked only to copy in or out, and connections are cloned out as `Arc`s;
 //! - a server that offers no tools, prompts or resources is closed, and says so;
-//! - `list_changed` notifications re-list that server once per burst (coalesced).
+//! - `list_changed` notifications re-list that server once per burst (coalesced);
+//! - with a pin store, a tool is offered (in `tools`) only when its definition is the
+//!   one pinned or seen for the first time; every listing, the first one and each
+//!   re-list, is judged before anything of it is offered.
 #![allow(deprecated)] // sampling/roots types: deprecated upstream, still used by servers
 
 use std::collections::HashMap;
@@ -27,6 +30,7 @@ use switchboard_mcp::{
 };
 use tokio::sync::broadcast;
 
+use crate::pins::{Accept, PinError, PinStore, Review, ServerKey, WithheldTool};
 use crate::status::{AuthStatus, ServerSnapshot, ServerStatus};
 
 /// How a server starts out, before any connection attempt.
@@ -55,6 +59,8 @@ pub struct ServerSpec {
     pub timeout: Duration,
     pub startup_timeout: Duration,
     pub trust: bool,
+    /// Pin its tools (`pinTools`, default on) when the host has a pin store.
+    pub pin_tools: bool,
     /// The validated settings entry (filters, OAuth…), when there is one.
     pub config: Option<ServerConfig>,
     pub initial: Initial,
@@ -79,6 +85,7 @@ impl ServerSpec {
             timeout: Duration::from_millis(600_000),
             startup_timeout: Duration::from_millis(30_000),
             trust: false,
+            pin_tools: true,
             config: None,
             initial: Initial::Start,
         }
@@ -137,6 +144,10 @@ pub struct HostOptions {
     /// applied unless the server's settings set `startupTimeout` themselves. A server
     /// given up on reports [`ServerSnapshot::gave_up_after`].
     pub startup_cap: Option<Duration>,
+    /// Tool pinning: each tool's definition is pinned when first seen, and a changed
+    /// one is withheld (listed in [`ServerSnapshot::withheld`], not in `tools`) until
+    /// the user accepts it. `None`: no pinning.
+    pub pins: Option<PinStore>,
 }
 
 impl Default for HostOptions {
@@ -151,6 +162,7 @@ impl Default for HostOptions {
             guard: None,
             token_source: None,
             startup_cap: None,
+            pins: None,
         }
     }
 }
@@ -170,6 +182,9 @@ struct SlotState {
     connected_via: Option<String>,
     tools: Vec<Tool>,
     filtered_out: Vec<String>,
+    withheld: Vec<WithheldTool>,
+    /// The tools that passed the filters, before the pins (to judge them again).
+    listed: Vec<Tool>,
     prompts: Vec<Prompt>,
     resources: Vec<Resource>,
     resource_templates: Vec<ResourceTemplate>,
@@ -437,6 +452,48 @@ impl Host {
         self.inner.slot(name).map(|s| snapshot_of(&s))
     }
 
+    /// Why `tool` of `server` is withheld, when it is. Front ends that call a tool by
+    /// name check this first (a list they built earlier may predate a change).
+    pub fn withheld_tool(&self, server: &str, tool: &str) -> Option<WithheldTool> {
+        let slot = self.inner.slot(server)?;
+        let st = slot.state.lock().ok()?;
+        st.withheld.iter().find(|w| w.name == tool).cloned()
+    }
+
+    /// The pin store this host judges tools with, if any.
+    pub fn pin_store(&self) -> Option<&PinStore> {
+        self.inner.opts.pins.as_ref()
+    }
+
+    /// Judges every connected server's tools against the pins file again (after an
+    /// accept made here or by another process). Sends `ListsUpdated` for each server
+    /// whose offer changed.
+    pub async fn review_pins(&self) {
+        for slot in &self.inner.slots {
+            review_slot(&self.inner, slot).await;
+        }
+    }
+
+    /// Accepts waiting changes of `server`'s tools (see [`PinStore::accept`]) and
+    /// offers them at once. Returns the tools accepted (none when pinning is off).
+    pub async fn accept_pins(&self, server: &str, which: Accept) -> Result<Vec<String>, PinError> {
+        let Some(slot) = self.inner.slot(server) else {
+            return Ok(Vec::new());
+        };
+        let (Some(store), Some(key)) = (self.inner.opts.pins.clone(), pin_key(&slot.spec)) else {
+            return Ok(Vec::new());
+        };
+        let path = store.path().to_path_buf();
+        let accepted = tokio::task::spawn_blocking(move || store.accept(&key, &which))
+            .await
+            .map_err(|e| PinError::Lock {
+                path,
+                reason: format!("the accepting task failed: {e}"),
+            })??;
+        review_slot(&self.inner, &slot).await;
+        Ok(accepted)
+    }
+
     /// Closes every connection concurrently and stops every stdio server.
     pub async fn shutdown(&self) {
         self.inner.shutting_down.store(true, Ordering::SeqCst);
@@ -476,6 +533,7 @@ fn snapshot_of(slot: &Slot) -> ServerSnapshot {
         origin: slot.spec.origin.clone(),
         tools: st.tools,
         filtered_out: st.filtered_out,
+        withheld: st.withheld,
         prompts: st.prompts,
         resources: st.resources,
         resource_templates: st.resource_templates,
@@ -654,7 +712,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
     {
         inner.hints_dirty.store(true, Ordering::SeqCst);
     }
-    let lists = list_everything(&conn, slot.spec.startup_timeout.min(slot.spec.timeout)).await;
+    let mut lists = list_everything(&conn, slot.spec.startup_timeout.min(slot.spec.timeout)).await;
     let offers_nothing = lists.tools.as_ref().is_none_or(|t| t.is_empty())
         && lists.prompts.as_ref().is_none_or(|p| p.is_empty())
         && lists.resources.as_ref().is_none_or(|r| r.is_empty())
@@ -672,6 +730,8 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
         });
         return None;
     }
+    // Judged before anything is offered: the connection is stored only after.
+    let offer = offer(inner, &slot.spec, lists.tools.take().unwrap_or_default()).await;
     if inner.shutting_down.load(Ordering::SeqCst) {
         conn.close(inner.opts.close_grace).await;
         return None;
@@ -680,7 +740,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
         *c = Some(conn.clone());
     }
     inner.set_status(slot, |st| {
-        apply_lists(st, &slot.spec, lists);
+        apply_lists(st, offer, lists);
         st.connected_via = Some(conn.transport_kind().to_string());
         st.instructions = conn.instructions();
         st.server_info = conn.server_info();
@@ -762,21 +822,107 @@ async fn list_everything(conn: &Connection, limit: Duration) -> Lists {
     }
 }
 
-fn apply_lists(st: &mut SlotState, spec: &ServerSpec, lists: Lists) {
-    let (tools, filtered_out): (Vec<Tool>, Vec<Tool>) = lists
-        .tools
-        .unwrap_or_default()
-        .into_iter()
-        .partition(|t| spec.tool_allowed(&t.name));
-    st.tools = tools;
-    st.filtered_out = filtered_out
+/// What a server's tool list leaves to offer after the filters and the pins.
+struct Offer {
+    tools: Vec<Tool>,
+    filtered_out: Vec<String>,
+    withheld: Vec<WithheldTool>,
+    listed: Vec<Tool>,
+    /// Why the pins could not be checked.
+    warning: Option<String>,
+}
+
+/// The pins key of a server that is pinned.
+fn pin_key(spec: &ServerSpec) -> Option<ServerKey> {
+    if !spec.pin_tools {
+        return None;
+    }
+    spec.target.as_ref().map(|t| ServerKey::new(&spec.name, t))
+}
+
+/// Applies `includeTools`/`excludeTools`, then the pins (file work off the async
+/// threads).
+async fn offer(inner: &Inner, spec: &ServerSpec, tools: Vec<Tool>) -> Offer {
+    let (listed, filtered_out): (Vec<Tool>, Vec<Tool>) =
+        tools.into_iter().partition(|t| spec.tool_allowed(&t.name));
+    let filtered_out = filtered_out
         .into_iter()
         .map(|t| t.name.to_string())
         .collect();
+    let (review, warning) = judge(inner, spec, &listed).await;
+    Offer {
+        tools: review.offered,
+        filtered_out,
+        withheld: review.withheld,
+        listed,
+        warning,
+    }
+}
+
+/// The pins' verdict on `listed` (everything offered when pinning is off).
+async fn judge(inner: &Inner, spec: &ServerSpec, listed: &[Tool]) -> (Review, Option<String>) {
+    let (Some(store), Some(key)) = (inner.opts.pins.clone(), pin_key(spec)) else {
+        return (
+            Review {
+                offered: listed.to_vec(),
+                withheld: Vec::new(),
+            },
+            None,
+        );
+    };
+    let tools = listed.to_vec();
+    match tokio::task::spawn_blocking(move || store.review(&key, &tools)).await {
+        Ok(Ok(review)) => (review, None),
+        Ok(Err(e)) => (Review::unverified(listed, &e), Some(e.to_string())),
+        Err(e) => {
+            let e = format!("checking the pins failed: {e}");
+            (Review::unverified(listed, &e), Some(e))
+        }
+    }
+}
+
+/// Judges a connected server's listed tools again; `ListsUpdated` when the offer changed.
+async fn review_slot(inner: &Arc<Inner>, slot: &Arc<Slot>) {
+    let listed = match slot.state.lock() {
+        Ok(st) if st.status == Some(ServerStatus::Connected) => st.listed.clone(),
+        _ => return,
+    };
+    let (review, warning) = judge(inner, &slot.spec, &listed).await;
+    let changed = match slot.state.lock() {
+        Ok(mut st) => {
+            let changed = st.withheld != review.withheld || st.tools.len() != review.offered.len();
+            st.tools = review.offered;
+            st.withheld = review.withheld;
+            st.warnings.retain(|w| !w.starts_with(PIN_WARNING));
+            if let Some(w) = warning {
+                st.warnings.push(format!("{PIN_WARNING}{w}"));
+            }
+            changed
+        }
+        Err(_) => false,
+    };
+    if changed {
+        let _ = inner.events.send(HostEvent::ListsUpdated {
+            server: slot.spec.name.clone(),
+        });
+    }
+}
+
+/// How a snapshot warning about the pins starts.
+const PIN_WARNING: &str = "tools withheld: ";
+
+fn apply_lists(st: &mut SlotState, offer: Offer, lists: Lists) {
+    st.tools = offer.tools;
+    st.filtered_out = offer.filtered_out;
+    st.withheld = offer.withheld;
+    st.listed = offer.listed;
     st.prompts = lists.prompts.unwrap_or_default();
     st.resources = lists.resources.unwrap_or_default();
     st.resource_templates = lists.templates.unwrap_or_default();
     st.warnings = lists.errors;
+    if let Some(w) = offer.warning {
+        st.warnings.push(format!("{PIN_WARNING}{w}"));
+    }
 }
 
 /// Re-lists a server after `list_changed`, once per burst of notifications.
@@ -800,9 +946,11 @@ fn schedule_relist(inner: Arc<Inner>, slot: Arc<Slot>) {
         let Some(conn) = conn else {
             return;
         };
-        let lists = list_everything(&conn, slot.spec.timeout.min(Duration::from_secs(60))).await;
+        let mut lists =
+            list_everything(&conn, slot.spec.timeout.min(Duration::from_secs(60))).await;
+        let offer = offer(&inner, &slot.spec, lists.tools.take().unwrap_or_default()).await;
         if let Ok(mut st) = slot.state.lock() {
-            apply_lists(&mut st, &slot.spec, lists);
+            apply_lists(&mut st, offer, lists);
         }
         let _ = inner.events.send(HostEvent::ListsUpdated {
             server: slot.spec.name.clone(),

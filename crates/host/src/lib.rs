@@ -4,13 +4,20 @@
 //! slow or broken server never delays the others), discovers tools, prompts and
 //! resources, applies `includeTools`/`excludeTools`, keeps each server's status with a
 //! reason, re-lists on `list_changed`, and (for long-lived hosts) reconnects dropped
-//! connections with backoff.
+//! connections with backoff. With a [`PinStore`] it pins each tool's definition and
+//! withholds a changed one until the user accepts it (see [`PinStore`]).
 
 mod cache;
 mod host;
+mod pins;
 mod status;
 mod targets;
 
 pub use host::{Host, HostEvent, HostOptions, ServerSpec};
+pub use pins::{
+    Accept, MAX_TOOLS_PER_SERVER, PINS_FILE, PinError, PinStore, PinnedDefinition, Review,
+    ServerKey, ServerPins, ToolPin, WithheldReason, WithheldTool, definition, fingerprint,
+    fingerprint_of,
+};
 pub use status::{AuthStatus, ServerSnapshot, ServerStatus};
 pub use targets::{spec_from_entry, specs_from_settings, target_from_config};

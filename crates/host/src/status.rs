@@ -5,6 +5,8 @@ use std::time::Duration;
 use serde::Serialize;
 use switchboard_mcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
+use crate::pins::WithheldTool;
+
 /// A server's state, exactly the words `mcp list --json` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -62,6 +64,9 @@ pub struct ServerSnapshot {
     pub tools: Vec<Tool>,
     /// Tools the server offers that `includeTools`/`excludeTools` hid.
     pub filtered_out: Vec<String>,
+    /// Tools the server lists that are not offered because their definition changed
+    /// since it was pinned (or the pins cannot be checked); not in `tools`.
+    pub withheld: Vec<WithheldTool>,
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
     pub resource_templates: Vec<ResourceTemplate>,

@@ -77,6 +77,7 @@ pub fn spec_from_entry(entry: &ServerEntry) -> ServerSpec {
                 timeout: cfg.timeout,
                 startup_timeout: cfg.startup_timeout,
                 trust: cfg.trust,
+                pin_tools: cfg.pin_tools,
                 config: Some(cfg.clone()),
                 initial,
             }
@@ -91,6 +92,7 @@ pub fn spec_from_entry(entry: &ServerEntry) -> ServerSpec {
             timeout: Duration::from_millis(600_000),
             startup_timeout: Duration::from_millis(30_000),
             trust: false,
+            pin_tools: true,
             config: None,
             initial: match &entry.state {
                 EntryState::Disabled => Initial::Disabled,

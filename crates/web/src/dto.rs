@@ -31,12 +31,24 @@ pub struct ServerDto {
     pub auth: Option<String>,
     pub tools: Vec<ToolDto>,
     pub filtered_out_tools: Vec<String>,
+    /// Tools withheld because they changed since pinned (`switchboard mcp pins`).
+    pub withheld_tools: Vec<WithheldToolDto>,
     pub prompts: Vec<PromptDto>,
     pub resources: Vec<ResourceDto>,
     pub resource_templates: Vec<TemplateDto>,
 }
 
 #[derive(Debug, Clone, Serialize)]
+pub struct WithheldToolDto {
+    pub name: String,
+    /// A few words (`changed since pinned`, `renamed from \`x\``).
+    pub why: String,
+    /// The whole reason with what to do.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ServerInfoDto {
     pub name: String,
     pub version: String,
@@ -198,6 +210,15 @@ impl ServerDto {
             }),
             tools,
             filtered_out_tools: snap.filtered_out.clone(),
+            withheld_tools: snap
+                .withheld
+                .iter()
+                .map(|w| WithheldToolDto {
+                    name: w.name.clone(),
+                    why: w.why(),
+                    message: w.message(&snap.name),
+                })
+                .collect(),
             prompts,
             resources,
             resource_templates,

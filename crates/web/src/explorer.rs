@@ -130,6 +130,9 @@ pub async fn tool_call(
             )));
         }
     }
+    if let Some(w) = state.host().withheld_tool(&server, &req.tool) {
+        return Err(ApiError::conflict(w.message(&server)));
+    }
     let args: Option<Map<String, Value>> = match req.args {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),

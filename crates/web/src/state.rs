@@ -244,6 +244,10 @@ impl AppState {
             ui_extension: true,
             guard: Some(self.inner.guard.clone()),
             transport_cache: self.inner.cfg.transport_cache.clone(),
+            // The CLI's pins: a tool changed since pinned is withheld here too.
+            pins: Some(switchboard_host::PinStore::in_home(
+                &self.inner.cfg.load.home,
+            )),
             ..Default::default()
         }
     }

@@ -322,13 +322,19 @@ async fn call(
     scoped: &str,
 ) -> Result<(Value, Option<Value>), String> {
     let conn = via.conn();
-    let (tools, filtered_out) = match via {
+    // A tool withheld by pinning (changed since pinned): its name and why.
+    let (tools, filtered_out, withheld) = match via {
         Via::Shared { name, .. } => {
             let snap = runner
                 .host()
                 .server(name)
                 .ok_or_else(|| format!("server `{name}` is not known"))?;
-            (snap.tools, snap.filtered_out)
+            let withheld: Vec<(String, String)> = snap
+                .withheld
+                .iter()
+                .map(|w| (w.name.clone(), w.message(name)))
+                .collect();
+            (snap.tools, snap.filtered_out, withheld)
         }
         Via::OneOff { .. } => {
             let opts = CallOptions {
@@ -340,11 +346,14 @@ async fn call(
                 .list_tools(&opts)
                 .await
                 .map_err(|e| format!("cannot list the tools of {label}: {e}"))?;
-            (tools, Vec::new())
+            (tools, Vec::new(), Vec::new())
         }
     };
     let def = tools.iter().find(|t| t.name == tool);
     let Some(def) = def else {
+        if let Some((_, why)) = withheld.iter().find(|(t, _)| t == tool) {
+            return Err(why.clone());
+        }
         if filtered_out.iter().any(|t| t == tool) {
             return Err(format!(
                 "tool `{tool}` on {label} is hidden by the server's includeTools/excludeTools settings"

@@ -6,4 +6,5 @@ mod common;
 mod failures;
 mod host_behaviour;
 mod matrix;
+mod pins;
 mod reconnect;
