@@ -4,6 +4,8 @@
 #   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
 #   tests/browser       playwright-core pinned in package-lock.json (npm ci), for the web
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
+#   tests/peers/oidc    oidc-provider pinned in package-lock.json (npm ci), the OpenID
+#                       provider of the sign-in tests
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
 # files, and the install is skipped while it matches and the installs are present.
 set -euo pipefail
@@ -13,6 +15,7 @@ PEERS="$ROOT/tests/peers"
 NODE_DIR="$PEERS/node"
 VENV="$PEERS/.venv"
 BROWSER_DIR="$ROOT/tests/browser"
+OIDC_DIR="$PEERS/oidc"
 REQS="$PEERS/python/requirements.txt"
 MARKER="$PEERS/.installed"
 
@@ -33,9 +36,11 @@ need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 pyt
 [ -f "$NODE_DIR/package-lock.json" ] || die "missing $NODE_DIR/package-lock.json"
 [ -f "$REQS" ] || die "missing $REQS"
 [ -f "$BROWSER_DIR/package-lock.json" ] || die "missing $BROWSER_DIR/package-lock.json"
+[ -f "$OIDC_DIR/package-lock.json" ] || die "missing $OIDC_DIR/package-lock.json"
 
 hash_inputs() {
-  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
+  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$OIDC_DIR/package-lock.json" \
+    | sha256sum | cut -d' ' -f1
 }
 WANT="$(hash_inputs)"
 
@@ -43,6 +48,7 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-basic-vanillajs" ] \
   && [ -d "$BROWSER_DIR/node_modules/playwright-core" ] \
+  && [ -d "$OIDC_DIR/node_modules/oidc-provider" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
@@ -55,6 +61,9 @@ say "npm ci in $NODE_DIR"
 
 say "npm ci in $BROWSER_DIR"
 (cd "$BROWSER_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $BROWSER_DIR"
+
+say "npm ci in $OIDC_DIR"
+(cd "$OIDC_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $OIDC_DIR"
 
 if [ ! -x "$VENV/bin/python" ]; then
   say "creating venv $VENV"

@@ -145,7 +145,7 @@ fn string(m: &Map<String, Value>, k: &str) -> Option<String> {
 }
 
 /// Parses an RFC 8414 document (`issuer` and `token_endpoint` required).
-fn parse_server_metadata(
+pub(crate) fn parse_server_metadata(
     m: &Map<String, Value>,
     source: MetadataSource,
 ) -> Result<ServerMetadata, String> {

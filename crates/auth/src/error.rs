@@ -156,6 +156,9 @@ pub enum AuthError {
         scope: String,
         attempts: u32,
     },
+    /// An OpenID Connect sign-in failed (see [`crate::OidcError`]).
+    #[error(transparent)]
+    SignIn(#[from] crate::oidc::OidcError),
 }
 
 fn fmt_code(code: &Option<String>) -> String {

@@ -23,6 +23,10 @@
 //!   and `SWITCHBOARD_TOKEN_STORE=keyring`, secrets in the OS keyring instead
 //!   ([`TokenStore::from_env`]).
 //!
+//! - Sign-in with OpenID Connect ([`OidcClient`]: discovery, authorization code with
+//!   PKCE, ID token validation against the issuer's JWKS) and who may enter
+//!   ([`SignInPolicy`]), for the team server.
+//!
 //! Every request goes through the URL guard ([`switchboard_net::GuardedClient`]).
 //! Tokens never appear in logs, `Debug` output or error messages.
 
@@ -38,6 +42,7 @@ mod http;
 #[cfg(feature = "keyring")]
 mod keyring;
 mod manager;
+mod oidc;
 mod store;
 mod token;
 
@@ -56,6 +61,10 @@ pub use manager::{
     AuthManager, AuthSummary, Authorization, CompletedAuthorization, Grant, LoginOptions,
     LoginReport, MAX_AUTHORIZATIONS, MAX_STEP_UPS, OpenUrl, PENDING_TTL, PendingAuthorizations,
     ServerAuth,
+};
+pub use oidc::{
+    Access, ClientSecret, DEFAULT_SIGN_IN_SCOPES, Identity, LoginStart, OidcClient, OidcConfig,
+    OidcError, PendingSignIn, Refusal, SignInCallback, SignInPolicy,
 };
 pub use store::{
     KEYRING_SERVICE, REFRESH_MARGIN, SecretBackend, Stamp, StoreLock, StoredLogin, TOKEN_FILE,

@@ -139,6 +139,8 @@ pub struct TokenResponse {
     pub refresh_token: Option<String>,
     pub scope: Option<String>,
     pub issued_token_type: Option<String>,
+    /// The OpenID Connect ID token (OIDC Core §3.1.3.3), when the answer has one.
+    pub id_token: Option<String>,
 }
 
 impl std::fmt::Debug for TokenResponse {
@@ -272,6 +274,7 @@ fn parse_token_response(
         refresh_token: text("refresh_token")?,
         scope: text("scope")?,
         issued_token_type: text("issued_token_type")?,
+        id_token: text("id_token")?,
     })
 }
 

@@ -11,6 +11,9 @@
 //!   [`spawn_oauth_python`]) and the TS SDK's `--oauth` example ([`spawn_ts_oauth`]),
 //!   with a stand-in browser ([`fake_browser_command`]).
 //!
+//! - a real OpenID provider (npm `oidc-provider`, `tests/peers/oidc/provider.mjs`,
+//!   [`spawn_oidc_provider`]) with test clients and accounts, and a stand-in browser
+//!   that logs an account in ([`OidcPeer::drive_login`]).
 //! - a hostile-input witness: [`RecordingListener`] records every byte sent to it.
 //! - a throwaway PostgreSQL cluster ([`PgCluster`]: Debian's server binaries, `initdb` +
 //!   `pg_ctl` in a temp dir as `nobody` when run as root, stopped on drop).
@@ -26,6 +29,7 @@
 mod everything;
 mod install;
 mod oauth;
+mod oidc;
 mod postgres;
 mod probe;
 mod process;
@@ -37,6 +41,10 @@ pub use install::{ensure_peers, peers_dir, repo_root};
 pub use oauth::{
     fake_browser_command, fake_browser_script, oauth_server_script, spawn_oauth_python,
     spawn_ts_oauth,
+};
+pub use oidc::{
+    OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, OidcRedirect,
+    oidc_peer_dir, spawn_oidc_provider,
 };
 pub use postgres::{PG_PASSWORD, PgCluster, pg_bin_dir};
 pub use probe::{HttpInitReply, http_initialize, initialize_request, sse_initialize};

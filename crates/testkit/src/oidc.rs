@@ -1,0 +1,209 @@
+//! A real OpenID provider for sign-in tests: npm `oidc-provider` run by
+//! `tests/peers/oidc/provider.mjs` ([`spawn_oidc_provider`]), and a stand-in browser
+//! that logs a test account in without a page ([`OidcPeer::drive_login`]): it follows
+//! the redirects with its own cookie jar and stops at the redirect URI.
+//!
+//! Clients (all with [`OidcPeer::secret`] and [`OidcPeer::redirect_uri`]):
+//! `switchboard` (client_secret_basic, RS256 ID tokens), `switchboard-es`
+//! (client_secret_post, ES256), `other-client` (client_secret_basic, RS256).
+//! Accounts: `alice` (alice@example.com, verified), `bob` (bob@other.org, verified),
+//! `carol` (carol@example.com, not verified), `dave` (no email).
+
+use std::collections::BTreeMap;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::install::{ensure_peers, peers_dir};
+use crate::process::{PeerProcess, free_port};
+
+/// The client the sign-in tests configure.
+pub const OIDC_CLIENT_ID: &str = "switchboard";
+/// A client whose ID tokens are ES256 and which authenticates with `client_secret_post`.
+pub const OIDC_ES256_CLIENT_ID: &str = "switchboard-es";
+/// Another client of the same provider (its tokens are not for [`OIDC_CLIENT_ID`]).
+pub const OIDC_OTHER_CLIENT_ID: &str = "other-client";
+
+/// A running provider; killed on drop.
+#[derive(Debug)]
+pub struct OidcPeer {
+    /// `http://127.0.0.1:P` (no trailing slash), exactly as the provider publishes it.
+    pub issuer: String,
+    /// [`OIDC_CLIENT_ID`].
+    pub client_id: String,
+    /// Every client's secret.
+    pub secret: String,
+    /// Every client's redirect URI (nothing listens there: [`OidcPeer::drive_login`]
+    /// stops when it is reached).
+    pub redirect_uri: String,
+    /// The process.
+    pub process: PeerProcess,
+}
+
+/// Where the login ended: the redirect to the redirect URI and its parameters.
+#[derive(Debug, Clone)]
+pub struct OidcRedirect {
+    /// The full redirect URL (with `code`, `state`, `iss`).
+    pub url: String,
+    /// Its query string.
+    pub query: String,
+    pub code: String,
+    pub state: String,
+}
+
+/// `tests/peers/oidc`.
+pub fn oidc_peer_dir() -> std::path::PathBuf {
+    peers_dir().join("oidc")
+}
+
+/// Starts the provider on a free 127.0.0.1 port and waits until it listens.
+///
+/// # Panics
+/// If it cannot start or does not listen within 30 s.
+pub async fn spawn_oidc_provider() -> OidcPeer {
+    ensure_peers();
+    let port = free_port();
+    let secret = "oidc-test-secret".to_string();
+    let redirect_uri = format!("http://127.0.0.1:{}/signin/callback", free_port());
+    let mut command = Command::new("node");
+    command
+        .arg(oidc_peer_dir().join("provider.mjs"))
+        .arg("--port")
+        .arg(port.to_string())
+        .current_dir(oidc_peer_dir())
+        .env("OIDC_REDIRECT_URI", &redirect_uri)
+        .env("OIDC_CLIENT_SECRET", &secret);
+    let mut process = PeerProcess::spawn("oidc-provider", command);
+    process.port = port;
+    process.url = format!("http://127.0.0.1:{port}");
+    process.wait_for_port(port, Duration::from_secs(30)).await;
+    OidcPeer {
+        issuer: format!("http://127.0.0.1:{port}"),
+        client_id: OIDC_CLIENT_ID.into(),
+        secret,
+        redirect_uri,
+        process,
+    }
+}
+
+impl OidcPeer {
+    /// Logs `account` in (`alice`, `bob`, `carol`, `dave`) at `authorize_url`, as a
+    /// browser whose user approves at once: adds `login_hint=<account>`, follows the
+    /// redirects (at most 20) keeping cookies, and returns the redirect to the redirect
+    /// URI.
+    ///
+    /// # Panics
+    /// If the provider answers with anything but redirects, or never reaches the
+    /// redirect URI.
+    pub async fn drive_login(&self, authorize_url: &str, account: &str) -> OidcRedirect {
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let mut url = reqwest::Url::parse(authorize_url).unwrap();
+        url.query_pairs_mut().append_pair("login_hint", account);
+        let mut jar: BTreeMap<String, String> = BTreeMap::new();
+        for _ in 0..20 {
+            let mut req = client.get(url.clone());
+            if !jar.is_empty() {
+                let cookie = jar
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join("; ");
+                req = req.header("cookie", cookie);
+            }
+            let resp = req.send().await.unwrap();
+            for value in resp.headers().get_all("set-cookie") {
+                let pair = value.to_str().unwrap().split(';').next().unwrap();
+                if let Some((k, v)) = pair.split_once('=') {
+                    if v.is_empty() {
+                        jar.remove(k.trim());
+                    } else {
+                        jar.insert(k.trim().to_string(), v.to_string());
+                    }
+                }
+            }
+            let status = resp.status();
+            let Some(location) = resp.headers().get("location") else {
+                let body = resp.text().await.unwrap_or_default();
+                panic!("the provider answered {status} without a redirect at {url}: {body}");
+            };
+            let next = url.join(location.to_str().unwrap()).unwrap();
+            if next.as_str().starts_with(&self.redirect_uri) {
+                let param = |name: &str| {
+                    next.query_pairs()
+                        .find(|(k, _)| k == name)
+                        .map(|(_, v)| v.into_owned())
+                        .unwrap_or_else(|| panic!("no `{name}` in the redirect {next}"))
+                };
+                return OidcRedirect {
+                    url: next.to_string(),
+                    query: next.query().unwrap_or("").to_string(),
+                    code: param("code"),
+                    state: param("state"),
+                };
+            }
+            url = next;
+        }
+        panic!(
+            "the login for {account} did not reach {} within 20 redirects",
+            self.redirect_uri
+        );
+    }
+
+    /// Exchanges `code` at the token endpoint as `client_id` (client_secret_basic for
+    /// `switchboard` and `other-client`, client_secret_post for `switchboard-es`), as a
+    /// test playing a client would, and returns the token endpoint's JSON answer.
+    ///
+    /// # Panics
+    /// If the request fails or the answer is not JSON.
+    pub async fn exchange_code(
+        &self,
+        client_id: &str,
+        code: &str,
+        verifier: &str,
+    ) -> serde_json::Value {
+        let client = reqwest::Client::builder()
+            .timeout(Duration::from_secs(10))
+            .build()
+            .unwrap();
+        let mut form = vec![
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", self.redirect_uri.as_str()),
+            ("code_verifier", verifier),
+        ];
+        let mut req = client.post(format!("{}/token", self.issuer));
+        if client_id == OIDC_ES256_CLIENT_ID {
+            form.push(("client_id", client_id));
+            form.push(("client_secret", self.secret.as_str()));
+        } else {
+            req = req.basic_auth(client_id, Some(&self.secret));
+        }
+        let body = form
+            .iter()
+            .map(|(k, v)| format!("{k}={}", url_encode(v)))
+            .collect::<Vec<_>>()
+            .join("&");
+        req.header("content-type", "application/x-www-form-urlencoded")
+            .body(body)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+}
+
+fn url_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
