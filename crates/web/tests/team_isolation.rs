@@ -17,7 +17,9 @@ use serde_json::{Value, json};
 use switchboard_store::{Secret, ServerRecord, Store, Transport, UserId};
 use switchboard_testkit::RecordingListener;
 use switchboard_web::{RouteAccess, route_table};
-use team_support::{Browser, Db, Instance, InstanceOptions, demo_http, sign_in};
+use team_support::{
+    Browser, Db, Instance, InstanceOptions, demo_http, oidc_provider_for, sign_in, sign_in_options,
+};
 
 on_both!(alice_reaches_nothing_of_bobs_by_any_route);
 
@@ -79,7 +81,17 @@ impl Bob {
 }
 
 async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
-    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let peer = oidc_provider_for(&format!("{origin}/auth/callback")).await;
+    let app = Instance::start(
+        &db,
+        InstanceOptions {
+            public_origin: Some(origin),
+            sign_in: Some(sign_in_options(&peer, "admin@example.com")),
+            ..Default::default()
+        },
+    )
+    .await;
     let store = db.store().await;
     let demo = demo_http().await;
     let trap = RecordingListener::start().await;

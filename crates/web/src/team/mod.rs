@@ -50,12 +50,8 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::error::ApiError;
 
 pub use cache::CacheLimits;
-pub use signin::{
-    Admitted, IdentityProvider, LOGIN_TTL, LoginStart, SharedIdentityProvider, SignInRefusal,
-};
-pub use start::{
-    IdentityFactory, RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team,
-};
+pub use signin::{LOGIN_TTL, SignInOptions};
+pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
 
 /// Who may call a route.

@@ -132,3 +132,36 @@ pub async fn require_session(
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
     response
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    fn cfg(origin: &str) -> TeamConfig {
+        TeamConfig {
+            secure_cookies: origin.starts_with("https://"),
+            app_origin: origin.into(),
+            allowed_hosts: vec![],
+            session_ttl: Duration::from_secs(60),
+        }
+    }
+
+    #[test]
+    fn cookies_are_http_only_lax_and_secure_behind_https() {
+        let plain = session_cookie(&cfg("http://127.0.0.1:8765"), "v");
+        assert_eq!(
+            plain,
+            "switchboard_session=v; HttpOnly; SameSite=Lax; Path=/; Max-Age=60"
+        );
+        let tls = session_cookie(&cfg("https://team.example.com"), "v");
+        assert_eq!(
+            tls,
+            "__Host-switchboard_session=v; HttpOnly; SameSite=Lax; Path=/; Max-Age=60; Secure"
+        );
+        let gone = clearing_cookie(&cfg("https://team.example.com"));
+        assert!(gone.starts_with("__Host-switchboard_session=;") && gone.contains("Max-Age=0"));
+        assert!(gone.ends_with("; Secure"));
+    }
+}

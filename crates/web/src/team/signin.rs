@@ -16,17 +16,21 @@
 //! comes from the issuer's verified answer), accept a `state` twice, or send the browser
 //! anywhere but a path on this app afterwards.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Extension, Query, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
-use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::json;
+use switchboard_auth::{
+    AuthError, ClientSecret, OidcClient, OidcConfig, OidcError, PendingSignIn, SignInCallback,
+    SignInPolicy,
+};
+use switchboard_net::GuardedClient;
 use switchboard_store::{PendingLogin, Secret};
+use url::Url;
 
 use super::session::{SignedIn, clearing_cookie, session_cookie};
 use super::state::{TeamState, store_error};
@@ -35,67 +39,55 @@ use crate::error::{ApiError, ApiResult};
 /// How long a login may stay between the redirect to the issuer and the callback.
 pub const LOGIN_TTL: Duration = Duration::from_secs(10 * 60);
 
-/// The start of a sign-in: where to send the browser, and what the callback needs.
-#[derive(Clone)]
-pub struct LoginStart {
-    /// The issuer's authorization URL (with `state`, `nonce`, the PKCE challenge).
-    pub authorize_url: String,
-    /// The `state` the issuer sends back.
-    pub state: String,
-    /// The PKCE code verifier (kept sealed in the store until the callback).
-    pub pkce_verifier: Secret,
-    /// The `nonce` the ID token must carry.
-    pub nonce: String,
+/// How team members sign in: the OpenID Connect issuer, this app's client there, and
+/// who may enter. The redirect URI is the app's origin + `/auth/callback`.
+#[derive(Debug, Clone)]
+pub struct SignInOptions {
+    /// The issuer (e.g. `https://accounts.google.com`).
+    pub issuer: Url,
+    /// The client id registered at the issuer.
+    pub client_id: String,
+    /// The client secret (a confidential client).
+    pub client_secret: Option<ClientSecret>,
+    /// Scopes (empty: `openid email profile`).
+    pub scopes: Vec<String>,
+    /// Allowed domains and emails, admins.
+    pub policy: SignInPolicy,
 }
 
-impl std::fmt::Debug for LoginStart {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("LoginStart")
-            .field("authorize_url", &self.authorize_url)
-            .finish_non_exhaustive()
+/// The sign-in of one instance: the OIDC client (discovered on first use, again after a
+/// failed discovery) and the policy.
+pub(crate) struct SignIn {
+    config: OidcConfig,
+    policy: SignInPolicy,
+    guard: GuardedClient,
+    client: tokio::sync::OnceCell<OidcClient>,
+}
+
+impl SignIn {
+    pub(crate) fn new(opts: SignInOptions, redirect_uri: Url, guard: GuardedClient) -> Self {
+        let mut config = OidcConfig::new(
+            opts.issuer,
+            opts.client_id,
+            opts.client_secret,
+            redirect_uri,
+        );
+        config.scopes = opts.scopes;
+        Self {
+            config,
+            policy: opts.policy,
+            guard,
+            client: tokio::sync::OnceCell::new(),
+        }
+    }
+
+    /// The client, discovering the issuer's configuration if not done yet.
+    pub(crate) async fn client(&self) -> Result<&OidcClient, AuthError> {
+        self.client
+            .get_or_try_init(|| OidcClient::discover(self.config.clone(), self.guard.clone()))
+            .await
     }
 }
-
-/// Someone the issuer vouched for and the sign-in policy let in.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Admitted {
-    /// The verified email (the user's key in the store).
-    pub email: String,
-    /// The display name.
-    pub name: String,
-    /// Whether the admin list names them.
-    pub admin: bool,
-}
-
-/// Why a callback did not sign anyone in.
-#[derive(Debug, Clone)]
-pub enum SignInRefusal {
-    /// The issuer vouched for someone the policy does not let in (403).
-    NotAllowed(String),
-    /// The exchange or the ID token's checks failed (502).
-    Failed(String),
-}
-
-/// What team sign-in needs from an OpenID Connect issuer: start a login, and turn the
-/// callback's `code` (with the stored verifier and nonce) into an admitted user. The
-/// CLI implements it over `switchboard-auth`'s OIDC client and sign-in policy.
-pub trait IdentityProvider: Send + Sync {
-    /// A new login: fresh `state`, PKCE verifier and nonce, and the URL to send the
-    /// browser to.
-    fn begin(&self) -> BoxFuture<'_, Result<LoginStart, String>>;
-
-    /// Exchange `code` (with the login's verifier and nonce), verify the ID token and
-    /// apply the sign-in policy.
-    fn finish<'a>(
-        &'a self,
-        code: &'a str,
-        verifier: &'a Secret,
-        nonce: &'a str,
-    ) -> BoxFuture<'a, Result<Admitted, SignInRefusal>>;
-}
-
-/// A shared [`IdentityProvider`].
-pub type SharedIdentityProvider = Arc<dyn IdentityProvider>;
 
 #[derive(Debug, Deserialize)]
 pub struct LoginQuery {
@@ -121,7 +113,7 @@ fn local_path(p: Option<&str>) -> String {
 
 fn no_provider() -> ApiError {
     ApiError::unavailable(
-        "sign-in is not configured on this instance: start it with --oidc-issuer and SWITCHBOARD_OIDC_CLIENT_ID",
+        "sign-in is not configured on this instance: start it with --oidc-issuer and SWITCHBOARD_OIDC_CLIENT_ID (see `switchboard serve --help`)",
     )
 }
 
@@ -130,13 +122,17 @@ pub async fn login(
     State(state): State<TeamState>,
     Query(q): Query<LoginQuery>,
 ) -> ApiResult<Response> {
-    let provider = state.identity().ok_or_else(no_provider)?;
-    let start = provider.begin().await.map_err(|e| {
-        tracing::warn!("sign-in: {e}");
-        ApiError::upstream(format!("cannot start the sign-in with the issuer: {e}"))
-    })?;
+    let sign_in = state.sign_in().ok_or_else(no_provider)?;
+    let start = sign_in
+        .client()
+        .await
+        .and_then(OidcClient::begin)
+        .map_err(|e| {
+            tracing::warn!("sign-in: {e}");
+            ApiError::upstream(format!("cannot start the sign-in with the issuer: {e}"))
+        })?;
     let pending = PendingLogin {
-        verifier: start.pkce_verifier.clone(),
+        verifier: Secret::new(start.pkce_verifier.clone()),
         nonce: start.nonce.clone(),
         return_path: local_path(q.return_to.as_deref()),
     };
@@ -145,7 +141,7 @@ pub async fn login(
         .put_pending_login(&start.state, &pending, LOGIN_TTL)
         .await
         .map_err(store_error)?;
-    let mut response = Redirect::to(&start.authorize_url).into_response();
+    let mut response = Redirect::to(start.authorize_url.as_str()).into_response();
     response
         .headers_mut()
         .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
@@ -159,30 +155,44 @@ pub struct CallbackQuery {
     #[serde(default)]
     state: Option<String>,
     #[serde(default)]
+    iss: Option<String>,
+    #[serde(default)]
     error: Option<String>,
     #[serde(default)]
     error_description: Option<String>,
 }
 
-/// Printable text from the issuer, cut short (it is shown back to the user).
-fn shown(text: &str) -> String {
-    text.chars().filter(|c| !c.is_control()).take(200).collect()
+/// A failed finish as an answer: the provider's refusal is 403, a callback that does not
+/// belong to the login 400, anything else (exchange, ID token, keys) 502.
+fn finish_error(e: &AuthError) -> ApiError {
+    let why = format!("the sign-in did not complete: {e}");
+    match e {
+        AuthError::SignIn(OidcError::Denied { .. }) => ApiError::forbidden(why),
+        AuthError::SignIn(
+            OidcError::StateMismatch | OidcError::NoCode | OidcError::CallbackIssuer { .. },
+        ) => ApiError::bad_request(why),
+        _ => {
+            tracing::warn!("sign-in: {e}");
+            ApiError::upstream(why)
+        }
+    }
 }
 
-/// `GET /auth/callback?code&state` (or `?error`).
+/// `GET /auth/callback?code&state&iss` (or `?error`).
 pub async fn callback(
     State(state): State<TeamState>,
     Query(q): Query<CallbackQuery>,
 ) -> ApiResult<Response> {
-    let Some(login_state) = q.state.as_deref().filter(|s| !s.is_empty()) else {
+    let Some(login_state) = q.state.clone().filter(|s| !s.is_empty()) else {
         return Err(ApiError::bad_request(
             "the sign-in callback has no `state`: start again at /auth/login",
         ));
     };
+    let sign_in = state.sign_in().ok_or_else(no_provider)?;
     // Taken once, on whatever instance the browser reaches; an error answer uses it up too.
     let pending = state
         .store()
-        .take_pending_login(login_state)
+        .take_pending_login(&login_state)
         .await
         .map_err(store_error)?
         .ok_or_else(|| {
@@ -190,36 +200,35 @@ pub async fn callback(
                 "this sign-in is unknown, expired or already used: start again at /auth/login",
             )
         })?;
-    if let Some(error) = &q.error {
-        let why = q
-            .error_description
-            .as_deref()
-            .map(|d| format!(": {}", shown(d)))
-            .unwrap_or_default();
-        return Err(ApiError::forbidden(format!(
-            "the issuer refused the sign-in ({}{why}); start again at /auth/login",
-            shown(error)
-        )));
-    }
-    let Some(code) = q.code.as_deref().filter(|c| !c.is_empty()) else {
-        return Err(ApiError::bad_request(
-            "the sign-in callback has no `code`: start again at /auth/login",
-        ));
+    let client = sign_in.client().await.map_err(|e| finish_error(&e))?;
+    let callback = SignInCallback {
+        code: q.code,
+        state: Some(login_state.clone()),
+        iss: q.iss,
+        error: q.error,
+        error_description: q.error_description,
     };
-    let provider = state.identity().ok_or_else(no_provider)?;
-    let admitted = provider
-        .finish(code, &pending.verifier, &pending.nonce)
+    let kept = PendingSignIn {
+        state: login_state,
+        pkce_verifier: pending.verifier.expose().to_owned(),
+        nonce: pending.nonce.clone(),
+    };
+    let identity = client
+        .finish(&callback, &kept)
         .await
-        .map_err(|refusal| match refusal {
-            SignInRefusal::NotAllowed(why) => ApiError::forbidden(why),
-            SignInRefusal::Failed(why) => {
-                tracing::warn!("sign-in: {why}");
-                ApiError::upstream(format!("the sign-in did not complete: {why}"))
-            }
-        })?;
+        .map_err(|e| finish_error(&e))?;
+    let access = sign_in
+        .policy
+        .decide(&identity)
+        .map_err(|refusal| ApiError::forbidden(refusal.to_string()))?;
+    let name = identity
+        .name
+        .clone()
+        .filter(|n| !n.trim().is_empty())
+        .unwrap_or_else(|| identity.email.clone());
     let user = state
         .store()
-        .sign_in_user(&admitted.email, &admitted.name, admitted.admin)
+        .sign_in_user(&identity.email, &name, access.is_admin)
         .await
         .map_err(|e| match e {
             switchboard_store::StoreError::Invalid(why) => ApiError::forbidden(why),

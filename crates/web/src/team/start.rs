@@ -10,7 +10,6 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
 use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
 use switchboard_store::Store;
 use tokio::net::TcpListener;
@@ -18,7 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::{CacheLimits, ClientCache};
-use super::signin::SharedIdentityProvider;
+use super::signin::{SignIn, SignInOptions};
 use super::state::{TeamConfig, TeamShared, TeamState};
 use crate::error::WebError;
 use crate::serve::{DEFAULT_PORT, origin_authority, public_origin};
@@ -26,11 +25,8 @@ use crate::serve::{DEFAULT_PORT, origin_authority, public_origin};
 /// Where the issuer sends the browser back (on the app's origin).
 pub const SIGNIN_CALLBACK_PATH: &str = "/auth/callback";
 
-/// Builds the identity provider once the redirect URI (`<origin>/auth/callback`) is known.
-pub type IdentityFactory =
-    Box<dyn FnOnce(String) -> BoxFuture<'static, Result<SharedIdentityProvider, String>> + Send>;
-
 /// How to run a team instance.
+#[derive(Debug, Clone)]
 pub struct TeamOptions {
     /// Address to bind (default 127.0.0.1).
     pub host: IpAddr,
@@ -43,28 +39,14 @@ pub struct TeamOptions {
     pub public_origin: Option<String>,
     /// The URL policy for every outbound request (default `strict`).
     pub url_policy: UrlPolicy,
-    /// Builds the OpenID Connect sign-in for the redirect URI. `None`: `/auth/login`
-    /// answers 503 (sessions can still be made by the embedding program).
-    pub identity: Option<IdentityFactory>,
+    /// OpenID Connect sign-in (the redirect URI is the app's origin + `/auth/callback`).
+    /// `None`: `/auth/login` answers 503 (sessions can still be made by the embedding
+    /// program through the store).
+    pub sign_in: Option<SignInOptions>,
     /// The MCP client cache's limits.
     pub cache: CacheLimits,
     /// How long a session lasts.
     pub session_ttl: Duration,
-}
-
-impl std::fmt::Debug for TeamOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("TeamOptions")
-            .field("host", &self.host)
-            .field("port", &self.port)
-            .field("store", &self.store)
-            .field("public_origin", &self.public_origin)
-            .field("url_policy", &self.url_policy)
-            .field("identity", &self.identity.is_some())
-            .field("cache", &self.cache)
-            .field("session_ttl", &self.session_ttl)
-            .finish()
-    }
 }
 
 impl TeamOptions {
@@ -76,7 +58,7 @@ impl TeamOptions {
             store,
             public_origin: None,
             url_policy: UrlPolicy::Strict,
-            identity: None,
+            sign_in: None,
             cache: CacheLimits::default(),
             session_ttl: Duration::from_secs(12 * 60 * 60),
         }
@@ -169,12 +151,20 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
     let mut copts = ClientOptions::new(opts.url_policy);
     copts.timeout = None;
     let guard = GuardedClient::new(copts).map_err(|e| WebError::Http(e.to_string()))?;
-    let identity = match opts.identity {
-        Some(build) => Some(
-            build(format!("{app_origin}{SIGNIN_CALLBACK_PATH}"))
-                .await
-                .map_err(WebError::SignIn)?,
-        ),
+    let sign_in = match opts.sign_in {
+        Some(o) => {
+            let redirect = format!("{app_origin}{SIGNIN_CALLBACK_PATH}");
+            let redirect = url::Url::parse(&redirect)
+                .map_err(|e| WebError::SignIn(format!("redirect URI `{redirect}`: {e}")))?;
+            let sign_in = SignIn::new(o, redirect, guard.clone());
+            // Discovered now to report a wrong issuer at once; an issuer that is down is
+            // asked again at the first sign-in.
+            if let Err(e) = sign_in.client().await {
+                tracing::warn!("sign-in: {e}");
+                eprintln!("warning: sign-in: {e} (asked again at the first sign-in)");
+            }
+            Some(sign_in)
+        }
         None => None,
     };
     let state = TeamState {
@@ -183,7 +173,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             cache: ClientCache::new(guard.clone(), opts.cache),
             guard,
             cfg,
-            identity,
+            sign_in,
         }),
     };
     let stop = CancellationToken::new();

@@ -1,5 +1,5 @@
 //! [`TeamState`]: what every team request shares — the store, the URL-guarded HTTP
-//! client, the configuration fixed at start, the identity provider and this instance's
+//! client, the configuration fixed at start, the OpenID sign-in and this instance's
 //! MCP client cache. Nothing in it is a user's state: that is in the store.
 
 use std::sync::Arc;
@@ -9,7 +9,7 @@ use switchboard_net::GuardedClient;
 use switchboard_store::{Store, StoreError};
 
 use super::cache::ClientCache;
-use super::signin::SharedIdentityProvider;
+use super::signin::SignIn;
 use crate::error::ApiError;
 
 /// Fixed at start.
@@ -46,7 +46,7 @@ pub(crate) struct TeamShared {
     pub store: Store,
     pub guard: GuardedClient,
     pub cfg: TeamConfig,
-    pub identity: Option<SharedIdentityProvider>,
+    pub sign_in: Option<SignIn>,
     pub cache: ClientCache,
 }
 
@@ -79,8 +79,8 @@ impl TeamState {
         &self.inner.guard
     }
 
-    pub(crate) fn identity(&self) -> Option<&SharedIdentityProvider> {
-        self.inner.identity.as_ref()
+    pub(crate) fn sign_in(&self) -> Option<&SignIn> {
+        self.inner.sign_in.as_ref()
     }
 
     pub(crate) fn cache(&self) -> &ClientCache {

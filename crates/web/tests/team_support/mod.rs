@@ -14,7 +14,7 @@ use serde_json::Value;
 use switchboard_net::UrlPolicy;
 use switchboard_store::{SecretKeys, Store, UserId};
 use switchboard_testkit::PgCluster;
-use switchboard_web::{CacheLimits, IdentityFactory, RunningTeam, TeamOptions, start_team};
+use switchboard_web::{CacheLimits, RunningTeam, SignInOptions, TeamOptions, start_team};
 
 /// A database for one test.
 pub enum Db {
@@ -65,7 +65,7 @@ pub struct InstanceOptions {
     /// Shared by the instances of one "deployment" (they sit behind one origin).
     pub public_origin: Option<String>,
     pub cache: CacheLimits,
-    pub identity: Option<IdentityFactory>,
+    pub sign_in: Option<SignInOptions>,
 }
 
 /// A running team instance and how to reach it.
@@ -82,7 +82,7 @@ impl Instance {
         o.url_policy = UrlPolicy::Local;
         o.public_origin = opts.public_origin;
         o.cache = opts.cache;
-        o.identity = opts.identity;
+        o.sign_in = opts.sign_in;
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }
@@ -212,4 +212,47 @@ macro_rules! on_both {
             )*
         }
     };
+}
+
+/// The real OpenID provider (`tests/peers/oidc`) with its clients registered for
+/// `redirect_uri` (the team app's `<public origin>/auth/callback`).
+pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcPeer {
+    switchboard_testkit::ensure_peers();
+    let dir = switchboard_testkit::oidc_peer_dir();
+    let port = switchboard_testkit::free_port();
+    let secret = "oidc-test-secret".to_string();
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(dir.join("provider.mjs"))
+        .arg("--port")
+        .arg(port.to_string())
+        .current_dir(&dir)
+        .env("OIDC_REDIRECT_URI", redirect_uri)
+        .env("OIDC_CLIENT_SECRET", &secret);
+    let mut process = switchboard_testkit::PeerProcess::spawn("oidc-provider", command);
+    process.port = port;
+    process.url = format!("http://127.0.0.1:{port}");
+    process.wait_for_port(port, Duration::from_secs(30)).await;
+    switchboard_testkit::OidcPeer {
+        issuer: format!("http://127.0.0.1:{port}"),
+        client_id: switchboard_testkit::OIDC_CLIENT_ID.into(),
+        secret,
+        redirect_uri: redirect_uri.to_owned(),
+        process,
+    }
+}
+
+/// Sign-in with `peer` for the team: `example.com` addresses may enter, `admin` is an admin.
+pub fn sign_in_options(peer: &switchboard_testkit::OidcPeer, admin: &str) -> SignInOptions {
+    SignInOptions {
+        issuer: peer.issuer.parse().unwrap(),
+        client_id: peer.client_id.clone(),
+        client_secret: Some(switchboard_auth::ClientSecret::new(peer.secret.clone())),
+        scopes: Vec::new(),
+        policy: switchboard_auth::SignInPolicy {
+            allowed_domains: vec!["example.com".into()],
+            admins: vec![admin.into()],
+            ..Default::default()
+        },
+    }
 }
