@@ -26,6 +26,7 @@ mod run;
 mod run_log;
 mod sampling;
 mod serve;
+mod team;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
