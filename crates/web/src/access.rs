@@ -12,6 +12,9 @@
 //!   printed `?token=` link sets the cookie (`HttpOnly; SameSite=Strict`, name carries
 //!   the port). The page script then removes the token from the address bar.
 //! - [`ApiJson`]: a JSON body; malformed JSON is a 400 naming the parse error.
+//! - The origin rules themselves ([`OriginRule`], [`cross_origin_refusal`],
+//!   [`state_change_refusal`]) are shared with team mode's session guard
+//!   (`team::session`), which applies them with its own origin and cookie.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};

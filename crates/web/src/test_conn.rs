@@ -16,6 +16,11 @@
 //! - anything else: 500 `{success:false, message, error}`.
 //!
 //! Tokens never appear in the answer.
+//!
+//! The connecting and answering part ([`run_test`]), the URL guard's verdict
+//! ([`preflight`]) and OAuth discovery ([`discover_oauth`]) are shared with team mode's
+//! Test (`POST /api/mcp-test` in `team::servers`), which builds the connection from the
+//! signed-in user's own server instead of the settings files.
 
 use std::time::Duration;
 
