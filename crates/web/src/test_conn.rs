@@ -106,33 +106,42 @@ pub async fn oauth_discovery(
     }
     discover_oauth(
         &state.inner.guard,
-        name,
-        url,
-        www_authenticate,
-        redirect_uri,
+        &Discovery {
+            name,
+            url,
+            www_authenticate,
+            redirect_uri,
+        },
         &options,
     )
     .await
+}
+
+/// What OAuth discovery starts from: the server (its name and URL), its 401's
+/// `WWW-Authenticate`, and the redirect URI a registered client gets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Discovery<'a> {
+    pub name: Option<&'a str>,
+    pub url: &'a str,
+    pub www_authenticate: Option<&'a str>,
+    pub redirect_uri: &'a str,
 }
 
 /// OAuth discovery through `guard` with the given client `options` (the core of
 /// [`oauth_discovery`], shared with team mode, where `options` stay the defaults).
 pub(crate) async fn discover_oauth(
     guard: &switchboard_net::GuardedClient,
-    name: Option<&str>,
-    url: &str,
-    www_authenticate: Option<&str>,
-    redirect_uri: &str,
+    d: &Discovery<'_>,
     options: &BrowserClientOptions,
 ) -> Result<Value, String> {
     let client = DiscoveryClient::new(guard.clone());
     let found = tokio::time::timeout(
         DISCOVERY_TIMEOUT,
         client.browser_client(
-            name.unwrap_or("test"),
-            url,
-            www_authenticate,
-            redirect_uri,
+            d.name.unwrap_or("test"),
+            d.url,
+            d.www_authenticate,
+            d.redirect_uri,
             options,
         ),
     )

@@ -107,24 +107,37 @@ pub(crate) fn connect_options(
         .collect();
     target_options(
         guard,
-        &record.name,
-        &record.url,
-        Some(record.transport.as_str()),
-        headers,
+        PlannedTarget {
+            name: &record.name,
+            url: &record.url,
+            transport: Some(record.transport.as_str()),
+            headers,
+        },
         tokens,
     )
 }
 
-/// [`connect_options`] for a URL that may not be saved yet (`transport` `None`: try
-/// Streamable HTTP, then SSE).
+/// A server to connect to that may not be saved yet.
+pub(crate) struct PlannedTarget<'a> {
+    pub name: &'a str,
+    pub url: &'a str,
+    /// `http`, `sse`, or `None` to try Streamable HTTP, then SSE.
+    pub transport: Option<&'a str>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// [`connect_options`] for a server that may not be saved yet.
 pub(crate) fn target_options(
     guard: &GuardedClient,
-    name: &str,
-    url: &str,
-    transport: Option<&str>,
-    mut headers: Vec<(String, String)>,
+    target: PlannedTarget<'_>,
     tokens: Option<&StoredTokens>,
 ) -> ConnectOptions {
+    let PlannedTarget {
+        name,
+        url,
+        transport,
+        mut headers,
+    } = target;
     if !headers
         .iter()
         .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))

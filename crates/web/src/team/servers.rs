@@ -30,14 +30,14 @@ use switchboard_auth::BrowserClientOptions;
 use switchboard_mcp::{CallOptions, ConnectError, Connection, RequestError};
 use switchboard_store::{Secret, ServerRecord, Transport, UserStore};
 
-use super::cache::target_options;
+use super::cache::{PlannedTarget, target_options};
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
 use crate::KEEP_UNCHANGED;
 use crate::access::ApiJson;
 use crate::dto::tool_dto;
 use crate::error::{ApiError, ApiResult};
-use crate::test_conn::{discover_oauth, failure, preflight, run_test};
+use crate::test_conn::{Discovery, discover_oauth, failure, preflight, run_test};
 
 /// At most this many headers on one server.
 const MAX_HEADERS: usize = 32;
@@ -366,10 +366,12 @@ pub async fn test(
             run_test(opts, |url, www_authenticate| async move {
                 discover_oauth(
                     &guard,
-                    Some(&name),
-                    &url,
-                    www_authenticate.as_deref(),
-                    &redirect_uri,
+                    &Discovery {
+                        name: Some(&name),
+                        url: &url,
+                        www_authenticate: www_authenticate.as_deref(),
+                        redirect_uri: &redirect_uri,
+                    },
                     &BrowserClientOptions::default(),
                 )
                 .await
@@ -443,10 +445,12 @@ async fn prepare_test(
         .collect();
     Ok(target_options(
         state.guard(),
-        name.as_deref().unwrap_or("test"),
-        &url,
-        transport.map(Transport::as_str),
-        headers,
+        PlannedTarget {
+            name: name.as_deref().unwrap_or("test"),
+            url: &url,
+            transport: transport.map(Transport::as_str),
+            headers,
+        },
         tokens.as_ref(),
     ))
 }
