@@ -285,14 +285,26 @@ async fn sign_in(peer: &OidcPeer, start: &str, finish: &str, account: &str) -> S
         .unwrap();
     assert_eq!(r.status(), 303);
     let authorize = r.headers()["location"].to_str().unwrap().to_owned();
+    // The login cookie ties the callback to this browser.
+    let login = r.headers()["set-cookie"].to_str().unwrap();
+    assert!(login.starts_with("switchboard_login="), "{login}");
+    let login = login.split(';').next().unwrap().to_owned();
     let back = peer.drive_login(&authorize, account).await;
     let r = http()
         .get(format!("{finish}/auth/callback?{}", back.query))
+        .header("Cookie", login)
         .send()
         .await
         .unwrap();
-    assert_eq!(r.status(), 303, "{:?}", r.text().await);
-    let cookie = r.headers()["set-cookie"].to_str().unwrap();
+    assert_eq!(r.status(), 303);
+    let cookie = r
+        .headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap())
+        .find(|c| c.starts_with("switchboard_session="))
+        .unwrap()
+        .to_owned();
     assert!(
         cookie.contains("HttpOnly") && cookie.contains("SameSite=Lax"),
         "{cookie}"

@@ -152,7 +152,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                 answers.push((status, v));
             }
             ("GET", "/auth/login") => {
-                // No issuer in this test: refused before anything is stored; never a session.
+                // A redirect to the issuer and a login cookie, whoever asks; never a session.
                 let r = send(
                     Method::GET,
                     "/auth/login?return=/api/servers/bobs/tools",
@@ -161,10 +161,21 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                 .send()
                 .await
                 .unwrap();
-                assert!(r.headers().get("set-cookie").is_none(), "{what}");
+                let cookies: Vec<String> = r
+                    .headers()
+                    .get_all("set-cookie")
+                    .iter()
+                    .map(|v| v.to_str().unwrap().to_owned())
+                    .collect();
+                assert!(
+                    cookies.len() == 1 && cookies[0].starts_with("switchboard_login="),
+                    "{what}: {cookies:?}"
+                );
                 let status = r.status().as_u16();
-                assert!(matches!(status, 302 | 303 | 503), "{what}: {status}");
-                answers.push((status, r.json().await.unwrap_or(Value::Null)));
+                assert_eq!(status, 303, "{what}");
+                let location = r.headers()["location"].to_str().unwrap().to_owned();
+                assert!(location.starts_with(&peer.issuer), "{location}");
+                answers.push((status, json!({"location": location})));
             }
             ("GET", "/auth/callback") => {
                 let r = send(

@@ -3,7 +3,8 @@
 //! on one and completed on the other (the login in flight is in the store, taken once);
 //! the cookie's flags; the policy (a domain outside the allowed ones is refused, the
 //! admin list makes admins); an unverified email and the provider's refusal sign nobody
-//! in; a replayed callback is refused. The same suite on SQLite with one instance.
+//! in; a replayed callback, and a callback in a browser that did not start the login
+//! (login CSRF), are refused. The same suite on SQLite with one instance.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -30,12 +31,51 @@ fn redirect_and_cookie(r: &reqwest::Response) -> (Option<String>, Option<String>
         .headers()
         .get("location")
         .map(|v| v.to_str().unwrap().to_owned());
-    let cookie = r
-        .headers()
-        .get("set-cookie")
-        .map(|v| v.to_str().unwrap().to_owned());
+    let cookie = set_cookie(r, COOKIE).filter(|c| !c.starts_with(&format!("{COOKIE}=;")));
     (location, cookie)
 }
+
+/// The `Set-Cookie` header for cookie `name`, if any.
+fn set_cookie(r: &reqwest::Response, name: &str) -> Option<String> {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with(&format!("{name}=")))
+}
+
+/// Starts a login at `base`: the issuer's URL and the login cookie (`name=value`).
+async fn start_login(anonymous: &Browser, base: &str, path: &str) -> (String, String) {
+    let r = anonymous
+        .request(Method::GET, base, path)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.headers());
+    assert_eq!(set_cookie(&r, COOKIE), None, "no session before sign-in");
+    let login = set_cookie(&r, LOGIN_COOKIE).expect("a login cookie");
+    for flag in ["HttpOnly", "SameSite=Lax", "Max-Age=600"] {
+        assert!(login.contains(flag), "{flag}: {login}");
+    }
+    let pair = login.split(';').next().unwrap().to_owned();
+    (r.headers()["location"].to_str().unwrap().to_owned(), pair)
+}
+
+/// Delivers the issuer's redirect to `base`'s callback, with `login_cookie` if any.
+async fn callback(
+    anonymous: &Browser,
+    base: &str,
+    query: &str,
+    login_cookie: Option<&str>,
+) -> reqwest::Response {
+    let mut r = anonymous.request(Method::GET, base, &format!("/auth/callback?{query}"));
+    if let Some(c) = login_cookie {
+        r = r.header("Cookie", c);
+    }
+    r.send().await.unwrap()
+}
+
+const LOGIN_COOKIE: &str = "switchboard_login";
 
 async fn signs_in(db: Db, n: usize) {
     // The instances sit behind one public origin (a reverse proxy's): the redirect URI
@@ -59,21 +99,13 @@ async fn signs_in(db: Db, n: usize) {
     let at = |i: usize| apps[i % n].base.as_str();
     let anonymous = Browser::new(&origin, None);
 
-    // Started on instance 0: a redirect to the issuer, nothing set on the browser.
-    let r = anonymous
-        .request(Method::GET, at(0), "/auth/login?return=/servers")
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(r.status(), 303, "{:?}", r.headers());
-    let (location, cookie) = redirect_and_cookie(&r);
-    let authorize = location.unwrap();
+    // Started on instance 0: a redirect to the issuer and a login cookie, no session.
+    let (authorize, login) = start_login(&anonymous, at(0), "/auth/login?return=/servers").await;
     assert!(authorize.starts_with(&peer.issuer), "{authorize}");
     assert!(
         authorize.contains("code_challenge_method=S256"),
         "{authorize}"
     );
-    assert_eq!(cookie, None);
     let back = peer.drive_login(&authorize, "alice").await;
     assert!(
         back.url.starts_with(&format!("{origin}/auth/callback?")),
@@ -81,18 +113,34 @@ async fn signs_in(db: Db, n: usize) {
         back.url
     );
 
-    // Completed on instance 1 (the same one when there is one).
-    let r = anonymous
-        .request(
-            Method::GET,
-            at(1),
-            &format!("/auth/callback?{}", back.query),
-        )
-        .send()
-        .await
-        .unwrap();
+    // The same callback URL opened in a browser that did not start the login (login
+    // CSRF: someone else's code and state): refused, and the login is not used up.
+    let r = callback(&anonymous, at(1), &back.query, None).await;
+    assert_eq!(
+        (r.status().as_u16(), redirect_and_cookie(&r).1),
+        (400, None)
+    );
+    let r = callback(
+        &anonymous,
+        at(1),
+        &back.query,
+        Some("switchboard_login=another-state"),
+    )
+    .await;
+    assert_eq!(
+        (r.status().as_u16(), redirect_and_cookie(&r).1),
+        (400, None)
+    );
+
+    // Completed on instance 1 (the same one when there is one) by the browser that began it.
+    let r = callback(&anonymous, at(1), &back.query, Some(&login)).await;
     let status = r.status();
     let (location, cookie) = redirect_and_cookie(&r);
+    let cleared = set_cookie(&r, LOGIN_COOKIE).unwrap();
+    assert!(
+        cleared.starts_with("switchboard_login=;") && cleared.contains("Max-Age=0"),
+        "{cleared}"
+    );
     assert_eq!(status, 303, "{:?}", r.text().await);
     assert_eq!(location.as_deref(), Some("/servers"));
     let cookie = cookie.expect("a session cookie");
@@ -121,38 +169,20 @@ async fn signs_in(db: Db, n: usize) {
         );
     }
 
-    // The same callback again (on the first instance): the login was taken once.
-    let r = anonymous
-        .request(
-            Method::GET,
-            at(0),
-            &format!("/auth/callback?{}", back.query),
-        )
-        .send()
-        .await
-        .unwrap();
+    // The same callback again (on the first instance), login cookie and all: the login
+    // was taken once.
+    let r = callback(&anonymous, at(0), &back.query, Some(&login)).await;
     let (_, cookie) = redirect_and_cookie(&r);
     assert_eq!((r.status().as_u16(), cookie), (400, None));
+    let body = r.text().await.unwrap();
+    assert!(body.contains("already used"), "{body}");
 
     // Who the policy refuses, whose email is unverified, whom the provider refused:
     // nobody signed in, whatever instance.
     for (i, account, want) in [(0, "bob", 403), (1, "carol", 502)] {
-        let r = anonymous
-            .request(Method::GET, at(i), "/auth/login")
-            .send()
-            .await
-            .unwrap();
-        let (location, _) = redirect_and_cookie(&r);
-        let back = peer.drive_login(&location.unwrap(), account).await;
-        let r = anonymous
-            .request(
-                Method::GET,
-                at(i + 1),
-                &format!("/auth/callback?{}", back.query),
-            )
-            .send()
-            .await
-            .unwrap();
+        let (authorize, login) = start_login(&anonymous, at(i), "/auth/login").await;
+        let back = peer.drive_login(&authorize, account).await;
+        let r = callback(&anonymous, at(i + 1), &back.query, Some(&login)).await;
         let (_, cookie) = redirect_and_cookie(&r);
         let status = r.status().as_u16();
         let body = r.text().await.unwrap();
@@ -164,27 +194,20 @@ async fn signs_in(db: Db, n: usize) {
             );
         }
     }
-    let r = anonymous
-        .request(Method::GET, at(1), "/auth/login")
-        .send()
-        .await
-        .unwrap();
-    let (location, _) = redirect_and_cookie(&r);
-    let state = url::Url::parse(&location.unwrap())
+    let (authorize, login) = start_login(&anonymous, at(1), "/auth/login").await;
+    let state = url::Url::parse(&authorize)
         .unwrap()
         .query_pairs()
         .find(|(k, _)| k == "state")
         .map(|(_, v)| v.into_owned())
         .unwrap();
-    let r = anonymous
-        .request(
-            Method::GET,
-            at(0),
-            &format!("/auth/callback?state={state}&error=access_denied&error_description=no"),
-        )
-        .send()
-        .await
-        .unwrap();
+    let r = callback(
+        &anonymous,
+        at(0),
+        &format!("state={state}&error=access_denied&error_description=no"),
+        Some(&login),
+    )
+    .await;
     let (_, cookie) = redirect_and_cookie(&r);
     assert_eq!((r.status().as_u16(), cookie), (403, None));
 

@@ -43,23 +43,32 @@ impl fmt::Debug for SignedIn {
     }
 }
 
-/// The `Set-Cookie` value for a new session.
-pub fn session_cookie(cfg: &TeamConfig, value: &str) -> String {
+/// A `Set-Cookie` value: `HttpOnly; SameSite=Lax; Path=/`, `Secure` behind https.
+fn cookie(cfg: &TeamConfig, name: &str, value: &str, max_age: u64) -> String {
     format!(
-        "{}={value}; HttpOnly; SameSite=Lax; Path=/; Max-Age={}{}",
-        cfg.cookie_name(),
-        cfg.session_ttl.as_secs(),
+        "{name}={value}; HttpOnly; SameSite=Lax; Path=/; Max-Age={max_age}{}",
         if cfg.secure_cookies { "; Secure" } else { "" }
     )
 }
 
+/// The `Set-Cookie` value for a new session.
+pub fn session_cookie(cfg: &TeamConfig, value: &str) -> String {
+    cookie(cfg, cfg.cookie_name(), value, cfg.session_ttl.as_secs())
+}
+
 /// The `Set-Cookie` value that removes the session cookie.
 pub fn clearing_cookie(cfg: &TeamConfig) -> String {
-    format!(
-        "{}=; HttpOnly; SameSite=Lax; Path=/; Max-Age=0{}",
-        cfg.cookie_name(),
-        if cfg.secure_cookies { "; Secure" } else { "" }
-    )
+    cookie(cfg, cfg.cookie_name(), "", 0)
+}
+
+/// The `Set-Cookie` value binding a login in flight (its `state`) to this browser.
+pub fn login_cookie(cfg: &TeamConfig, state: &str, ttl: std::time::Duration) -> String {
+    cookie(cfg, cfg.login_cookie_name(), state, ttl.as_secs())
+}
+
+/// The `Set-Cookie` value that removes the login cookie.
+pub fn clearing_login_cookie(cfg: &TeamConfig) -> String {
+    cookie(cfg, cfg.login_cookie_name(), "", 0)
 }
 
 fn host_allowed(cfg: &TeamConfig, headers: &HeaderMap) -> bool {
@@ -163,5 +172,17 @@ mod tests {
         let gone = clearing_cookie(&cfg("https://team.example.com"));
         assert!(gone.starts_with("__Host-switchboard_session=;") && gone.contains("Max-Age=0"));
         assert!(gone.ends_with("; Secure"));
+        let login = login_cookie(
+            &cfg("https://team.example.com"),
+            "st",
+            Duration::from_secs(600),
+        );
+        assert_eq!(
+            login,
+            "__Host-switchboard_login=st; HttpOnly; SameSite=Lax; Path=/; Max-Age=600; Secure"
+        );
+        assert!(
+            clearing_login_cookie(&cfg("http://127.0.0.1:1")).starts_with("switchboard_login=;")
+        );
     }
 }

@@ -4,23 +4,29 @@
 //! applied; a session created), `POST /auth/logout` (this session, or with
 //! `?everywhere=1` all the user's sessions), `GET /api/me`.
 //!
+//! `/auth/login` also sets a short-lived login cookie holding the `state`; the callback
+//! proceeds only when the browser brings it back (so a callback URL someone else made —
+//! login CSRF — signs nobody in here), and clears it.
+//!
 //! The session cookie is `HttpOnly; SameSite=Lax; Path=/` (plus `Secure` and the
 //! `__Host-` prefix behind https). `Lax`, not `Strict`: the browser arrives at the callback
 //! by a top-level redirect from the issuer's site, and everything after it (the redirect
 //! to the app's page) belongs to that cross-site navigation; a `Strict` cookie would not
-//! be sent there, so the user would look signed out right after signing in. `Lax` still
+//! be sent there, so the user would look signed out right after signing in (and the
+//! login cookie would not reach the callback at all). `Lax` still
 //! keeps the cookie off cross-site POSTs, subrequests and frames, and every request that
 //! changes something must carry the app's own `Origin` (`session`).
 //!
-//! Must not: trust anything from the callback's query but `code` and `state` (the user
-//! comes from the issuer's verified answer), accept a `state` twice, or send the browser
-//! anywhere but a path on this app afterwards.
+//! Must not: trust the callback's query beyond what the OIDC client checks (`code`,
+//! `state`, `iss`, `error`; the user comes from the issuer's verified ID token), accept a
+//! `state` twice or from a browser that did not start it, or send the browser anywhere
+//! but a path on this app afterwards.
 
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Extension, Query, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use serde::Deserialize;
 use serde_json::json;
@@ -32,9 +38,13 @@ use switchboard_net::GuardedClient;
 use switchboard_store::{PendingLogin, Secret};
 use url::Url;
 
-use super::session::{SignedIn, clearing_cookie, session_cookie};
+use super::session::{
+    SignedIn, clearing_cookie, clearing_login_cookie, login_cookie, session_cookie,
+};
 use super::state::{TeamState, store_error};
+use crate::access::cookie_value;
 use crate::error::{ApiError, ApiResult};
+use crate::random::constant_time_eq;
 
 /// How long a login may stay between the redirect to the issuer and the callback.
 pub const LOGIN_TTL: Duration = Duration::from_secs(10 * 60);
@@ -142,10 +152,17 @@ pub async fn login(
         .await
         .map_err(store_error)?;
     let mut response = Redirect::to(start.authorize_url.as_str()).into_response();
-    response
-        .headers_mut()
-        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    let headers = response.headers_mut();
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    headers.insert(
+        header::SET_COOKIE,
+        header_value(&login_cookie(state.cfg(), &start.state, LOGIN_TTL))?,
+    );
     Ok(response)
+}
+
+fn header_value(cookie: &str) -> ApiResult<HeaderValue> {
+    HeaderValue::from_str(cookie).map_err(|_| ApiError::internal("a cookie is not a valid header"))
 }
 
 #[derive(Debug, Deserialize)]
@@ -181,6 +198,7 @@ fn finish_error(e: &AuthError) -> ApiError {
 /// `GET /auth/callback?code&state&iss` (or `?error`).
 pub async fn callback(
     State(state): State<TeamState>,
+    request_headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
 ) -> ApiResult<Response> {
     let Some(login_state) = q.state.clone().filter(|s| !s.is_empty()) else {
@@ -188,6 +206,16 @@ pub async fn callback(
             "the sign-in callback has no `state`: start again at /auth/login",
         ));
     };
+    // Only the browser that started this login may finish it (login CSRF): a callback
+    // URL someone else made carries a state this browser's login cookie does not hold.
+    // Checked before the login is taken, so a stray callback cannot use it up.
+    let started_here = cookie_value(&request_headers, state.cfg().login_cookie_name())
+        .is_some_and(|c| constant_time_eq(&c, &login_state));
+    if !started_here {
+        return Err(ApiError::bad_request(
+            "this sign-in was not started in this browser (or its cookie expired): start again at /auth/login",
+        ));
+    }
     let sign_in = state.sign_in().ok_or_else(no_provider)?;
     // Taken once, on whatever instance the browser reaches; an error answer uses it up too.
     let pending = state
@@ -239,14 +267,16 @@ pub async fn callback(
         .create_session(&user.id, state.cfg().session_ttl)
         .await
         .map_err(store_error)?;
-    let cookie = session_cookie(state.cfg(), token.expose());
     let mut response = Redirect::to(&pending.return_path).into_response();
     let headers = response.headers_mut();
     headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    headers.insert(
+    headers.append(
         header::SET_COOKIE,
-        HeaderValue::from_str(&cookie)
-            .map_err(|_| ApiError::internal("the session cookie is not a valid header"))?,
+        header_value(&session_cookie(state.cfg(), token.expose()))?,
+    );
+    headers.append(
+        header::SET_COOKIE,
+        header_value(&clearing_login_cookie(state.cfg()))?,
     );
     Ok(response)
 }
@@ -286,8 +316,7 @@ pub async fn logout(
         .into_response();
     response.headers_mut().insert(
         header::SET_COOKIE,
-        HeaderValue::from_str(&clearing_cookie(state.cfg()))
-            .map_err(|_| ApiError::internal("the clearing cookie is not a valid header"))?,
+        header_value(&clearing_cookie(state.cfg()))?,
     );
     Ok(response)
 }

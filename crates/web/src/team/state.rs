@@ -36,6 +36,16 @@ impl TeamConfig {
         }
     }
 
+    /// The cookie that ties a login in flight to the browser that started it (its
+    /// `state`), so a callback URL made by someone else does not sign this browser in.
+    pub fn login_cookie_name(&self) -> &'static str {
+        if self.secure_cookies {
+            "__Host-switchboard_login"
+        } else {
+            "switchboard_login"
+        }
+    }
+
     /// The OAuth redirect URI of this app (the Test's discovery hint registers it).
     pub fn oauth_redirect_uri(&self) -> String {
         format!("{}{}", self.app_origin, crate::oauth::CALLBACK_PATH)
