@@ -28,6 +28,7 @@ mod run;
 mod run_log;
 mod sampling;
 mod serve;
+mod team;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;

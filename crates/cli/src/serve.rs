@@ -1,6 +1,6 @@
 //! `switchboard serve`: the web app (crates/web) over the same settings as the CLI.
 //! Prints `Switchboard is running at http://127.0.0.1:PORT/?token=TOKEN` and runs until
-//! Ctrl-C.
+//! Ctrl-C. `serve --team` runs team mode instead (`team.rs`).
 
 use std::net::IpAddr;
 use std::process::ExitCode;
@@ -42,16 +42,26 @@ pub struct ServeArgs {
     #[arg(long)]
     pub remote: bool,
     /// The origin browsers use for the app behind your TLS reverse proxy, e.g.
-    /// <https://switchboard.example.com> (implies --remote; needs --sandbox-origin).
-    #[arg(long, value_name = "URL", requires = "sandbox_origin")]
+    /// <https://switchboard.example.com> (implies --remote; needs --sandbox-origin). With
+    /// --team: the sign-in redirect's origin; https makes cookies `Secure`.
+    #[arg(long, value_name = "URL")]
     pub public_origin: Option<String>,
     /// The origin browsers use for the sandbox listener, on another host name than
     /// --public-origin, e.g. <https://sandbox.switchboard.example.com>.
     #[arg(long, value_name = "URL", requires = "public_origin")]
     pub sandbox_origin: Option<String>,
+    /// Team mode: people sign in with OpenID Connect and each has their own HTTP/SSE
+    /// servers in the team database (see README, Team mode).
+    #[arg(long, conflicts_with_all = ["sandbox_origin", "remote", "open"])]
+    pub team: bool,
+    #[command(flatten)]
+    pub team_args: crate::team::TeamArgs,
 }
 
 pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
+    if a.team {
+        return crate::team::run(g, a).await;
+    }
     let load = LoadOptions {
         home: ctx::home_dir()?,
         project_dir: ctx::project_dir()?,

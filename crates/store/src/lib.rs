@@ -3,7 +3,8 @@
 //! (sqlx's `Any` driver and portable SQL).
 //!
 //! - [`Store::open`] a `sqlite://` or `postgres://` URL ([`DatabaseUrl`]; the password is
-//!   never shown), then [`Store::migrate`] (embedded migrations, idempotent, locked).
+//!   never shown), then [`Store::migrate`] (embedded migrations, idempotent, locked);
+//!   [`Store::ping`] for readiness probes.
 //! - Sign-in: [`Store::sign_in_user`], sessions ([`Store::create_session`],
 //!   [`Store::session_user`], [`Store::end_all_sessions`]) stored as hashes, and OpenID
 //!   logins in flight ([`Store::put_pending_login`] / [`Store::take_pending_login`]).

@@ -192,6 +192,18 @@ impl Store {
         migrate::run(&mut conn, version).await
     }
 
+    /// One cheap query (`SELECT 1`): whether the database answers (readiness probes).
+    ///
+    /// # Errors
+    /// When the database does not answer within the pool's acquire timeout, or fails.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("SELECT 1")
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("checking that the database answers"))?;
+        Ok(())
+    }
+
     /// Close the pool, waiting for connections in use to be returned.
     pub async fn close(&self) {
         self.pool.close().await;

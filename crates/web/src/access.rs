@@ -12,6 +12,9 @@
 //!   printed `?token=` link sets the cookie (`HttpOnly; SameSite=Strict`, name carries
 //!   the port). The page script then removes the token from the address bar.
 //! - [`ApiJson`]: a JSON body; malformed JSON is a 400 naming the parse error.
+//! - The origin rules themselves ([`OriginRule`], [`cross_origin_refusal`],
+//!   [`state_change_refusal`]) are shared with team mode's session guard
+//!   (`team::session`), which applies them with its own origin and cookie.
 
 use axum::body::{Body, Bytes};
 use axum::extract::{FromRequest, Request, State};
@@ -93,22 +96,48 @@ fn is_safe(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
 
+/// Which origins may use an API: the rule [`cross_origin_refusal`] and
+/// [`state_change_refusal`] apply, for the personal app ([`api_guard`]) and the team
+/// app's session guard alike.
+pub(crate) struct OriginRule<'a> {
+    /// Whether `origin` (an `Origin` header's value) is the app's own.
+    pub allowed: &'a dyn Fn(&str) -> bool,
+    /// The app's origin, as messages show it.
+    pub app_origin: String,
+    /// The MCP Apps sandbox's origin, named in the message when it is the caller.
+    pub sandbox_origin: Option<String>,
+}
+
+impl OriginRule<'_> {
+    fn personal<'a>(
+        state: &'a AppState,
+        headers: &'a HeaderMap,
+        allowed: &'a dyn Fn(&str) -> bool,
+    ) -> OriginRule<'a> {
+        OriginRule {
+            allowed,
+            app_origin: state.app_origin_for(headers),
+            sandbox_origin: Some(state.proxy_origin_for(headers)),
+        }
+    }
+}
+
 /// A request some other origin's page made (the MCP Apps sandbox, on another port of
 /// the same host, included): refused whatever its method and credentials, so the
 /// access cookie, which browsers also send to other ports of the same host, is never
 /// accepted from there. An `Origin` other than the app's, or a `Sec-Fetch-Site` other
 /// than `same-origin` / `none` (a typed address or bookmark), is refused.
-fn cross_origin_refusal(state: &AppState, headers: &HeaderMap) -> Option<ApiError> {
+pub(crate) fn cross_origin_refusal(rule: &OriginRule<'_>, headers: &HeaderMap) -> Option<ApiError> {
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("?");
-        if !origin_allowed(state, headers, origin) {
-            let sandbox = origin == state.proxy_origin_for(headers);
+        if !(rule.allowed)(origin) {
+            let sandbox = rule.sandbox_origin.as_deref() == Some(origin);
             return Some(ApiError::new(
                 StatusCode::FORBIDDEN,
                 "bad_origin",
                 format!(
                     "the API answers only the app's own page ({}); this request came from `{origin}`{}",
-                    state.app_origin_for(headers),
+                    rule.app_origin,
                     if sandbox {
                         ", the MCP Apps sandbox, which never gets access"
                     } else {
@@ -129,9 +158,66 @@ fn cross_origin_refusal(state: &AppState, headers: &HeaderMap) -> Option<ApiErro
         "cross_origin",
         format!(
             "the API answers only the app's own page ({}); this request came from a {site} page",
-            state.app_origin_for(headers)
+            rule.app_origin
         ),
     ))
+}
+
+/// A request that changes something (not GET/HEAD/OPTIONS) must carry an `Origin` equal
+/// to the app's own when it carries one at all, and must carry one when a cookie
+/// authenticated it (`by_cookie`): a browser always sends `Origin` on such requests, so
+/// its absence means a client that could be replaying the cookie.
+pub(crate) fn state_change_refusal(
+    rule: &OriginRule<'_>,
+    method: &Method,
+    headers: &HeaderMap,
+    by_cookie: bool,
+) -> Option<ApiError> {
+    if is_safe(method) {
+        return None;
+    }
+    match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
+        Some(origin) if (rule.allowed)(origin) => None,
+        Some(origin) => Some(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "bad_origin",
+            format!(
+                "requests that change something must come from the app's own page ({}); this one came from `{origin}`",
+                rule.app_origin
+            ),
+        )),
+        None if by_cookie => Some(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "missing_origin",
+            "a browser request that changes something must carry an Origin header",
+        )),
+        None => None,
+    }
+}
+
+/// The origin and token checks of [`api_guard`], in order.
+fn personal_refusal(state: &AppState, request: &Request) -> Option<ApiError> {
+    let headers = request.headers();
+    let allowed = |origin: &str| origin_allowed(state, headers, origin);
+    let rule = OriginRule::personal(state, headers, &allowed);
+    if let Some(refusal) = cross_origin_refusal(&rule, headers) {
+        return Some(refusal);
+    }
+    let Some(kind) = authenticate(state, headers) else {
+        return Some(ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            format!(
+                "missing or wrong access token: open the link `switchboard serve` printed ({}/?token=…), or send `Authorization: Bearer <token>`",
+                state.cfg().app_origin
+            ),
+        ));
+    };
+    let rule = OriginRule {
+        app_origin: state.cfg().app_origin.clone(),
+        ..rule
+    };
+    state_change_refusal(&rule, request.method(), headers, kind == AuthKind::Cookie)
 }
 
 /// Middleware for `/api`: host, token, origin.
@@ -145,45 +231,8 @@ pub async fn api_guard(State(state): State<AppState>, request: Request, next: Ne
         )
         .into_response();
     }
-    if let Some(refusal) = cross_origin_refusal(&state, headers) {
+    if let Some(refusal) = personal_refusal(&state, &request) {
         return refusal.into_response();
-    }
-    let Some(kind) = authenticate(&state, headers) else {
-        let cfg = state.cfg();
-        return ApiError::new(
-            StatusCode::UNAUTHORIZED,
-            "unauthorized",
-            format!(
-                "missing or wrong access token: open the link `switchboard serve` printed ({}/?token=…), or send `Authorization: Bearer <token>`",
-                cfg.app_origin
-            ),
-        )
-        .into_response();
-    };
-    if !is_safe(request.method()) {
-        match headers.get(header::ORIGIN).and_then(|v| v.to_str().ok()) {
-            Some(origin) if origin_allowed(&state, headers, origin) => {}
-            Some(origin) => {
-                return ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "bad_origin",
-                    format!(
-                        "requests that change something must come from the app's own page ({}); this one came from `{origin}`",
-                        state.cfg().app_origin
-                    ),
-                )
-                .into_response();
-            }
-            None if kind == AuthKind::Cookie => {
-                return ApiError::new(
-                    StatusCode::FORBIDDEN,
-                    "missing_origin",
-                    "a browser request that changes something must carry an Origin header",
-                )
-                .into_response();
-            }
-            None => {}
-        }
     }
     let mut response = next.run(request).await;
     response.headers_mut().insert(

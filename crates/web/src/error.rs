@@ -25,6 +25,10 @@ pub enum WebError {
     Serve(#[source] std::io::Error),
     #[error("{0}")]
     Origins(String),
+    #[error("team database: {0}")]
+    Store(String),
+    #[error("sign-in: {0}")]
+    SignIn(String),
 }
 
 /// An API failure: HTTP status, a short machine code and a message for people.

@@ -17,6 +17,9 @@
 //! route needs the cookie or `Authorization: Bearer <token>`; state-changing requests
 //! from a browser must carry an `Origin` exactly equal to the app's own.
 //!
+//! Team mode (`serve --team`, module `team`): many users signed in with OpenID Connect,
+//! each with their own servers in the team store; see [`start_team`].
+//!
 //! Start with [`serve`] (prints the URL, runs until Ctrl-C) or [`start`] (returns a
 //! handle, for tests and embedding); [`app`] is the router alone.
 
@@ -34,6 +37,7 @@ mod random;
 mod serve;
 mod settings;
 mod state;
+mod team;
 mod test_conn;
 mod workflows;
 
@@ -45,3 +49,7 @@ pub use oauth::{
 pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve, start};
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
+pub use team::{
+    CacheLimits, LOGIN_TTL, RouteAccess, RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH,
+    SignInOptions, TeamOptions, TeamState, route_table, serve_team, start_team, team_app,
+};

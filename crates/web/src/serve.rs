@@ -104,7 +104,7 @@ impl ServeOptions {
 }
 
 /// A configured public origin: `http(s)://host[:port]`, lower-cased, no path.
-fn public_origin(flag: &str, value: &str) -> Result<String, WebError> {
+pub(crate) fn public_origin(flag: &str, value: &str) -> Result<String, WebError> {
     let bad = |why: &str| {
         WebError::Origins(format!(
             "{flag} `{value}`: {why}; give an origin such as `https://switchboard.example.com`"
@@ -130,7 +130,7 @@ fn origin_host(origin: &str) -> &str {
 }
 
 /// The `host[:port]` part of an origin.
-fn origin_authority(origin: &str) -> &str {
+pub(crate) fn origin_authority(origin: &str) -> &str {
     origin.split_once("://").map_or(origin, |(_, r)| r)
 }
 

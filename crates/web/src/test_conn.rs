@@ -16,6 +16,11 @@
 //! - anything else: 500 `{success:false, message, error}`.
 //!
 //! Tokens never appear in the answer.
+//!
+//! The connecting and answering part ([`run_test`]), the URL guard's verdict
+//! ([`preflight`]) and OAuth discovery ([`discover_oauth`]) are shared with team mode's
+//! Test (`POST /api/mcp-test` in `team::servers`), which builds the connection from the
+//! signed-in user's own server instead of the settings files.
 
 use std::time::Duration;
 
@@ -62,7 +67,7 @@ fn answer(status: StatusCode, body: Value) -> Response {
     (status, Json(body)).into_response()
 }
 
-fn failure(status: StatusCode, message: impl Into<String>, error: &str) -> Response {
+pub(crate) fn failure(status: StatusCode, message: impl Into<String>, error: &str) -> Response {
     answer(
         status,
         json!({"success": false, "message": message.into(), "error": error}),
@@ -99,15 +104,45 @@ pub async fn oauth_discovery(
             token_url: oauth.token_url.clone(),
         };
     }
-    let client = DiscoveryClient::new(state.inner.guard.clone());
-    let found = tokio::time::timeout(
-        DISCOVERY_TIMEOUT,
-        client.browser_client(
-            name.unwrap_or("test"),
+    discover_oauth(
+        &state.inner.guard,
+        &Discovery {
+            name,
             url,
             www_authenticate,
             redirect_uri,
-            &options,
+        },
+        &options,
+    )
+    .await
+}
+
+/// What OAuth discovery starts from: the server (its name and URL), its 401's
+/// `WWW-Authenticate`, and the redirect URI a registered client gets.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Discovery<'a> {
+    pub name: Option<&'a str>,
+    pub url: &'a str,
+    pub www_authenticate: Option<&'a str>,
+    pub redirect_uri: &'a str,
+}
+
+/// OAuth discovery through `guard` with the given client `options` (the core of
+/// [`oauth_discovery`], shared with team mode, where `options` stay the defaults).
+pub(crate) async fn discover_oauth(
+    guard: &switchboard_net::GuardedClient,
+    d: &Discovery<'_>,
+    options: &BrowserClientOptions,
+) -> Result<Value, String> {
+    let client = DiscoveryClient::new(guard.clone());
+    let found = tokio::time::timeout(
+        DISCOVERY_TIMEOUT,
+        client.browser_client(
+            d.name.unwrap_or("test"),
+            d.url,
+            d.www_authenticate,
+            d.redirect_uri,
+            options,
         ),
     )
     .await
@@ -131,17 +166,8 @@ pub async fn mcp_test(
         Ok(t) => t,
         Err(r) => return r,
     };
-    let url = match &target {
-        Target::Http { url, .. } | Target::Sse { url, .. } | Target::Auto { url, .. } => {
-            Some(url.clone())
-        }
-        Target::Stdio(_) => None,
-    };
     let mut opts = ConnectOptions::new(req.name.clone().unwrap_or_else(|| "test".into()), target);
-    opts.startup_timeout = TEST_TIMEOUT;
-    opts.request_timeout = TEST_TIMEOUT;
     opts.guard = Some(state.inner.guard.clone());
-    opts.ui_extension = true;
     // A saved server: its OAuth login (if any) applies, as in the host.
     if let (Some(name), Some(hooks)) = (&req.name, &state.cfg().oauth)
         && let Ok(settings) = state.load_settings()
@@ -149,6 +175,38 @@ pub async fn mcp_test(
     {
         opts.token_source = hooks.0.token_source(&settings, &state.inner.guard);
     }
+    let redirect_uri = format!("{}{CALLBACK_PATH}", state.app_origin_for(&headers));
+    let name = req.name.clone();
+    run_test(opts, |url, www_authenticate| async move {
+        oauth_discovery(
+            &state,
+            name.as_deref(),
+            &url,
+            www_authenticate.as_deref(),
+            &redirect_uri,
+        )
+        .await
+    })
+    .await
+}
+
+/// Connect with `opts` (under [`TEST_TIMEOUT`]), list the tools and answer with the
+/// contract above; on a 401, `discover(url, www_authenticate)` makes the
+/// `oauthDiscovery` hint. Shared by the personal Settings and team mode.
+pub(crate) async fn run_test<F, Fut>(mut opts: ConnectOptions, discover: F) -> Response
+where
+    F: FnOnce(String, Option<String>) -> Fut,
+    Fut: std::future::Future<Output = Result<Value, String>>,
+{
+    let url = match &opts.target {
+        Target::Http { url, .. } | Target::Sse { url, .. } | Target::Auto { url, .. } => {
+            Some(url.clone())
+        }
+        Target::Stdio(_) => None,
+    };
+    opts.startup_timeout = TEST_TIMEOUT;
+    opts.request_timeout = TEST_TIMEOUT;
+    opts.ui_extension = true;
     let conn = match Connection::connect(opts).await {
         Ok(c) => c,
         Err(ConnectError::AuthRequired {
@@ -159,17 +217,8 @@ pub async fn mcp_test(
                 "needsOAuth": true,
                 "message": "Server requires OAuth authentication.",
             });
-            if let Some(url) = url.as_deref() {
-                let redirect_uri = format!("{}{CALLBACK_PATH}", state.app_origin_for(&headers));
-                match oauth_discovery(
-                    &state,
-                    req.name.as_deref(),
-                    url,
-                    www_authenticate.as_deref(),
-                    &redirect_uri,
-                )
-                .await
-                {
+            if let Some(url) = url {
+                match discover(url, www_authenticate).await {
                     Ok(d) => body["oauthDiscovery"] = d,
                     Err(why) => body["oauthDiscoveryError"] = Value::from(why),
                 }
@@ -227,6 +276,42 @@ pub async fn mcp_test(
     }
 }
 
+/// The URL guard's verdict before anything is sent: a refused URL is a 400
+/// `SSRF blocked`.
+pub(crate) async fn preflight(
+    guard: &switchboard_net::GuardedClient,
+    url: &str,
+) -> Result<(), Response> {
+    guard
+        .preflight(url)
+        .await
+        .map(drop)
+        .map_err(|blocked| failure(StatusCode::BAD_REQUEST, blocked.to_string(), "SSRF blocked"))
+}
+
+/// The target for an HTTP server: `transport` `http`, `sse`, or anything else (none) to
+/// try Streamable HTTP, then SSE.
+pub(crate) fn http_target(
+    url: &str,
+    transport: Option<&str>,
+    headers: Vec<(String, String)>,
+) -> Target {
+    match transport {
+        Some("http") => Target::Http {
+            url: url.into(),
+            headers,
+        },
+        Some("sse") => Target::Sse {
+            url: url.into(),
+            headers,
+        },
+        _ => Target::Auto {
+            url: url.into(),
+            headers,
+        },
+    }
+}
+
 async fn build_target(state: &AppState, req: &TestRequest) -> Result<Target, Response> {
     if let Some(command) = req.command.as_deref().filter(|c| !c.trim().is_empty()) {
         if state.cfg().remote {
@@ -258,27 +343,8 @@ async fn build_target(state: &AppState, req: &TestRequest) -> Result<Target, Res
             "bad request",
         ));
     };
-    if let Err(blocked) = state.inner.guard.preflight(url).await {
-        return Err(failure(
-            StatusCode::BAD_REQUEST,
-            blocked.to_string(),
-            "SSRF blocked",
-        ));
-    }
+    preflight(&state.inner.guard, url).await?;
     let headers = resolve_headers(state, req.headers.as_ref(), req.name.as_deref(), url)
         .map_err(|e| failure(StatusCode::BAD_REQUEST, e.message, "bad request"))?;
-    Ok(match req.transport.as_deref() {
-        Some("http") => Target::Http {
-            url: url.into(),
-            headers,
-        },
-        Some("sse") => Target::Sse {
-            url: url.into(),
-            headers,
-        },
-        _ => Target::Auto {
-            url: url.into(),
-            headers,
-        },
-    })
+    Ok(http_target(url, req.transport.as_deref(), headers))
 }

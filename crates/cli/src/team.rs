@@ -1,0 +1,202 @@
+//! `switchboard serve --team`: team mode (`switchboard_web::start_team`) from flags and
+//! the environment — the database (`--database`, `SWITCHBOARD_DATABASE_URL`, else
+//! `~/.switchboard/team.db`), the secret key (`SWITCHBOARD_SECRET_KEY[_FILE]`), the
+//! OpenID Connect issuer and client (`--oidc-issuer`, `SWITCHBOARD_OIDC_CLIENT_ID`,
+//! `SWITCHBOARD_OIDC_CLIENT_SECRET[_FILE]`), who may sign in (`--allow-domain`,
+//! `--allow-email`, `--admin`), and `--public-origin`. Migrations run at start.
+//!
+//! Must not: take a secret (key, client secret) from the command line, where other
+//! users of the machine can read it.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use clap::Args;
+use switchboard_auth::{ClientSecret, SignInPolicy};
+use switchboard_net::UrlPolicy;
+use switchboard_store::{DatabaseUrl, SecretKeys, Store};
+use switchboard_web::{SignInOptions, TeamOptions};
+
+use crate::ctx::{self, Globals};
+use crate::serve::ServeArgs;
+
+/// The client secret, inline.
+const CLIENT_SECRET_ENV: &str = "SWITCHBOARD_OIDC_CLIENT_SECRET";
+/// A file holding the client secret.
+const CLIENT_SECRET_FILE_ENV: &str = "SWITCHBOARD_OIDC_CLIENT_SECRET_FILE";
+
+/// Team mode's flags (with `--team`). Those also read from the environment are ignored
+/// without `--team` (a shell may export them for `switchboard db`), the others need it.
+#[derive(Debug, Clone, Args)]
+pub struct TeamArgs {
+    /// The team database: sqlite://PATH or postgres://USER:PASSWORD@HOST:PORT/DATABASE
+    /// (default: sqlite://~/.switchboard/team.db).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_DATABASE_URL",
+        value_name = "URL",
+        hide_env_values = true
+    )]
+    pub database: Option<String>,
+    /// The OpenID Connect issuer people sign in with, e.g. <https://accounts.google.com>.
+    #[arg(long, env = "SWITCHBOARD_OIDC_ISSUER", value_name = "URL")]
+    pub oidc_issuer: Option<String>,
+    /// This app's client id at the issuer (its secret goes in
+    /// SWITCHBOARD_OIDC_CLIENT_SECRET or SWITCHBOARD_OIDC_CLIENT_SECRET_FILE).
+    #[arg(long, env = "SWITCHBOARD_OIDC_CLIENT_ID", value_name = "ID")]
+    pub oidc_client_id: Option<String>,
+    /// An email domain whose verified addresses may sign in (repeat for more).
+    #[arg(long = "allow-domain", value_name = "DOMAIN", requires = "team")]
+    pub allow_domains: Vec<String>,
+    /// An address that may sign in (repeat for more).
+    #[arg(long = "allow-email", value_name = "EMAIL", requires = "team")]
+    pub allow_emails: Vec<String>,
+    /// An address that signs in as an admin (repeat for more).
+    #[arg(long = "admin", value_name = "EMAIL", requires = "team")]
+    pub admins: Vec<String>,
+}
+
+/// The client secret from the environment: inline or from a 0600 file; `None` for a
+/// public client.
+fn client_secret(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<ClientSecret>> {
+    let inline = env(CLIENT_SECRET_ENV).filter(|v| !v.trim().is_empty());
+    let file = env(CLIENT_SECRET_FILE_ENV).filter(|v| !v.trim().is_empty());
+    match (inline, file) {
+        (Some(_), Some(_)) => {
+            bail!("both {CLIENT_SECRET_ENV} and {CLIENT_SECRET_FILE_ENV} are set: keep one")
+        }
+        (Some(s), None) => Ok(Some(ClientSecret::new(s.trim()))),
+        (None, Some(path)) => {
+            let path = Path::new(&path);
+            let meta = std::fs::metadata(path).with_context(|| {
+                format!(
+                    "{CLIENT_SECRET_FILE_ENV}={}: cannot read it",
+                    path.display()
+                )
+            })?;
+            if meta.permissions().mode() & 0o077 != 0 {
+                bail!(
+                    "{CLIENT_SECRET_FILE_ENV}={}: other users may read it: run `chmod 600 {}`",
+                    path.display(),
+                    path.display()
+                );
+            }
+            let s = std::fs::read_to_string(path).with_context(|| {
+                format!(
+                    "{CLIENT_SECRET_FILE_ENV}={}: cannot read it",
+                    path.display()
+                )
+            })?;
+            Ok(Some(ClientSecret::new(s.trim())))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// Sign-in from the flags: an issuer and a client id are required.
+fn sign_in_options(a: &TeamArgs) -> Result<SignInOptions> {
+    let issuer = a.oidc_issuer.as_deref().filter(|i| !i.trim().is_empty()).ok_or_else(|| {
+        anyhow!(
+            "team mode needs an OpenID Connect issuer to sign people in: pass --oidc-issuer URL (e.g. https://accounts.google.com) and set SWITCHBOARD_OIDC_CLIENT_ID (and SWITCHBOARD_OIDC_CLIENT_SECRET) to the client you registered there with the redirect URI <public origin>/auth/callback"
+        )
+    })?;
+    let issuer = url::Url::parse(issuer.trim())
+        .with_context(|| format!("--oidc-issuer `{issuer}` is not a URL"))?;
+    let client_id = a
+        .oidc_client_id
+        .as_deref()
+        .filter(|c| !c.trim().is_empty())
+        .ok_or_else(|| {
+            anyhow!(
+                "team mode needs the client id registered at the issuer: set SWITCHBOARD_OIDC_CLIENT_ID (or pass --oidc-client-id)"
+            )
+        })?;
+    Ok(SignInOptions {
+        issuer,
+        client_id: client_id.trim().to_owned(),
+        client_secret: client_secret(&|k| std::env::var(k).ok())?,
+        scopes: Vec::new(),
+        policy: SignInPolicy {
+            allowed_domains: a.allow_domains.clone(),
+            allowed_emails: a.allow_emails.clone(),
+            admins: a.admins.clone(),
+            allow_any: false,
+        },
+    })
+}
+
+pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
+    let t = &a.team_args;
+    let url = match t.database.as_deref().filter(|u| !u.trim().is_empty()) {
+        Some(url) => DatabaseUrl::parse(url)?,
+        None => DatabaseUrl::default_sqlite(&ctx::home_dir()?)?,
+    };
+    let keys = SecretKeys::from_env(&|k| std::env::var(k).ok())
+        .context("switchboard serve --team needs the secret key that encrypts tokens and keys in the database")?;
+    let sign_in = sign_in_options(t)?;
+    if t.allow_domains.is_empty() && t.allow_emails.is_empty() && t.admins.is_empty() {
+        eprintln!("warning: no --allow-domain, --allow-email or --admin: nobody can sign in yet");
+    }
+    let url_policy = match &g.url_policy {
+        Some(p) => p
+            .parse::<UrlPolicy>()
+            .map_err(|e| anyhow!("--url-policy: {e} (use strict, local or off)"))?,
+        None => UrlPolicy::Strict,
+    };
+    if url_policy.is_weaker_than(UrlPolicy::Strict) {
+        eprintln!(
+            "warning: URL policy `{url_policy}` is weaker than team mode's default `strict`: servers people add may reach this machine's private network"
+        );
+    }
+    let shown = url.to_string();
+    let store = Store::open_url(url)
+        .await
+        .with_context(|| format!("opening the team database {shown}"))?
+        .with_keys(keys);
+    let mut opts = TeamOptions::new(store);
+    opts.host = a.host;
+    opts.port = a.port;
+    opts.public_origin = a.public_origin.clone();
+    opts.url_policy = url_policy;
+    opts.sign_in = Some(sign_in);
+    eprintln!("team database: {shown}");
+    switchboard_web::serve_team(opts)
+        .await
+        .context("switchboard serve --team")?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_client_secret_comes_from_one_place_and_a_private_file() {
+        let none = |_: &str| None;
+        assert!(client_secret(&none).unwrap().is_none());
+        let both = |k: &str| Some(format!("{k}-value"));
+        assert!(
+            client_secret(&both)
+                .unwrap_err()
+                .to_string()
+                .contains("keep one")
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("secret");
+        std::fs::write(&file, "s3cret\n").unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
+        let path = file.display().to_string();
+        let from_file = |k: &str| (k == CLIENT_SECRET_FILE_ENV).then(|| path.clone());
+        assert!(
+            client_secret(&from_file)
+                .unwrap_err()
+                .to_string()
+                .contains("chmod 600")
+        );
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let secret = client_secret(&from_file).unwrap().unwrap();
+        assert_eq!(secret.expose(), "s3cret");
+    }
+}

@@ -1,0 +1,380 @@
+//! [`ClientCache`]: this instance's open MCP connections to users' servers, keyed by
+//! user id + server name + a SHA-256 over the server record and its credentials (URL,
+//! transport, header values, the saved OAuth tokens). A changed record or token is a new
+//! key: the stale connection is closed when the new one is stored. Entries idle longer
+//! than [`CacheLimits::idle`] are closed by a sweep; past [`CacheLimits::max_entries`]
+//! the least recently used is closed. Losing the cache (a restart, another instance)
+//! costs a reconnect, never data.
+//!
+//! Must not: hold its lock across `.await` (connecting happens outside it), or print a
+//! key (its digest covers secrets).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use switchboard_mcp::{ConnectError, ConnectOptions, Connection};
+use switchboard_net::GuardedClient;
+use switchboard_store::{ServerRecord, StoredTokens, UserId};
+
+use crate::test_conn::http_target;
+
+/// How many connections an instance keeps, and for how long unused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheLimits {
+    /// At most this many open connections (the least recently used goes first).
+    pub max_entries: usize,
+    /// A connection unused this long is closed.
+    pub idle: Duration,
+}
+
+impl Default for CacheLimits {
+    fn default() -> Self {
+        Self {
+            max_entries: 256,
+            idle: Duration::from_secs(10 * 60),
+        }
+    }
+}
+
+/// Time limits of cached connections: connecting, and each request on them.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(30);
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(120);
+/// How long a closed connection may take to say goodbye.
+const CLOSE_GRACE: Duration = Duration::from_millis(500);
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct Key {
+    user: String,
+    server: String,
+    digest: [u8; 32],
+}
+
+struct Entry {
+    conn: Arc<Connection>,
+    last_used: Instant,
+}
+
+/// The per-instance MCP client cache.
+pub struct ClientCache {
+    limits: CacheLimits,
+    guard: GuardedClient,
+    entries: Mutex<HashMap<Key, Entry>>,
+}
+
+/// SHA-256 over the record and credentials, each field length-prefixed.
+fn digest(record: &ServerRecord, tokens: Option<&StoredTokens>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_be_bytes());
+        h.update(bytes);
+    };
+    field(record.url.as_bytes());
+    field(record.transport.as_str().as_bytes());
+    for (name, value) in &record.headers {
+        field(name.as_bytes());
+        field(value.expose().as_bytes());
+    }
+    match tokens {
+        Some(t) => {
+            field(b"tokens");
+            field(t.tokens.expose().as_bytes());
+            field(&t.updated_at.to_be_bytes());
+        }
+        None => field(b"no tokens"),
+    }
+    h.finalize().into()
+}
+
+/// The saved OAuth access token, when the tokens are a `switchboard-auth` token set.
+fn bearer(tokens: Option<&StoredTokens>) -> Option<String> {
+    let set: switchboard_auth::TokenSet = serde_json::from_str(tokens?.tokens.expose()).ok()?;
+    Some(format!("Bearer {}", set.access_token))
+}
+
+/// How to connect to a user's server: its URL, transport and headers, with the saved
+/// OAuth access token as `Authorization` unless a header sets one.
+pub(crate) fn connect_options(
+    guard: &GuardedClient,
+    record: &ServerRecord,
+    tokens: Option<&StoredTokens>,
+) -> ConnectOptions {
+    let headers: Vec<(String, String)> = record
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+        .collect();
+    target_options(
+        guard,
+        PlannedTarget {
+            name: &record.name,
+            url: &record.url,
+            transport: Some(record.transport.as_str()),
+            headers,
+        },
+        tokens,
+    )
+}
+
+/// A server to connect to that may not be saved yet.
+pub(crate) struct PlannedTarget<'a> {
+    pub name: &'a str,
+    pub url: &'a str,
+    /// `http`, `sse`, or `None` to try Streamable HTTP, then SSE.
+    pub transport: Option<&'a str>,
+    pub headers: Vec<(String, String)>,
+}
+
+/// [`connect_options`] for a server that may not be saved yet.
+pub(crate) fn target_options(
+    guard: &GuardedClient,
+    target: PlannedTarget<'_>,
+    tokens: Option<&StoredTokens>,
+) -> ConnectOptions {
+    let PlannedTarget {
+        name,
+        url,
+        transport,
+        mut headers,
+    } = target;
+    if !headers
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        && let Some(b) = bearer(tokens)
+    {
+        headers.push(("Authorization".into(), b));
+    }
+    let mut opts = ConnectOptions::new(name, http_target(url, transport, headers));
+    opts.guard = Some(guard.clone());
+    opts
+}
+
+impl ClientCache {
+    pub(crate) fn new(guard: GuardedClient, limits: CacheLimits) -> Self {
+        Self {
+            limits,
+            guard,
+            entries: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
+        match self.entries.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// Open connections.
+    pub(crate) fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// The cached connection for this user's server as recorded now, or a new one.
+    pub(crate) async fn connection(
+        &self,
+        user: &UserId,
+        record: &ServerRecord,
+        tokens: Option<&StoredTokens>,
+    ) -> Result<Arc<Connection>, ConnectError> {
+        let key = Key {
+            user: user.as_str().to_owned(),
+            server: record.name.clone(),
+            digest: digest(record, tokens),
+        };
+        let closed = {
+            let mut entries = self.lock();
+            match entries.get_mut(&key) {
+                Some(e) if !e.conn.is_closed() => {
+                    e.last_used = Instant::now();
+                    return Ok(e.conn.clone());
+                }
+                Some(_) => entries.remove(&key).map(|e| e.conn),
+                None => None,
+            }
+        };
+        close_all(closed.into_iter().collect());
+        let mut opts = connect_options(&self.guard, record, tokens);
+        opts.startup_timeout = CONNECT_TIMEOUT;
+        opts.request_timeout = REQUEST_TIMEOUT;
+        let fresh = Arc::new(Connection::connect(opts).await?);
+        let (conn, evicted) = self.insert(key, fresh);
+        close_all(evicted);
+        Ok(conn)
+    }
+
+    /// Store `fresh` under `key` (unless another request stored one first: that one is
+    /// kept and `fresh` closed); drop the same server's stale keys, idle entries, and the
+    /// least recently used beyond the cap. Returns the connection to use and those to close.
+    fn insert(&self, key: Key, fresh: Arc<Connection>) -> (Arc<Connection>, Vec<Arc<Connection>>) {
+        let now = Instant::now();
+        let mut entries = self.lock();
+        let mut evicted = Vec::new();
+        if let Some(e) = entries.get_mut(&key)
+            && !e.conn.is_closed()
+        {
+            e.last_used = now;
+            evicted.push(fresh);
+            return (e.conn.clone(), evicted);
+        }
+        let stale: Vec<Key> = entries
+            .iter()
+            .filter(|(k, e)| {
+                (k.user == key.user && k.server == key.server)
+                    || now.duration_since(e.last_used) >= self.limits.idle
+                    || e.conn.is_closed()
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        for k in stale {
+            evicted.extend(entries.remove(&k).map(|e| e.conn));
+        }
+        while entries.len() >= self.limits.max_entries.max(1) {
+            let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            evicted.extend(entries.remove(&oldest).map(|e| e.conn));
+        }
+        entries.insert(
+            key,
+            Entry {
+                conn: fresh.clone(),
+                last_used: now,
+            },
+        );
+        (fresh, evicted)
+    }
+
+    /// Close every connection of this user's server `name` (it was removed).
+    pub(crate) fn forget(&self, user: &UserId, name: &str) {
+        let gone: Vec<Arc<Connection>> = {
+            let mut entries = self.lock();
+            let keys: Vec<Key> = entries
+                .keys()
+                .filter(|k| k.user == user.as_str() && k.server == name)
+                .cloned()
+                .collect();
+            keys.iter()
+                .filter_map(|k| entries.remove(k).map(|e| e.conn))
+                .collect()
+        };
+        close_all(gone);
+    }
+
+    /// Close connections idle longer than the limit, and closed ones.
+    pub(crate) fn sweep(&self) {
+        let now = Instant::now();
+        let gone: Vec<Arc<Connection>> = {
+            let mut entries = self.lock();
+            let keys: Vec<Key> = entries
+                .iter()
+                .filter(|(_, e)| {
+                    now.duration_since(e.last_used) >= self.limits.idle || e.conn.is_closed()
+                })
+                .map(|(k, _)| k.clone())
+                .collect();
+            keys.iter()
+                .filter_map(|k| entries.remove(k).map(|e| e.conn))
+                .collect()
+        };
+        close_all(gone);
+    }
+
+    /// How often the background sweep runs.
+    pub(crate) fn sweep_every(&self) -> Duration {
+        (self.limits.idle / 2).clamp(Duration::from_millis(100), Duration::from_secs(60))
+    }
+
+    /// Close everything (shutdown).
+    pub(crate) fn clear(&self) {
+        let all: Vec<Arc<Connection>> = self.lock().drain().map(|(_, e)| e.conn).collect();
+        close_all(all);
+    }
+}
+
+fn close_all(conns: Vec<Arc<Connection>>) {
+    if conns.is_empty() {
+        return;
+    }
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            for c in conns {
+                c.close(CLOSE_GRACE).await;
+            }
+        });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use switchboard_store::{Secret, Transport};
+
+    fn record(url: &str, header: &str) -> ServerRecord {
+        ServerRecord {
+            name: "s".into(),
+            url: url.into(),
+            transport: Transport::Http,
+            headers: BTreeMap::from([("X-Key".to_owned(), Secret::new(header))]),
+            enabled: true,
+        }
+    }
+
+    #[test]
+    fn any_change_of_record_or_credentials_is_a_new_key() {
+        let base = record("https://a.example/mcp", "k1");
+        let d = digest(&base, None);
+        assert_eq!(d, digest(&base.clone(), None));
+        assert_ne!(d, digest(&record("https://b.example/mcp", "k1"), None));
+        assert_ne!(d, digest(&record("https://a.example/mcp", "k2"), None));
+        let mut sse = base.clone();
+        sse.transport = Transport::Sse;
+        assert_ne!(d, digest(&sse, None));
+        let tokens = |t: &str, at: i64| StoredTokens {
+            tokens: Secret::new(t),
+            expires_at: None,
+            updated_at: at,
+        };
+        let with = digest(&base, Some(&tokens("{\"accessToken\":\"a\"}", 1)));
+        assert_ne!(d, with);
+        assert_ne!(
+            with,
+            digest(&base, Some(&tokens("{\"accessToken\":\"b\"}", 1)))
+        );
+        assert_ne!(
+            with,
+            digest(&base, Some(&tokens("{\"accessToken\":\"a\"}", 2)))
+        );
+    }
+
+    #[test]
+    fn a_saved_token_becomes_the_bearer_unless_a_header_sets_one() {
+        let guard = GuardedClient::new(switchboard_net::ClientOptions::new(
+            switchboard_net::UrlPolicy::Local,
+        ))
+        .unwrap();
+        let tokens = StoredTokens {
+            tokens: Secret::new("{\"accessToken\":\"tok\",\"tokenType\":\"Bearer\"}"),
+            expires_at: None,
+            updated_at: 1,
+        };
+        let mut rec = record("http://127.0.0.1:9/mcp", "k");
+        let headers = |o: &ConnectOptions| match &o.target {
+            switchboard_mcp::Target::Http { headers, .. } => headers.clone(),
+            other => panic!("{other:?}"),
+        };
+        let o = connect_options(&guard, &rec, Some(&tokens));
+        assert!(headers(&o).contains(&("Authorization".into(), "Bearer tok".into())));
+        rec.headers
+            .insert("authorization".into(), Secret::new("Basic x"));
+        let o = connect_options(&guard, &rec, Some(&tokens));
+        let h = headers(&o);
+        assert!(!h.iter().any(|(_, v)| v == "Bearer tok"), "{h:?}");
+    }
+}

@@ -1,0 +1,219 @@
+//! Team mode (`switchboard serve --team`): one Switchboard for many people who sign in
+//! with OpenID Connect; each has their own MCP servers (HTTP/SSE only) and secrets in the
+//! team store (`switchboard-store`, SQLite or PostgreSQL). Any number of instances may
+//! serve one database: nothing a request needs lives only in one process.
+//!
+//! Owns: the team router ([`team_app`], built from one route table, [`route_table`]),
+//! sign-in and sessions (`signin`, `session`), the per-user server API (`servers`), the
+//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`).
+//! Must not: keep any user state in memory that another instance would need (sessions,
+//! logins in flight and servers are read from the store on every request; the client
+//! cache is only a cache), run a command for a browser user (no stdio servers), send a
+//! secret (header value, token) back to the page, or reach a user's rows except through
+//! `Store::for_user` with the signed-in user's id.
+//!
+//! # Isolation (the rule every route keeps)
+//!
+//! **One user can never see, call, test, edit, remove or open anything of another
+//! user's, by any route.** Concretely:
+//! - a route acts for exactly one user: the one whose session cookie the middleware
+//!   resolved through the store (`session::require_session`); no route takes a user id
+//!   from the request, and per-user data is reached only through
+//!   `Store::for_user(&signed_in.user.id)`, whose queries all name that user;
+//! - a server is named only within its user: `{name}` in a path or a body is looked up
+//!   among the signed-in user's servers, so another user's server is "not found" (404),
+//!   never "forbidden" (which would confirm it exists);
+//! - a saved secret (`<unchanged>` in a form) is taken only from the signed-in user's own
+//!   server of that name and only for the URL it was saved for;
+//! - cached MCP connections are keyed by user id + server name + a digest of the record
+//!   and credentials, so one user's request never finds another's connection;
+//! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`) answer
+//!   nothing about any user's data.
+//!
+//! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
+//! without a case there fails it.
+
+mod cache;
+mod health;
+mod servers;
+mod session;
+mod signin;
+mod start;
+mod state;
+
+use axum::Router;
+use axum::http::Method;
+use axum::middleware;
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodFilter, MethodRouter, on};
+
+use crate::error::ApiError;
+
+pub use cache::CacheLimits;
+pub use signin::{LOGIN_TTL, SignInOptions};
+pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
+pub use state::TeamState;
+
+/// Who may call a route.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RouteAccess {
+    /// Anyone: answers nothing about any user's data.
+    Public,
+    /// A signed-in user (a session cookie the store knows), acting only on their own data.
+    Session,
+}
+
+/// One route of the team app, as [`route_table`] lists it.
+#[derive(Debug, Clone)]
+pub struct RouteInfo {
+    /// The HTTP method.
+    pub method: Method,
+    /// The path (axum syntax: `{name}` is a parameter).
+    pub path: &'static str,
+    /// Who may call it.
+    pub access: RouteAccess,
+    /// What it may read or change.
+    pub touches: &'static str,
+}
+
+struct Route {
+    info: RouteInfo,
+    handler: MethodRouter<TeamState>,
+}
+
+macro_rules! route {
+    ($method:ident, $path:literal, $access:ident, $touches:literal, $handler:expr) => {
+        Route {
+            info: RouteInfo {
+                method: Method::$method,
+                path: $path,
+                access: RouteAccess::$access,
+                touches: $touches,
+            },
+            handler: on(MethodFilter::$method, $handler),
+        }
+    };
+}
+
+/// The one list the router is built from.
+fn routes() -> Vec<Route> {
+    vec![
+        route!(
+            GET,
+            "/healthz",
+            Public,
+            "nothing: the process answers",
+            health::healthz
+        ),
+        route!(
+            GET,
+            "/readyz",
+            Public,
+            "one cheap query on the store",
+            health::readyz
+        ),
+        route!(
+            GET,
+            "/auth/login",
+            Public,
+            "stores a login in flight (state hash, sealed PKCE verifier, nonce); redirects to the issuer",
+            signin::login
+        ),
+        route!(
+            GET,
+            "/auth/callback",
+            Public,
+            "takes the login in flight once; creates or updates the user the issuer vouched for and a session",
+            signin::callback
+        ),
+        route!(
+            POST,
+            "/auth/logout",
+            Session,
+            "ends the caller's session (with ?everywhere=1 all the caller's sessions)",
+            signin::logout
+        ),
+        route!(
+            GET,
+            "/api/me",
+            Session,
+            "the caller's email, name, admin flag",
+            signin::me
+        ),
+        route!(
+            GET,
+            "/api/servers",
+            Session,
+            "the caller's servers, secrets masked",
+            servers::list
+        ),
+        route!(
+            POST,
+            "/api/servers",
+            Session,
+            "adds a server of the caller's",
+            servers::add
+        ),
+        route!(
+            PUT,
+            "/api/servers/{name}",
+            Session,
+            "edits the caller's server `name`",
+            servers::edit
+        ),
+        route!(
+            DELETE,
+            "/api/servers/{name}",
+            Session,
+            "removes the caller's server `name` and its tokens",
+            servers::remove
+        ),
+        route!(
+            POST,
+            "/api/mcp-test",
+            Session,
+            "connects to a URL (or the caller's server `name`) through the URL guard and lists its tools",
+            servers::test
+        ),
+        route!(
+            GET,
+            "/api/servers/{name}/tools",
+            Session,
+            "lists the tools of the caller's server `name` (cached connection)",
+            servers::tools
+        ),
+        route!(
+            POST,
+            "/api/servers/{name}/call",
+            Session,
+            "calls a tool on the caller's server `name` (cached connection)",
+            servers::call
+        ),
+    ]
+}
+
+/// Every route of the team app: method, path, who may call it and what it touches.
+pub fn route_table() -> Vec<RouteInfo> {
+    routes().into_iter().map(|r| r.info).collect()
+}
+
+async fn not_found() -> Response {
+    ApiError::not_found("no such route in team mode").into_response()
+}
+
+/// The team app's router, built from [`route_table`]'s routes: each `Session` route sits
+/// behind the session middleware.
+pub fn team_app(state: TeamState) -> Router {
+    let mut router = Router::new();
+    for r in routes() {
+        let handler = match r.info.access {
+            RouteAccess::Public => r.handler,
+            RouteAccess::Session => r.handler.route_layer(middleware::from_fn_with_state(
+                state.clone(),
+                session::require_session,
+            )),
+        };
+        router = router.route(r.info.path, handler);
+    }
+    router.fallback(not_found).with_state(state)
+}

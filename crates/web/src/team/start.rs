@@ -1,0 +1,231 @@
+//! Starting a team instance: migrate the store, bind, fix the app's origin (the public
+//! origin behind a reverse proxy, else `http://` + the loopback address), build the
+//! identity provider for that origin's `/auth/callback`, serve, and sweep idle cached
+//! connections and expired sessions in the background.
+//!
+//! Must not: start beyond loopback without a public origin (the issuer's redirect URI
+//! and the `Origin` checks need one fixed origin).
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_net::{ClientOptions, GuardedClient, UrlPolicy};
+use switchboard_store::Store;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::cache::{CacheLimits, ClientCache};
+use super::signin::{SignIn, SignInOptions};
+use super::state::{TeamConfig, TeamShared, TeamState};
+use crate::error::WebError;
+use crate::serve::{DEFAULT_PORT, origin_authority, public_origin};
+
+/// Where the issuer sends the browser back (on the app's origin).
+pub const SIGNIN_CALLBACK_PATH: &str = "/auth/callback";
+
+/// How to run a team instance.
+#[derive(Debug, Clone)]
+pub struct TeamOptions {
+    /// Address to bind (default 127.0.0.1).
+    pub host: IpAddr,
+    /// Port (default 8765; 0 picks a free one).
+    pub port: u16,
+    /// The team store, opened with the secret keys; migrated at start.
+    pub store: Store,
+    /// The origin browsers use behind a TLS reverse proxy (`https://team.example.com`):
+    /// the redirect URI's origin, the only `Origin` accepted; https makes cookies `Secure`.
+    pub public_origin: Option<String>,
+    /// The URL policy for every outbound request (default `strict`).
+    pub url_policy: UrlPolicy,
+    /// OpenID Connect sign-in (the redirect URI is the app's origin + `/auth/callback`).
+    /// `None`: `/auth/login` answers 503 (sessions can still be made by the embedding
+    /// program through the store).
+    pub sign_in: Option<SignInOptions>,
+    /// The MCP client cache's limits.
+    pub cache: CacheLimits,
+    /// How long a session lasts.
+    pub session_ttl: Duration,
+}
+
+impl TeamOptions {
+    /// Defaults: 127.0.0.1:8765, strict URL policy, 12-hour sessions, no sign-in.
+    pub fn new(store: Store) -> Self {
+        Self {
+            host: IpAddr::V4(Ipv4Addr::LOCALHOST),
+            port: DEFAULT_PORT,
+            store,
+            public_origin: None,
+            url_policy: UrlPolicy::Strict,
+            sign_in: None,
+            cache: CacheLimits::default(),
+            session_ttl: Duration::from_secs(12 * 60 * 60),
+        }
+    }
+}
+
+/// A running team instance.
+#[derive(Debug)]
+pub struct RunningTeam {
+    /// The bound address.
+    pub addr: SocketAddr,
+    /// The app's origin (public origin, or `http://` + the bound address).
+    pub app_origin: String,
+    /// The state (store, cache).
+    pub state: TeamState,
+    stop: CancellationToken,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl RunningTeam {
+    /// Stop listening and close every cached connection.
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        for t in self.tasks {
+            let abort = t.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(2), t)
+                .await
+                .is_err()
+            {
+                abort.abort();
+            }
+        }
+        self.state.inner.cache.clear();
+    }
+}
+
+/// How often expired sessions and logins in flight are deleted.
+const PURGE_EVERY: Duration = Duration::from_secs(10 * 60);
+
+/// Migrate the store, bind, and serve in the background.
+///
+/// # Errors
+/// A migration that fails, an unusable public origin, a non-loopback address without a
+/// public origin, a port in use, or an identity provider that cannot be built.
+pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
+    let report = opts
+        .store
+        .migrate()
+        .await
+        .map_err(|e| WebError::Store(e.to_string()))?;
+    for m in &report.applied {
+        tracing::info!(version = m.version, "applied migration: {}", m.description);
+    }
+    let configured = opts
+        .public_origin
+        .as_deref()
+        .map(|o| public_origin("--public-origin", o))
+        .transpose()?;
+    if configured.is_none() && !opts.host.is_loopback() {
+        return Err(WebError::Origins(format!(
+            "team mode bound to {} needs --public-origin: the origin browsers use (e.g. `https://switchboard.example.com`), which is also the sign-in redirect's origin",
+            opts.host
+        )));
+    }
+    let addr = SocketAddr::new(opts.host, opts.port);
+    let listener = TcpListener::bind(addr)
+        .await
+        .map_err(|source| WebError::Bind {
+            addr: addr.to_string(),
+            source,
+        })?;
+    let addr = listener.local_addr().map_err(WebError::Serve)?;
+    let bound = match addr.ip() {
+        IpAddr::V6(v6) => format!("[{v6}]:{}", addr.port()),
+        IpAddr::V4(v4) => format!("{v4}:{}", addr.port()),
+    };
+    let app_origin = configured
+        .clone()
+        .unwrap_or_else(|| format!("http://{bound}"));
+    let mut allowed_hosts = vec![bound];
+    if let Some(o) = &configured {
+        allowed_hosts.push(origin_authority(o).to_owned());
+    }
+    let cfg = TeamConfig {
+        secure_cookies: app_origin.starts_with("https://"),
+        app_origin: app_origin.clone(),
+        allowed_hosts,
+        session_ttl: opts.session_ttl,
+    };
+    let mut copts = ClientOptions::new(opts.url_policy);
+    copts.timeout = None;
+    let guard = GuardedClient::new(copts).map_err(|e| WebError::Http(e.to_string()))?;
+    let sign_in = match opts.sign_in {
+        Some(o) => {
+            let redirect = format!("{app_origin}{SIGNIN_CALLBACK_PATH}");
+            let redirect = url::Url::parse(&redirect)
+                .map_err(|e| WebError::SignIn(format!("redirect URI `{redirect}`: {e}")))?;
+            let sign_in = SignIn::new(o, redirect, guard.clone());
+            // Discovered now to report a wrong issuer at once; an issuer that is down is
+            // asked again at the first sign-in.
+            if let Err(e) = sign_in.client().await {
+                tracing::warn!("sign-in: {e}");
+                eprintln!("warning: sign-in: {e} (asked again at the first sign-in)");
+            }
+            Some(sign_in)
+        }
+        None => None,
+    };
+    let state = TeamState {
+        inner: Arc::new(TeamShared {
+            store: opts.store,
+            cache: ClientCache::new(guard.clone(), opts.cache),
+            guard,
+            cfg,
+            sign_in,
+        }),
+    };
+    let stop = CancellationToken::new();
+    let serve_task = {
+        let router = super::team_app(state.clone());
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let served = axum::serve(listener, router)
+                .with_graceful_shutdown(stop.cancelled_owned())
+                .await;
+            if let Err(e) = served {
+                tracing::warn!("the team app stopped: {e}");
+            }
+        })
+    };
+    let housekeeping = {
+        let state = state.clone();
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            let mut sweep = tokio::time::interval(state.cache().sweep_every());
+            let mut purge = tokio::time::interval(PURGE_EVERY);
+            loop {
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    _ = sweep.tick() => state.cache().sweep(),
+                    _ = purge.tick() => {
+                        if let Err(e) = state.store().purge_expired().await {
+                            tracing::warn!("purging expired sessions: {e}");
+                        }
+                    }
+                }
+            }
+        })
+    };
+    Ok(RunningTeam {
+        addr,
+        app_origin,
+        state,
+        stop,
+        tasks: vec![serve_task, housekeeping],
+    })
+}
+
+/// Run a team instance until Ctrl-C: prints `Switchboard (team) is running at ORIGIN`.
+///
+/// # Errors
+/// As [`start_team`].
+pub async fn serve_team(opts: TeamOptions) -> Result<(), WebError> {
+    let running = start_team(opts).await?;
+    println!("Switchboard (team) is running at {}", running.app_origin);
+    let _ = tokio::signal::ctrl_c().await;
+    eprintln!("Stopping…");
+    running.shutdown().await;
+    Ok(())
+}

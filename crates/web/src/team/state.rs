@@ -1,0 +1,121 @@
+//! [`TeamState`]: what every team request shares — the store, the URL-guarded HTTP
+//! client, the configuration fixed at start, the OpenID sign-in and this instance's
+//! MCP client cache. Nothing in it is a user's state: that is in the store.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use switchboard_net::GuardedClient;
+use switchboard_store::{Store, StoreError};
+
+use super::cache::ClientCache;
+use super::signin::SignIn;
+use crate::error::ApiError;
+
+/// Fixed at start.
+#[derive(Debug, Clone)]
+pub struct TeamConfig {
+    /// The origin browsers use (the public origin, else `http://` + the bound address).
+    pub app_origin: String,
+    /// `Host` header values answered to (the public origin's and the bound address).
+    pub allowed_hosts: Vec<String>,
+    /// Cookies carry `Secure` (the public origin is https).
+    pub secure_cookies: bool,
+    /// How long a session lasts.
+    pub session_ttl: Duration,
+}
+
+impl TeamConfig {
+    /// The session cookie's name: `__Host-` prefixed behind https (the browser then
+    /// insists on `Secure`, `Path=/` and no `Domain`).
+    pub fn cookie_name(&self) -> &'static str {
+        if self.secure_cookies {
+            "__Host-switchboard_session"
+        } else {
+            "switchboard_session"
+        }
+    }
+
+    /// The cookie that ties a login in flight to the browser that started it (its
+    /// `state`), so a callback URL made by someone else does not sign this browser in.
+    pub fn login_cookie_name(&self) -> &'static str {
+        if self.secure_cookies {
+            "__Host-switchboard_login"
+        } else {
+            "switchboard_login"
+        }
+    }
+
+    /// The OAuth redirect URI of this app (the Test's discovery hint registers it).
+    pub fn oauth_redirect_uri(&self) -> String {
+        format!("{}{}", self.app_origin, crate::oauth::CALLBACK_PATH)
+    }
+}
+
+pub(crate) struct TeamShared {
+    pub store: Store,
+    pub guard: GuardedClient,
+    pub cfg: TeamConfig,
+    pub sign_in: Option<SignIn>,
+    pub cache: ClientCache,
+}
+
+/// The team app's state; cheap to clone.
+#[derive(Clone)]
+pub struct TeamState {
+    pub(crate) inner: Arc<TeamShared>,
+}
+
+impl std::fmt::Debug for TeamState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TeamState")
+            .field("app_origin", &self.inner.cfg.app_origin)
+            .field("store", &self.inner.store)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TeamState {
+    /// The team store.
+    pub fn store(&self) -> &Store {
+        &self.inner.store
+    }
+
+    pub(crate) fn cfg(&self) -> &TeamConfig {
+        &self.inner.cfg
+    }
+
+    pub(crate) fn guard(&self) -> &GuardedClient {
+        &self.inner.guard
+    }
+
+    pub(crate) fn sign_in(&self) -> Option<&SignIn> {
+        self.inner.sign_in.as_ref()
+    }
+
+    pub(crate) fn cache(&self) -> &ClientCache {
+        &self.inner.cache
+    }
+
+    /// How many MCP connections this instance holds open (for tests and operators).
+    pub fn open_connections(&self) -> usize {
+        self.inner.cache.len()
+    }
+
+    /// Close idle cached connections now (the background sweep does it periodically).
+    pub fn sweep_idle(&self) {
+        self.inner.cache.sweep();
+    }
+}
+
+/// A store failure as an API answer: a value the schema refuses is the request's fault
+/// (400, with the store's message); anything else is the database's (503, logged).
+pub(crate) fn store_error(e: StoreError) -> ApiError {
+    match e {
+        StoreError::Invalid(why) => ApiError::bad_request(why),
+        other => {
+            tracing::warn!("team store: {other}");
+            ApiError::unavailable("the team database did not answer; try again in a moment")
+        }
+    }
+}

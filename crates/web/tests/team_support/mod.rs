@@ -1,0 +1,258 @@
+//! Shared fixtures for team mode's tests: a database (an SQLite file, or a database on a
+//! throwaway PostgreSQL cluster), team instances on it (real listeners on 127.0.0.1),
+//! users signed in through the store, a browser-like client (cookie, `Origin`), and the
+//! demo MCP server over Streamable HTTP.
+#![allow(clippy::unwrap_used, clippy::expect_used, dead_code)]
+// A test plays the client side of the network with its own HTTP client; the
+// one-network-door rule (clippy.toml) is for shipped code.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::Value;
+use switchboard_net::UrlPolicy;
+use switchboard_store::{SecretKeys, Store, UserId};
+use switchboard_testkit::PgCluster;
+use switchboard_web::{CacheLimits, RunningTeam, SignInOptions, TeamOptions, start_team};
+
+/// A database for one test.
+pub enum Db {
+    Sqlite(tempfile::TempDir, String),
+    Postgres(PgCluster, String),
+}
+
+impl Db {
+    pub fn sqlite() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/team.db?mode=rwc", dir.path().display());
+        Self::Sqlite(dir, url)
+    }
+
+    pub fn postgres() -> Self {
+        let cluster = PgCluster::start();
+        let url = cluster.create_database("team");
+        Self::Postgres(cluster, url)
+    }
+
+    pub fn url(&self) -> &str {
+        match self {
+            Self::Sqlite(_, u) | Self::Postgres(_, u) => u,
+        }
+    }
+
+    pub fn is_postgres(&self) -> bool {
+        matches!(self, Self::Postgres(..))
+    }
+
+    /// A store of its own (as each instance opens one), with the team's key.
+    pub async fn store(&self) -> Store {
+        let keys = SecretKeys::from_base64(&team_key(), None).unwrap();
+        Store::open(self.url()).await.unwrap().with_keys(keys)
+    }
+}
+
+/// The team's secret key (the same for every instance of a test run).
+pub fn team_key() -> String {
+    static KEY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    KEY.get_or_init(|| SecretKeys::generate_base64().unwrap())
+        .clone()
+}
+
+/// How to start an instance in a test.
+#[derive(Default)]
+pub struct InstanceOptions {
+    /// Shared by the instances of one "deployment" (they sit behind one origin).
+    pub public_origin: Option<String>,
+    pub cache: CacheLimits,
+    pub sign_in: Option<SignInOptions>,
+}
+
+/// A running team instance and how to reach it.
+pub struct Instance {
+    pub running: RunningTeam,
+    /// `http://127.0.0.1:PORT`: where requests are sent.
+    pub base: String,
+}
+
+impl Instance {
+    pub async fn start(db: &Db, opts: InstanceOptions) -> Self {
+        let mut o = TeamOptions::new(db.store().await);
+        o.port = 0;
+        o.url_policy = UrlPolicy::Local;
+        o.public_origin = opts.public_origin;
+        o.cache = opts.cache;
+        o.sign_in = opts.sign_in;
+        let running = start_team(o).await.unwrap();
+        let base = format!("http://{}", running.addr);
+        Self { running, base }
+    }
+
+    /// The origin the page runs under (what the `Origin` header carries).
+    pub fn origin(&self) -> &str {
+        &self.running.app_origin
+    }
+
+    pub async fn stop(self) {
+        self.running.shutdown().await;
+    }
+}
+
+/// A user signed in through the store, as the callback does: the cookie value.
+pub async fn sign_in(store: &Store, email: &str, admin: bool) -> (UserId, String) {
+    let user = store
+        .sign_in_user(email, email.split('@').next().unwrap(), admin)
+        .await
+        .unwrap();
+    let token = store
+        .create_session(&user.id, Duration::from_secs(3600))
+        .await
+        .unwrap();
+    (user.id, token.expose().to_owned())
+}
+
+/// A browser-like client: the session cookie and the page's `Origin`, sent to whichever
+/// instance a request names. Redirects are not followed.
+#[derive(Clone)]
+pub struct Browser {
+    pub http: reqwest::Client,
+    pub cookie: Option<String>,
+    pub origin: String,
+}
+
+/// The session cookie's name over http.
+pub const COOKIE: &str = "switchboard_session";
+
+impl Browser {
+    pub fn new(origin: &str, cookie: Option<&str>) -> Self {
+        Self {
+            http: reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .timeout(Duration::from_secs(60))
+                .build()
+                .unwrap(),
+            cookie: cookie.map(str::to_owned),
+            origin: origin.to_owned(),
+        }
+    }
+
+    pub fn request(&self, method: Method, base: &str, path: &str) -> reqwest::RequestBuilder {
+        let mut r = self
+            .http
+            .request(method.clone(), format!("{base}{path}"))
+            .header("Origin", &self.origin);
+        if method == Method::GET {
+            r = r.header("Sec-Fetch-Site", "same-origin");
+        }
+        if let Some(c) = &self.cookie {
+            r = r.header("Cookie", format!("{COOKIE}={c}"));
+        }
+        r
+    }
+
+    /// Send and return the status and JSON body (`Null` when there is none).
+    pub async fn send(&self, r: reqwest::RequestBuilder) -> (u16, Value) {
+        let resp = r.send().await.unwrap();
+        let status = resp.status().as_u16();
+        let text = resp.text().await.unwrap();
+        (status, serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    pub async fn get(&self, base: &str, path: &str) -> (u16, Value) {
+        self.send(self.request(Method::GET, base, path)).await
+    }
+
+    pub async fn post(&self, base: &str, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.request(Method::POST, base, path).json(body))
+            .await
+    }
+
+    pub async fn put(&self, base: &str, path: &str, body: &Value) -> (u16, Value) {
+        self.send(self.request(Method::PUT, base, path).json(body))
+            .await
+    }
+
+    pub async fn delete(&self, base: &str, path: &str) -> (u16, Value) {
+        self.send(self.request(Method::DELETE, base, path)).await
+    }
+}
+
+/// Starts the bundled demo server over Streamable HTTP; returns its `/mcp` URL.
+pub async fn demo_http() -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(async move {
+        let _ = switchboard_demo_server::serve_http(
+            listener,
+            switchboard_demo_server::DemoOptions::default(),
+        )
+        .await;
+    });
+    format!("http://{addr}/mcp")
+}
+
+/// Run each scenario on SQLite and on PostgreSQL.
+#[macro_export]
+macro_rules! on_both {
+    ($($scenario:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(super::team_support::Db::sqlite()).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $scenario() {
+                    super::$scenario(super::team_support::Db::postgres()).await;
+                }
+            )*
+        }
+    };
+}
+
+/// The real OpenID provider (`tests/peers/oidc`) with its clients registered for
+/// `redirect_uri` (the team app's `<public origin>/auth/callback`).
+pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcPeer {
+    switchboard_testkit::ensure_peers();
+    let dir = switchboard_testkit::oidc_peer_dir();
+    let port = switchboard_testkit::free_port();
+    let secret = "oidc-test-secret".to_string();
+    let mut command = std::process::Command::new("node");
+    command
+        .arg(dir.join("provider.mjs"))
+        .arg("--port")
+        .arg(port.to_string())
+        .current_dir(&dir)
+        .env("OIDC_REDIRECT_URI", redirect_uri)
+        .env("OIDC_CLIENT_SECRET", &secret);
+    let mut process = switchboard_testkit::PeerProcess::spawn("oidc-provider", command);
+    process.port = port;
+    process.url = format!("http://127.0.0.1:{port}");
+    process.wait_for_port(port, Duration::from_secs(30)).await;
+    switchboard_testkit::OidcPeer {
+        issuer: format!("http://127.0.0.1:{port}"),
+        client_id: switchboard_testkit::OIDC_CLIENT_ID.into(),
+        secret,
+        redirect_uri: redirect_uri.to_owned(),
+        process,
+    }
+}
+
+/// Sign-in with `peer` for the team: `example.com` addresses may enter, `admin` is an admin.
+pub fn sign_in_options(peer: &switchboard_testkit::OidcPeer, admin: &str) -> SignInOptions {
+    SignInOptions {
+        issuer: peer.issuer.parse().unwrap(),
+        client_id: peer.client_id.clone(),
+        client_secret: Some(switchboard_auth::ClientSecret::new(peer.secret.clone())),
+        scopes: Vec::new(),
+        policy: switchboard_auth::SignInPolicy {
+            allowed_domains: vec!["example.com".into()],
+            admins: vec![admin.into()],
+            ..Default::default()
+        },
+    }
+}
