@@ -259,7 +259,8 @@ impl ServerHandler for GatewayServer {
         context.peer.set_peer_info(request.clone());
         self.shared
             .register_session(self.session, context.peer.clone());
-        self.shared.wait_settled().await;
+        // No wait here: clients bound `initialize` tightly (Gemini CLI: 5 s). The
+        // instructions say which servers are still connecting; lists wait instead.
         self.negotiate_initialize(&request)
     }
 

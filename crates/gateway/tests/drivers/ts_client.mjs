@@ -23,7 +23,21 @@ const client = new Client(
 if (!plan.noElicitation) {
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     out.elicited = req.params.message;
-    return { action: "accept", content: { name: "Ada" } };
+    // Fill every field of the requested form with a value of its type.
+    const content = {};
+    for (const [k, f] of Object.entries(req.params.requestedSchema?.properties ?? {})) {
+      if (f.enum) content[k] = f.enum[0];
+      else if (f.oneOf) content[k] = f.oneOf[0].const;
+      else if (f.type === "array") content[k] = [f.items?.enum?.[0] ?? f.items?.anyOf?.[0]?.const].filter(Boolean);
+      else if (f.type === "boolean") content[k] = true;
+      else if (f.type === "number" || f.type === "integer") content[k] = f.minimum ?? 1;
+      else if (f.format === "email") content[k] = "ada@example.com";
+      else if (f.format === "date") content[k] = "2026-01-01";
+      else if (f.format === "date-time") content[k] = "2026-01-01T00:00:00Z";
+      else if (f.format === "uri") content[k] = "https://example.com";
+      else content[k] = "Ada";
+    }
+    return { action: "accept", content };
   });
 }
 client.setNotificationHandler(LoggingMessageNotificationSchema, (n) => {
