@@ -2,6 +2,8 @@
 # Install the real MCP peers Switchboard's tests run against:
 #   tests/peers/node    npm packages pinned in package-lock.json (npm ci)
 #   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
+#   tests/peers/clients MCP clients the gateway tests drive (Gemini CLI), pinned in
+#                       package-lock.json (npm ci)
 #   tests/browser       playwright-core pinned in package-lock.json (npm ci), for the web
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
@@ -13,6 +15,7 @@ PEERS="$ROOT/tests/peers"
 NODE_DIR="$PEERS/node"
 VENV="$PEERS/.venv"
 BROWSER_DIR="$ROOT/tests/browser"
+CLIENTS_DIR="$PEERS/clients"
 REQS="$PEERS/python/requirements.txt"
 MARKER="$PEERS/.installed"
 
@@ -33,9 +36,10 @@ need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 pyt
 [ -f "$NODE_DIR/package-lock.json" ] || die "missing $NODE_DIR/package-lock.json"
 [ -f "$REQS" ] || die "missing $REQS"
 [ -f "$BROWSER_DIR/package-lock.json" ] || die "missing $BROWSER_DIR/package-lock.json"
+[ -f "$CLIENTS_DIR/package-lock.json" ] || die "missing $CLIENTS_DIR/package-lock.json"
 
 hash_inputs() {
-  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
+  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$CLIENTS_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
 }
 WANT="$(hash_inputs)"
 
@@ -43,6 +47,7 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-everything" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-basic-vanillajs" ] \
   && [ -d "$BROWSER_DIR/node_modules/playwright-core" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/@google/gemini-cli" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
@@ -52,6 +57,9 @@ rm -f "$MARKER"
 
 say "npm ci in $NODE_DIR"
 (cd "$NODE_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $NODE_DIR"
+
+say "npm ci in $CLIENTS_DIR"
+(cd "$CLIENTS_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $CLIENTS_DIR"
 
 say "npm ci in $BROWSER_DIR"
 (cd "$BROWSER_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $BROWSER_DIR"

@@ -94,12 +94,20 @@ fn wait_for(path: &Path, needle: &str) -> bool {
 async fn spawn_http_gateway(config: &Path, env: &common::Env) -> PeerProcess {
     let port = free_port();
     let mut cmd = Command::new(BIN);
-    cmd.args(["gateway", "--http", "--port", &port.to_string(), "--config"])
-        .arg(config)
-        .env("HOME", env.home.path())
-        .env("SWITCHBOARD_HOME", env.sb.path())
-        .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
-        .current_dir(env.project.path());
+    cmd.args([
+        "gateway",
+        "--http",
+        "--wait-ms",
+        "30000",
+        "--port",
+        &port.to_string(),
+    ])
+    .arg("--config")
+    .arg(config)
+    .env("HOME", env.home.path())
+    .env("SWITCHBOARD_HOME", env.sb.path())
+    .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+    .current_dir(env.project.path());
     let mut peer = PeerProcess::spawn("gateway-http", cmd);
     peer.port = port;
     peer.url = format!("http://127.0.0.1:{port}/mcp");
@@ -142,7 +150,7 @@ fn ts_sdk_client_over_stdio() {
         "sdk": sdk_dir(),
         "transport": "stdio",
         "command": BIN,
-        "args": ["gateway", "--config", config, "--audit", audit],
+        "args": ["gateway", "--config", config, "--audit", audit, "--wait-ms", "30000"],
         "echo": "demo__echo",
         "add": "py__add",
         "slow": {"name": "demo__slow", "arguments": {"seconds": 1, "steps": 3}},
@@ -400,13 +408,13 @@ fn hostile_upstreams_do_not_block_the_others() {
         "sdk": sdk_dir(),
         "transport": "stdio",
         "command": BIN,
-        "args": ["gateway", "--config", config, "--wait-ms", "3000"],
+        "args": ["gateway", "--config", config, "--wait-ms", "8000"],
         "echo": "demo__echo",
     }));
     assert!(started.elapsed() < Duration::from_secs(40));
     assert_eq!(text_of(&out["echo"]), "Echo: hi");
     let tools = out["tools"].as_array().unwrap();
-    assert!(tools.contains(&json!("py__echo")));
+    assert!(tools.contains(&json!("demo__echo")));
     assert!(
         !tools
             .iter()

@@ -248,7 +248,14 @@ impl ServerHandler for GatewayServer {
                 Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
                     .with_title("Switchboard gateway"),
             )
-            .with_instructions(self.shared.catalog().instructions())
+            .with_instructions(
+                // Fresh from the host: at `initialize` servers may still be connecting.
+                crate::catalog::Catalog::build(
+                    &self.shared.host.snapshot(),
+                    &self.shared.opts.catalog,
+                )
+                .instructions(),
+            )
     }
 
     async fn initialize(
