@@ -3,7 +3,7 @@
 //! list`), with real upstreams (the demo server, the Python SDK server,
 //! server-everything) and hostile ones.
 // Test code plays an HTTP client of its own.
-#![allow(clippy::disallowed_methods)]
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
 mod common;
 

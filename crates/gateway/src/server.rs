@@ -109,6 +109,15 @@ fn not_connected(shared: &Shared, server: &str) -> ErrorData {
     )
 }
 
+/// What one audited call was.
+struct Call<'a> {
+    method: &'static str,
+    route: Option<(&'a str, &'a str)>,
+    requested: &'a str,
+    started: Instant,
+    arguments: Option<serde_json::Value>,
+}
+
 struct Outcome {
     outcome: &'static str,
     error: Option<String>,
@@ -171,19 +180,17 @@ impl GatewayServer {
         (opts, prx)
     }
 
-    fn audit(
-        &self,
-        ctx: &RequestContext<RoleServer>,
-        method: &'static str,
-        route: Option<(&str, &str)>,
-        requested: &str,
-        started: Instant,
-        arguments: Option<serde_json::Value>,
-        outcome: Outcome,
-    ) {
+    fn audit(&self, ctx: &RequestContext<RoleServer>, call: Call<'_>, outcome: Outcome) {
         let Some(audit) = &self.shared.opts.audit else {
             return;
         };
+        let Call {
+            method,
+            route,
+            requested,
+            started,
+            arguments,
+        } = call;
         let request_bytes = arguments.as_ref().map(|a| a.to_string().len()).unwrap_or(0);
         audit.record(AuditEntry {
             time: now(),
@@ -305,11 +312,13 @@ impl ServerHandler for GatewayServer {
             let r: Result<(), ErrorData> = Err(err.clone());
             self.audit(
                 &context,
-                "tools/call",
-                None,
-                &requested,
-                started,
-                args_value,
+                Call {
+                    method: "tools/call",
+                    route: None,
+                    requested: &requested,
+                    started,
+                    arguments: args_value,
+                },
                 outcome_of(&r, false, false, keep),
             );
             return Err(err);
@@ -331,11 +340,13 @@ impl ServerHandler for GatewayServer {
         let is_error = result.as_ref().is_ok_and(|r| r.is_error.unwrap_or(false));
         self.audit(
             &context,
-            "tools/call",
-            Some((server, tool)),
-            &requested,
-            started,
-            args_value,
+            Call {
+                method: "tools/call",
+                route: Some((server, tool)),
+                requested: &requested,
+                started,
+                arguments: args_value,
+            },
             outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
         );
         result.map(CallToolResponse::from)
@@ -387,11 +398,13 @@ impl ServerHandler for GatewayServer {
         };
         self.audit(
             &context,
-            "prompts/get",
-            Some((server, prompt)),
-            &request.name,
-            started,
-            args_value,
+            Call {
+                method: "prompts/get",
+                route: Some((server, prompt)),
+                requested: &request.name,
+                started,
+                arguments: args_value,
+            },
             outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(GetPromptResponse::from)
@@ -464,11 +477,13 @@ impl ServerHandler for GatewayServer {
         };
         self.audit(
             &context,
-            "resources/read",
-            Some((&server, &uri)),
-            &request.uri,
-            started,
-            None,
+            Call {
+                method: "resources/read",
+                route: Some((&server, &uri)),
+                requested: &request.uri,
+                started,
+                arguments: None,
+            },
             outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(ReadResourceResponse::from)
