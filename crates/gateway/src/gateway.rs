@@ -397,6 +397,13 @@ impl Shared {
         }
     }
 
+    /// The catalog for a list answer: rebuilt from the host first, so a list never
+    /// trails an event the follower has not handled yet.
+    pub(crate) async fn fresh_catalog(&self) -> Arc<Catalog> {
+        self.refresh().await;
+        self.catalog()
+    }
+
     /// Rebuilds the catalog from the host and tells every client what changed.
     async fn refresh(&self) {
         let new = Arc::new(Catalog::build(&self.host.snapshot(), &self.opts.catalog));

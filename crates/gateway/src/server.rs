@@ -285,7 +285,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ListToolsResult, ErrorData> {
         self.shared.wait_settled().await;
         Ok(ListToolsResult::with_all_items(
-            self.shared.catalog().tools.clone(),
+            self.shared.fresh_catalog().await.tools.clone(),
         ))
     }
 
@@ -359,7 +359,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ListPromptsResult, ErrorData> {
         self.shared.wait_settled().await;
         Ok(ListPromptsResult::with_all_items(
-            self.shared.catalog().prompts.clone(),
+            self.shared.fresh_catalog().await.prompts.clone(),
         ))
     }
 
@@ -417,7 +417,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ListResourcesResult, ErrorData> {
         self.shared.wait_settled().await;
         Ok(ListResourcesResult::with_all_items(
-            self.shared.catalog().resources.clone(),
+            self.shared.fresh_catalog().await.resources.clone(),
         ))
     }
 
@@ -428,7 +428,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ListResourceTemplatesResult, ErrorData> {
         self.shared.wait_settled().await;
         Ok(ListResourceTemplatesResult::with_all_items(
-            self.shared.catalog().templates.clone(),
+            self.shared.fresh_catalog().await.templates.clone(),
         ))
     }
 
