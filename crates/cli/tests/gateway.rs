@@ -273,8 +273,9 @@ async fn python_sdk_client_over_http_and_401_without_token() {
 }
 
 /// The TS SDK client over HTTP, with server-everything over Streamable HTTP as an
-/// upstream whose settings carry a secret header: its elicitation reaches the client
-/// (which answers it), and the secret appears nowhere in what the client saw.
+/// upstream whose settings carry a secret header: its elicitation and sampling requests
+/// reach the client (which answers them, and the answers reach the tool), progress
+/// comes through, and the secret appears nowhere in what the client saw.
 #[tokio::test(flavor = "multi_thread")]
 async fn ts_sdk_over_http_elicitation_and_no_upstream_credentials() {
     ensure_peers();
@@ -298,6 +299,8 @@ async fn ts_sdk_over_http_elicitation_and_no_upstream_credentials() {
             "token": TOKEN,
             "echo": "everything__echo",
             "elicit": {"name": "everything__trigger-elicitation-request"},
+            "sample": {"name": "everything__trigger-sampling-request",
+                       "arguments": {"prompt": "say hi", "maxTokens": 10}},
             "slow": {"name": "everything__trigger-long-running-operation",
                      "arguments": {"duration": 1, "steps": 3}},
         }))

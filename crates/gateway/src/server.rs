@@ -24,6 +24,7 @@ use switchboard_mcp::{CallOptions, Connection, Progress, RequestError};
 use tokio::sync::mpsc;
 
 use crate::audit::{AuditEntry, now};
+use crate::catalog::Catalog;
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, Shared};
 use crate::uris::Unroutable;
@@ -167,6 +168,18 @@ impl GatewayServer {
         }
     }
 
+    /// The current catalog, or, when `found` says it lacks what the client named,
+    /// one rebuilt after the servers' first connection attempts (a client may call a
+    /// tool it remembers before listing).
+    async fn catalog_with(&self, found: impl Fn(&Catalog) -> bool) -> Arc<Catalog> {
+        let catalog = self.shared.catalog();
+        if found(&catalog) {
+            return catalog;
+        }
+        self.shared.wait_settled().await;
+        self.shared.fresh_catalog().await
+    }
+
     fn call_options(
         &self,
         ctx: &RequestContext<RoleServer>,
@@ -257,11 +270,8 @@ impl ServerHandler for GatewayServer {
             )
             .with_instructions(
                 // Fresh from the host: at `initialize` servers may still be connecting.
-                crate::catalog::Catalog::build(
-                    &self.shared.host.snapshot(),
-                    &self.shared.opts.catalog,
-                )
-                .instructions(),
+                Catalog::build(&self.shared.host.snapshot(), &self.shared.opts.catalog)
+                    .instructions(),
             )
     }
 
@@ -296,7 +306,9 @@ impl ServerHandler for GatewayServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         let requested = request.name.to_string();
-        let catalog = self.shared.catalog();
+        let catalog = self
+            .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
+            .await;
         let keep = self
             .shared
             .opts
@@ -369,7 +381,9 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<GetPromptResponse, ErrorData> {
         let started = Instant::now();
-        let catalog = self.shared.catalog();
+        let catalog = self
+            .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
+            .await;
         let keep = self
             .shared
             .opts
@@ -444,7 +458,10 @@ impl ServerHandler for GatewayServer {
             .audit
             .as_ref()
             .is_some_and(|a| a.payloads());
-        let (server, uri) = match self.shared.catalog().uris.route(&request.uri) {
+        let catalog = self
+            .catalog_with(|c| c.uris.route(&request.uri).is_ok())
+            .await;
+        let (server, uri) = match catalog.uris.route(&request.uri) {
             Ok(pair) => pair,
             Err(Unroutable::Unknown) => {
                 return Err(ErrorData::resource_not_found(

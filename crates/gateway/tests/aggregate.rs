@@ -223,14 +223,20 @@ async fn a_late_server_is_announced_with_list_changed() {
             break;
         }
     }
-    let logs = rig.handler.logs.lock().unwrap().clone();
-    assert!(
-        logs.iter().any(|l| l
-            .data
-            .as_str()
-            .is_some_and(|d| d.contains("`late` connected"))),
-        "{logs:?}"
-    );
+    // The status note follows the host's event; give it a moment.
+    let mut noted = false;
+    for _ in 0..50 {
+        noted = rig.handler.logs.lock().unwrap().iter().any(|l| {
+            l.data
+                .as_str()
+                .is_some_and(|d| d.contains("`late` connected"))
+        });
+        if noted {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(noted, "no log notification said `late` connected");
     rig.gateway.shutdown().await;
 }
 
@@ -288,5 +294,48 @@ async fn elicitation_is_declined_for_a_client_without_the_capability() {
             .is_some_and(|d| d.contains("did not declare the elicitation capability"))),
         "{logs:?}"
     );
+    rig.gateway.shutdown().await;
+}
+
+/// `logging/setLevel` from the client is accepted and fanned out; an upstream's log
+/// messages reach the client under the server's name as logger.
+#[tokio::test(flavor = "multi_thread")]
+async fn upstream_log_messages_are_forwarded() {
+    let (cmd, args) = everything_stdio_command();
+    let rig = rig(
+        json!({"everything": {"command": cmd, "args": args}}),
+        Duration::from_secs(30),
+    )
+    .await;
+    rig.client
+        .set_level(rmcp::model::SetLevelRequestParams::new(
+            rmcp::model::LoggingLevel::Debug,
+        ))
+        .await
+        .unwrap();
+    rig.client
+        .call_tool(CallToolRequestParams::new(
+            "everything__toggle-simulated-logging",
+        ))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    loop {
+        let found = rig
+            .handler
+            .logs
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|l| l.logger.as_deref() == Some("everything"));
+        if found {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no log message from `everything` reached the client"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     rig.gateway.shutdown().await;
 }

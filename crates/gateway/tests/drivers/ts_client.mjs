@@ -13,13 +13,29 @@ const esm = (p) => import(pathToFileURL(path.join(plan.sdk, "dist/esm", p)).href
 const { Client } = await esm("client/index.js");
 const { StdioClientTransport } = await esm("client/stdio.js");
 const { StreamableHTTPClientTransport } = await esm("client/streamableHttp.js");
-const { ElicitRequestSchema, LoggingMessageNotificationSchema, ToolListChangedNotificationSchema } = await esm("types.js");
+const {
+  CreateMessageRequestSchema,
+  ElicitRequestSchema,
+  LoggingMessageNotificationSchema,
+  ToolListChangedNotificationSchema,
+} = await esm("types.js");
 
 const out = { logs: [] };
 const client = new Client(
   { name: "ts-driver", version: "1.0.0" },
-  { capabilities: plan.noElicitation ? {} : { elicitation: { form: {} } } },
+  {
+    capabilities: {
+      ...(plan.noElicitation ? {} : { elicitation: { form: {} } }),
+      ...(plan.sample ? { sampling: {} } : {}),
+    },
+  },
 );
+if (plan.sample) {
+  client.setRequestHandler(CreateMessageRequestSchema, async (req) => {
+    out.sampledFrom = req.params.messages?.[0]?.content?.text;
+    return { role: "assistant", content: { type: "text", text: "sampled by the driver" }, model: "driver-model" };
+  });
+}
 if (!plan.noElicitation) {
   client.setRequestHandler(ElicitRequestSchema, async (req) => {
     out.elicited = req.params.message;
@@ -90,6 +106,9 @@ if (plan.hang) {
 }
 if (plan.elicit) {
   out.elicit = await client.callTool({ name: plan.elicit.name, arguments: plan.elicit.arguments ?? {} });
+}
+if (plan.sample) {
+  out.sample = await client.callTool({ name: plan.sample.name, arguments: plan.sample.arguments ?? {} });
 }
 if (plan.resource) {
   const r = await client.readResource({ uri: plan.resource });
