@@ -7,7 +7,7 @@
 //! must not call a server.
 
 use serde_json::Value;
-use switchboard_host::{ServerSnapshot, ServerStatus};
+use switchboard_host::{AuthStatus, ServerSnapshot, ServerStatus};
 use switchboard_mcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::names::NameTable;
@@ -93,7 +93,7 @@ impl Catalog {
                 status.push(StatusLine {
                     server: snap.name.clone(),
                     status: snap.status,
-                    note: snap.error.clone(),
+                    note: downstream_reason(snap),
                 });
                 continue;
             }
@@ -217,6 +217,32 @@ impl Catalog {
         }
         out
     }
+}
+
+/// Why a server is not in, in words safe for the downstream client: never the
+/// upstream's own error text, which may quote a URL with a key in it, a command line or
+/// the server's stderr. The details are in `switchboard mcp list` on this machine.
+pub fn downstream_reason(snap: &ServerSnapshot) -> Option<String> {
+    if snap.status == ServerStatus::Connected {
+        return None;
+    }
+    let why = if let Some(after) = snap.gave_up_after {
+        format!("start-up timed out after {} s", after.as_secs())
+    } else if matches!(
+        snap.auth,
+        Some(AuthStatus::NeedsLogin) | Some(AuthStatus::Expired)
+    ) {
+        format!("needs a login: `switchboard mcp login {}`", snap.name)
+    } else {
+        match snap.status {
+            ServerStatus::Connecting => return Some("connecting".into()),
+            ServerStatus::Disabled => "disabled in settings".into(),
+            ServerStatus::Blocked => "blocked by policy".into(),
+            _ if snap.error.is_some() => "failed to connect".into(),
+            _ => return None,
+        }
+    };
+    Some(format!("{why}; details: `switchboard mcp list`"))
 }
 
 /// An MCP Apps tool points at its UI resource by URI; when that URI is served

@@ -559,13 +559,14 @@ async fn follow(shared: Weak<Shared>, mut events: broadcast::Receiver<HostEvent>
                 Err(broadcast::error::RecvError::Closed) => return,
                 Err(broadcast::error::RecvError::Lagged(_)) => rebuild = true,
                 Ok(HostEvent::ListsUpdated { .. }) => rebuild = true,
-                Ok(HostEvent::Status {
-                    server,
-                    status,
-                    error,
-                }) => {
+                Ok(HostEvent::Status { server, status, .. }) => {
                     rebuild = true;
-                    notes.push((server, status, error));
+                    // The host's error text stays here (see `downstream_reason`).
+                    let reason = s
+                        .host
+                        .server(&server)
+                        .and_then(|snap| crate::catalog::downstream_reason(&snap));
+                    notes.push((server, status, reason));
                 }
                 Ok(HostEvent::Log {
                     server,

@@ -19,7 +19,7 @@ mod server;
 pub mod uris;
 
 pub use audit::{Audit, AuditEntry};
-pub use catalog::{Catalog, CatalogOptions, StatusLine};
+pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
 pub use error::GatewayError;
 pub use gateway::{Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};

@@ -88,7 +88,52 @@ fn upstream_error(server: &str, e: RequestError) -> ErrorData {
         RequestError::Server { code, message, .. } => {
             ErrorData::new(ErrorCode(code), message, None)
         }
-        other => ErrorData::internal_error(format!("server `{server}`: {other}"), None),
+        other => ErrorData::internal_error(
+            format!("server `{server}`: {}", scrub_urls(&other.to_string())),
+            None,
+        ),
+    }
+}
+
+/// The gateway's own words about an upstream failure may quote the server's URL: shown
+/// without user info, query or fragment (`switchboard_net::redacted`).
+fn scrub_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|word| match word.find("://") {
+            Some(at) if at > 0 => {
+                let start = word[..at]
+                    .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '-')
+                    .map_or(0, |i| i + 1);
+                let end = word
+                    .rfind(|c: char| !matches!(c, ')' | ']' | ',' | ';' | ':' | '.' | '`' | '\''))
+                    .map_or(word.len(), |i| i + 1);
+                if start >= end {
+                    return word.to_string();
+                }
+                format!(
+                    "{}{}{}",
+                    &word[..start],
+                    switchboard_net::redacted(&word[start..end]),
+                    &word[end..]
+                )
+            }
+            _ => word.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scrub_urls;
+
+    #[test]
+    fn urls_lose_their_secrets() {
+        assert_eq!(
+            scrub_urls("cannot reach `https://u:p@h.test/mcp?key=s3cret#f`: refused"),
+            "cannot reach `https://h.test/mcp`: refused"
+        );
+        assert_eq!(scrub_urls("no url here"), "no url here");
     }
 }
 
@@ -100,7 +145,9 @@ fn not_connected(shared: &Shared, server: &str) -> ErrorData {
             format!(
                 "{}{}",
                 s.status,
-                s.error.map(|e| format!(": {e}")).unwrap_or_default()
+                crate::catalog::downstream_reason(&s)
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
             )
         })
         .unwrap_or_else(|| "unknown".into());

@@ -245,7 +245,11 @@ async fn a_late_server_is_announced_with_list_changed() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_down_server_is_absent_and_named() {
     let up = demo(Duration::ZERO).await;
-    let dead = format!("http://127.0.0.1:{}/mcp", free_port());
+    // A key in the URL must not reach the client through the status text.
+    let dead = format!(
+        "http://127.0.0.1:{}/mcp?api_key=url-secret-123",
+        free_port()
+    );
     let rig = rig(
         json!({"up": {"httpUrl": up}, "down": {"httpUrl": dead}}),
         Duration::from_secs(20),
@@ -260,6 +264,7 @@ async fn a_down_server_is_absent_and_named() {
         "{instructions}"
     );
     assert!(instructions.contains("`up`: connected"), "{instructions}");
+    assert!(!instructions.contains("url-secret-123"), "{instructions}");
     rig.gateway.shutdown().await;
 }
 
