@@ -440,3 +440,29 @@ fn hostile_upstreams_do_not_block_the_others() {
     let instructions = out["instructions"].as_str().unwrap();
     assert!(instructions.contains("`hung`"), "{instructions}");
 }
+
+/// `--read-only` offers only tools annotated `readOnlyHint: true` and refuses the rest.
+#[test]
+fn read_only_offers_only_read_only_tools() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--read-only", "--config", config, "--wait-ms", "30000"],
+        "echo": "demo__echo",
+    }));
+    let tools = out["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("demo__echo")), "{tools:?}");
+    // The Python server's tools carry no readOnlyHint.
+    assert!(!tools.contains(&json!("py__hang")), "{tools:?}");
+    assert_eq!(text_of(&out["echo"]), "Echo: hi");
+    assert!(
+        out["instructions"].as_str().unwrap().contains("read-only"),
+        "{}",
+        out["instructions"]
+    );
+}

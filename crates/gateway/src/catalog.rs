@@ -54,6 +54,8 @@ pub struct Catalog {
     pub status: Vec<StatusLine>,
     /// Each connected server's own `instructions`.
     pub upstream_instructions: Vec<(String, String)>,
+    /// Built for a read-only gateway.
+    pub read_only: bool,
 }
 
 fn capped<T: Clone>(items: &[T], max: usize, what: &str, notes: &mut Vec<String>) -> Vec<T> {
@@ -159,6 +161,7 @@ impl Catalog {
             prompt_names,
             status,
             upstream_instructions,
+            read_only: opts.read_only,
             ..Default::default()
         };
         for k in &kept {
@@ -205,6 +208,11 @@ impl Catalog {
             "Switchboard gateway: the tools, prompts and resources of several MCP servers. \
              Tool and prompt names are `{server}__{name}`.\n",
         );
+        if self.read_only {
+            out.push_str(
+                "This gateway is read-only: only tools annotated `readOnlyHint: true` are offered.\n",
+            );
+        }
         for line in &self.status {
             out.push_str(&format!("- `{}`: {}", line.server, line.status));
             if let Some(note) = &line.note {
@@ -235,7 +243,7 @@ pub fn downstream_reason(snap: &ServerSnapshot) -> Option<String> {
         format!("needs a login: `switchboard mcp login {}`", snap.name)
     } else {
         match snap.status {
-            ServerStatus::Connecting => return Some("connecting".into()),
+            ServerStatus::Connecting => return None,
             ServerStatus::Disabled => "disabled in settings".into(),
             ServerStatus::Blocked => "blocked by policy".into(),
             _ if snap.error.is_some() => "failed to connect".into(),

@@ -132,7 +132,23 @@ async fn two_servers_with_the_same_names_are_kept_apart() {
     )
     .await;
     let c = &rig.client;
-    let tools = names(&c.list_all_tools().await.unwrap());
+    let listed = c.list_all_tools().await.unwrap();
+    // The MCP App tool points at its UI resource under the URI the gateway serves.
+    let clock = listed.iter().find(|t| t.name == "a__clock").unwrap();
+    let meta = serde_json::to_value(clock.meta.as_ref().unwrap()).unwrap();
+    assert_eq!(
+        meta["ui"]["resourceUri"],
+        "switchboard-gateway://a/ui://switchboard-demo/clock.html"
+    );
+    assert!(clock.output_schema.is_some());
+    let ui = c
+        .read_resource(ReadResourceRequestParams::new(
+            meta["ui"]["resourceUri"].as_str().unwrap(),
+        ))
+        .await
+        .unwrap();
+    assert!(text(&ui).contains("text/html;profile=mcp-app"));
+    let tools = names(&listed);
     for t in ["a__echo", "a__slow", "b__echo", "b__add"] {
         assert!(tools.contains(&t.to_string()), "{t} missing: {tools:?}");
     }
