@@ -2,8 +2,9 @@
 # Install the real MCP peers Switchboard's tests run against:
 #   tests/peers/node    npm packages pinned in package-lock.json (npm ci)
 #   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
-#   tests/peers/clients MCP clients the gateway tests drive (Gemini CLI), pinned in
-#                       package-lock.json (npm ci)
+#   tests/peers/clients MCP clients and proxies the gateway tests and benchmark drive
+#                       (Gemini CLI, supergateway, mcp-proxy), pinned in package-lock.json
+#                       (npm ci)
 #   tests/browser       playwright-core pinned in package-lock.json (npm ci), for the web
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
@@ -48,6 +49,8 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-basic-vanillajs" ] \
   && [ -d "$BROWSER_DIR/node_modules/playwright-core" ] \
   && [ -d "$CLIENTS_DIR/node_modules/@google/gemini-cli" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/supergateway" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/mcp-proxy" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
