@@ -372,6 +372,8 @@ async fn a_hanging_call_does_not_block_other_servers() {
         Duration::from_secs(30),
     )
     .await;
+    let tools = names(&rig.client.list_all_tools().await.unwrap());
+    assert!(tools.contains(&"py__hang".to_string()), "{tools:?}");
     let peer = rig.client.peer().clone();
     let hang =
         tokio::spawn(async move { peer.call_tool(CallToolRequestParams::new("py__hang")).await });
