@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use futures::future::{BoxFuture, join_all};
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ErrorCode,
-    ErrorData, LoggingLevel, LoggingMessageNotificationParam,
+    CancelledNotificationParam, ClientResult, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, LoggingLevel,
+    LoggingMessageNotificationParam, ServerRequest,
 };
-use rmcp::service::{Peer, RoleServer};
+use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use switchboard_host::{Host, HostEvent, ServerStatus};
 use switchboard_mcp::{CallOptions, ClientHooks, ServerEvent, decline_elicitation};
 use tokio::sync::{broadcast, mpsc, oneshot, watch};
@@ -171,6 +172,36 @@ impl Drop for InflightGuard {
     }
 }
 
+/// Cancels a request to the client unless disarmed (its answer came).
+struct CancelOnDrop {
+    peer: Option<Peer<RoleServer>>,
+    id: rmcp::model::RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let id = self.id.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let param = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the server that asked cancelled its request".into()),
+                );
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
 fn level_rank(level: LoggingLevel) -> u8 {
     match level {
         LoggingLevel::Debug => 0,
@@ -303,15 +334,41 @@ impl Shared {
 
     /// Answers a forwarded request through `peer` (called inside the downstream call's
     /// own task, so that Streamable HTTP sends it on that call's stream).
+    /// When the upstream cancels its request (the waiting side is dropped), the
+    /// client's request is cancelled too.
     pub(crate) async fn answer(&self, peer: Peer<RoleServer>, server: String, f: Forwarded) {
         match f {
-            Forwarded::Elicit(req, tx) => {
-                let _ = tx.send(self.answer_elicit(&peer, &server, req).await);
+            Forwarded::Elicit(req, mut tx) => {
+                tokio::select! {
+                    r = self.answer_elicit(&peer, &server, req) => { let _ = tx.send(r); }
+                    () = tx.closed() => {}
+                }
             }
-            Forwarded::Sample(req, tx) => {
-                let _ = tx.send(self.answer_sample(&peer, &server, req).await);
+            Forwarded::Sample(req, mut tx) => {
+                tokio::select! {
+                    r = self.answer_sample(&peer, &server, req) => { let _ = tx.send(r); }
+                    () = tx.closed() => {}
+                }
             }
         }
+    }
+
+    /// Sends `request` to the client and waits for its answer; dropped before that, it
+    /// sends the client `notifications/cancelled` for it.
+    async fn ask_client(
+        &self,
+        peer: &Peer<RoleServer>,
+        request: ServerRequest,
+    ) -> Result<ClientResult, rmcp::ServiceError> {
+        let options = PeerRequestOptions::with_timeout(self.opts.forward_timeout);
+        let handle = peer.send_request_with_option(request, options).await?;
+        let guard = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let r = handle.await_response().await;
+        guard.disarm();
+        r
     }
 
     async fn answer_elicit(
@@ -335,15 +392,14 @@ impl Shared {
             .await;
             return decline_elicitation();
         }
-        match tokio::time::timeout(self.opts.forward_timeout, peer.create_elicitation(request))
-            .await
-        {
-            Ok(Ok(r)) => r,
-            Ok(Err(e)) => {
+        let request = ServerRequest::ElicitRequest(rmcp::model::Request::new(request));
+        match self.ask_client(peer, request).await {
+            Ok(ClientResult::ElicitResult(r)) => r,
+            Ok(_) => decline_elicitation(),
+            Err(e) => {
                 tracing::info!("the client did not answer `{server}`'s elicitation: {e}");
                 decline_elicitation()
             }
-            Err(_) => decline_elicitation(),
         }
     }
 
@@ -359,17 +415,17 @@ impl Shared {
         if !declared {
             return Err(no_client(server, "sampling"));
         }
-        match tokio::time::timeout(self.opts.forward_timeout, peer.create_message(params)).await {
-            Ok(Ok(r)) => Ok(r),
-            Ok(Err(rmcp::ServiceError::McpError(e))) => Err(e),
-            Ok(Err(e)) => Err(ErrorData::internal_error(
-                format!("the client connected to the gateway failed the sampling request: {e}"),
+        let request = ServerRequest::CreateMessageRequest(rmcp::model::Request::new(params));
+        match self.ask_client(peer, request).await {
+            Ok(ClientResult::CreateMessageResult(r)) => Ok(*r),
+            Ok(_) => Err(ErrorData::internal_error(
+                "the client answered the sampling request with something else",
                 None,
             )),
-            Err(_) => Err(ErrorData::internal_error(
+            Err(rmcp::ServiceError::McpError(e)) => Err(e),
+            Err(e) => Err(ErrorData::internal_error(
                 format!(
-                    "the client connected to the gateway did not answer the sampling request in {} s",
-                    self.opts.forward_timeout.as_secs()
+                    "the client connected to the gateway did not answer the sampling request: {e}"
                 ),
                 None,
             )),
