@@ -2,6 +2,9 @@
 # Install the real MCP peers Switchboard's tests run against:
 #   tests/peers/node    npm packages pinned in package-lock.json (npm ci)
 #   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
+#   tests/peers/clients MCP clients and proxies the gateway tests and benchmark drive
+#                       (Gemini CLI, supergateway, mcp-proxy), pinned in package-lock.json
+#                       (npm ci)
 #   tests/browser       playwright-core pinned in package-lock.json (npm ci), for the web
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 #   tests/peers/oidc    oidc-provider pinned in package-lock.json (npm ci), the OpenID
@@ -16,6 +19,7 @@ NODE_DIR="$PEERS/node"
 VENV="$PEERS/.venv"
 BROWSER_DIR="$ROOT/tests/browser"
 OIDC_DIR="$PEERS/oidc"
+CLIENTS_DIR="$PEERS/clients"
 REQS="$PEERS/python/requirements.txt"
 MARKER="$PEERS/.installed"
 
@@ -37,10 +41,11 @@ need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 pyt
 [ -f "$REQS" ] || die "missing $REQS"
 [ -f "$BROWSER_DIR/package-lock.json" ] || die "missing $BROWSER_DIR/package-lock.json"
 [ -f "$OIDC_DIR/package-lock.json" ] || die "missing $OIDC_DIR/package-lock.json"
+[ -f "$CLIENTS_DIR/package-lock.json" ] || die "missing $CLIENTS_DIR/package-lock.json"
 
 hash_inputs() {
   cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$OIDC_DIR/package-lock.json" \
-    | sha256sum | cut -d' ' -f1
+    "$CLIENTS_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
 }
 WANT="$(hash_inputs)"
 
@@ -49,6 +54,9 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-basic-vanillajs" ] \
   && [ -d "$BROWSER_DIR/node_modules/playwright-core" ] \
   && [ -d "$OIDC_DIR/node_modules/oidc-provider" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/@google/gemini-cli" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/supergateway" ] \
+  && [ -d "$CLIENTS_DIR/node_modules/mcp-proxy" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
@@ -58,6 +66,9 @@ rm -f "$MARKER"
 
 say "npm ci in $NODE_DIR"
 (cd "$NODE_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $NODE_DIR"
+
+say "npm ci in $CLIENTS_DIR"
+(cd "$CLIENTS_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $CLIENTS_DIR"
 
 say "npm ci in $BROWSER_DIR"
 (cd "$BROWSER_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $BROWSER_DIR"

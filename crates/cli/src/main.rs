@@ -17,6 +17,7 @@ mod complete;
 mod ctx;
 mod db;
 mod edit;
+mod gateway;
 mod hooks;
 mod import;
 mod list;
@@ -67,6 +68,8 @@ enum Command {
     Run(run::RunArgs),
     /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
     Serve(serve::ServeArgs),
+    /// Serve every configured server as one MCP server (stdio, or --http).
+    Gateway(gateway::GatewayArgs),
     /// Team mode's database: `db migrate`, `db reencrypt`.
     #[command(subcommand)]
     Db(db::DbCommand),
@@ -357,6 +360,7 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
         },
         Command::Trust { path, revoke, list } => edit::trust(path, revoke, list),
         Command::Serve(args) => serve::run(&g, args).await,
+        Command::Gateway(args) => gateway::run(&g, args).await,
         Command::Db(cmd) => db::run(cmd).await,
         Command::Chat(args) => chat::run(&g, args).await,
         Command::Run(args) => run::run(&g, args).await,

@@ -196,26 +196,48 @@ pub(crate) fn client_info(
     info
 }
 
+fn cancelled_by_server() -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_REQUEST,
+        "the server cancelled this request".to_string(),
+        None,
+    )
+}
+
 impl ClientHandler for HostHandler {
     fn get_info(&self) -> ClientConfig {
         self.info.clone()
     }
 
+    /// When the server cancels its request (`notifications/cancelled`), the hook's
+    /// future is dropped, so whatever it was waiting on (a person, a downstream client)
+    /// can stop too.
     fn create_elicitation(
         &self,
         request: ElicitRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<ElicitResult, ErrorData>> + Send + '_ {
         let fut = self.hooks.elicit(&self.server, request);
-        async move { Ok(fut.await) }
+        async move {
+            tokio::select! {
+                r = fut => Ok(r),
+                () = context.ct.cancelled() => Err(cancelled_by_server()),
+            }
+        }
     }
 
     fn create_message(
         &self,
         params: CreateMessageRequestParams,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<CreateMessageResult, ErrorData>> + Send + '_ {
-        self.hooks.sample(&self.server, params)
+        let fut = self.hooks.sample(&self.server, params);
+        async move {
+            tokio::select! {
+                r = fut => r,
+                () = context.ct.cancelled() => Err(cancelled_by_server()),
+            }
+        }
     }
 
     fn list_roots(

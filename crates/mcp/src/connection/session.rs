@@ -2,13 +2,15 @@
 //! capped at [`PROGRESS_CAP`] times), progress routing, cancellation
 //! (`notifications/cancelled`), bounded list pagination, the typed calls, the state
 //! the server declared, and closing.
+#![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still used by servers
 
 use std::collections::HashSet;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, ClientRequest, GetPromptResult, Prompt, ProtocolVersion, ReadResourceResult,
-    Resource, ResourceTemplate, ServerCapabilities, ServerResult, Tool,
+    CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult, GetPromptResult,
+    LoggingLevel, Prompt, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate,
+    ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Value, json};
@@ -266,6 +268,36 @@ impl Connection {
                 method: "prompts/get".into(),
             }),
         }
+    }
+
+    /// `completion/complete`: argument completions for a prompt or a resource template.
+    pub async fn complete(
+        &self,
+        params: CompleteRequestParams,
+        opts: &CallOptions,
+    ) -> Result<CompleteResult, RequestError> {
+        let method = "completion/complete";
+        let params = serde_json::to_value(params).map_err(|e| RequestError::Transport {
+            method: method.into(),
+            message: format!("could not build the request: {e}"),
+        })?;
+        match self.request(method, params, opts).await? {
+            ServerResult::CompleteResult(r) => Ok(r),
+            _ => Err(RequestError::Unexpected {
+                method: method.into(),
+            }),
+        }
+    }
+
+    /// `logging/setLevel`: the least severe level the server should send.
+    pub async fn set_log_level(
+        &self,
+        level: LoggingLevel,
+        opts: &CallOptions,
+    ) -> Result<(), RequestError> {
+        self.request("logging/setLevel", json!({"level": level}), opts)
+            .await
+            .map(|_| ())
     }
 
     /// `ping`.

@@ -1,0 +1,468 @@
+//! `switchboard gateway` driven by real, pinned MCP clients: the TS SDK client and the
+//! Python SDK client (over stdio and Streamable HTTP) and Gemini CLI (`gemini mcp
+//! list`), with real upstreams (the demo server, the Python SDK server,
+//! server-everything) and hostile ones.
+// Test code plays an HTTP client of its own.
+#![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use switchboard_testkit::{
+    EverythingMode, PeerProcess, bad_peer, ensure_peers, free_port, peers_dir,
+    python_stdio_command, spawn_everything,
+};
+
+const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
+const TOKEN: &str = "gateway-test-token-0123456789abcdef";
+
+fn drivers() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/drivers")
+}
+
+fn sdk_dir() -> PathBuf {
+    peers_dir().join("node/node_modules/@modelcontextprotocol/sdk")
+}
+
+/// A settings file with the demo server and the Python SDK server (its cancellations
+/// logged to `cancel_log`), plus `extra` entries.
+fn settings(dir: &Path, cancel_log: &Path, extra: Value) -> PathBuf {
+    let (py, py_args) = python_stdio_command();
+    let mut servers = json!({
+        "demo": {"command": BIN, "args": ["demo-server"]},
+        "py": {"command": py, "args": py_args,
+               "env": {"SWITCHBOARD_CANCEL_LOG": cancel_log.display().to_string()}},
+    });
+    if let (Some(m), Some(e)) = (servers.as_object_mut(), extra.as_object()) {
+        m.extend(e.clone());
+    }
+    let path = dir.join("settings.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+fn run_driver(mut cmd: Command) -> Value {
+    let out = cmd.stderr(Stdio::inherit()).output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "driver failed: {text}");
+    let line = text.lines().last().unwrap_or("");
+    serde_json::from_str(line).unwrap_or_else(|e| panic!("driver output {text}: {e}"))
+}
+
+fn ts_driver(plan: Value) -> Value {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("180")
+        .arg("node")
+        .arg(drivers().join("ts_client.mjs"))
+        .arg(plan.to_string());
+    run_driver(cmd)
+}
+
+fn py_driver(plan: Value) -> Value {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("180")
+        .arg(switchboard_testkit::python_bin())
+        .arg(drivers().join("py_client.py"))
+        .arg(plan.to_string());
+    run_driver(cmd)
+}
+
+fn text_of(result: &Value) -> String {
+    result["content"][0]["text"]
+        .as_str()
+        .unwrap_or("")
+        .to_string()
+}
+
+fn wait_for(path: &Path, needle: &str) -> bool {
+    let until = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < until {
+        if std::fs::read_to_string(path).is_ok_and(|t| t.contains(needle)) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    false
+}
+
+/// The gateway over HTTP on a free port, with the test token.
+async fn spawn_http_gateway(config: &Path, env: &common::Env, extra: &[&str]) -> PeerProcess {
+    let port = free_port();
+    let mut cmd = Command::new(BIN);
+    cmd.args([
+        "gateway",
+        "--http",
+        "--wait-ms",
+        "30000",
+        "--port",
+        &port.to_string(),
+    ])
+    .args(extra)
+    .arg("--config")
+    .arg(config)
+    .env("HOME", env.home.path())
+    .env("SWITCHBOARD_HOME", env.sb.path())
+    .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
+    .current_dir(env.project.path());
+    let mut peer = PeerProcess::spawn("gateway-http", cmd);
+    peer.port = port;
+    peer.url = format!("http://127.0.0.1:{port}/mcp");
+    peer.wait_for_port(port, Duration::from_secs(30)).await;
+    peer
+}
+
+fn raw_post(port: u16, auth: Option<&str>) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
+    let auth = auth
+        .map(|a| format!("Authorization: {a}\r\n"))
+        .unwrap_or_default();
+    write!(
+        s,
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut out = String::new();
+    let _ = s.read_to_string(&mut out);
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    (head.to_string(), body.to_string())
+}
+
+/// The TS SDK client over stdio: lists the tools of both upstreams under
+/// `{server}__{tool}`, calls echo (structuredContent kept), gets progress from the demo
+/// server's `slow`, cancels the Python server's `hang` (the upstream hears the
+/// cancellation), reads a resource, gets a prompt; `--audit` writes one line per call
+/// without arguments.
+#[test]
+fn ts_sdk_client_over_stdio() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let audit = env.project.path().join("audit.jsonl");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--config", config, "--audit", audit, "--wait-ms", "30000"],
+        "echo": "demo__echo",
+        "add": "py__add",
+        "slow": {"name": "demo__slow", "arguments": {"seconds": 1, "steps": 3}},
+        "hang": {"name": "py__hang", "afterMs": 800},
+        "resource": "demo://readme",
+        "prompt": "demo__greet",
+        "promptArgs": {"name": "Ada"},
+    }));
+    assert_eq!(out["serverName"], "switchboard-gateway");
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for t in ["demo__echo", "demo__slow", "py__echo", "py__hang"] {
+        assert!(tools.contains(&t), "{t} missing from {tools:?}");
+    }
+    // Definitions pass through: annotations and output schemas.
+    assert_eq!(
+        out["toolDefs"]["demo__echo"]["annotations"]["readOnlyHint"],
+        true
+    );
+    assert!(out["toolDefs"]["demo__add"]["outputSchema"].is_object());
+    assert_eq!(text_of(&out["echo"]), "Echo: hi");
+    assert_eq!(out["add"]["structuredContent"]["sum"], 5.0);
+    let progress = out["slow"]["progress"].as_array().unwrap();
+    assert!(progress.len() >= 2, "progress: {progress:?}");
+    assert_eq!(progress[0]["total"], 3);
+    assert!(out["hang"]["cancelled"].as_bool().unwrap());
+    assert!(out["hang"]["ms"].as_u64().unwrap() < 5_000);
+    assert!(
+        wait_for(&cancel_log, "cancelled"),
+        "the Python server never heard the cancellation"
+    );
+    assert!(
+        out["resource"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("demo server")
+    );
+    assert_eq!(out["prompt"][0], "Please greet Ada.");
+    assert!(
+        out["templates"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo://greeting/{name}"))
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let echo = lines
+        .iter()
+        .find(|l| l["requested"] == "demo__echo")
+        .expect("an audit line for demo__echo");
+    assert_eq!(echo["server"], "demo");
+    assert_eq!(echo["tool"], "echo");
+    assert_eq!(echo["outcome"], "ok");
+    assert_eq!(echo["client"], "ts-driver");
+    assert!(echo["response_bytes"].as_u64().unwrap() > 0);
+    assert!(echo.get("arguments").is_none() && echo.get("result").is_none());
+    assert!(lines.iter().any(|l| l["method"] == "resources/read"));
+    assert!(lines.iter().any(|l| l["requested"] == "py__hang"));
+}
+
+/// The Python SDK client over Streamable HTTP with the bearer token: the same calls;
+/// without the token the gateway answers 401 with an empty body.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_sdk_client_over_http_and_401_without_token() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let audit = env.project.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let gw = spawn_http_gateway(&config, &env, &["--audit", &audit_arg, "--audit-payloads"]).await;
+    let port = gw.port;
+    let (head, body) = tokio::task::spawn_blocking(move || raw_post(port, None))
+        .await
+        .unwrap();
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+    assert!(
+        head.to_ascii_lowercase()
+            .contains("www-authenticate: bearer")
+    );
+    assert!(
+        body.trim().is_empty() || body.trim() == "0",
+        "body: {body:?}"
+    );
+    let (head, _) = tokio::task::spawn_blocking(move || raw_post(port, Some("Bearer wrong-token")))
+        .await
+        .unwrap();
+    assert!(head.starts_with("HTTP/1.1 401"), "{head}");
+
+    let url = gw.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        py_driver(json!({
+            "transport": "http",
+            "url": url,
+            "token": TOKEN,
+            "echo": "py__echo",
+            "slow": {"name": "demo__slow", "arguments": {"seconds": 1, "steps": 3}},
+            "hang": {"name": "py__hang", "afterMs": 800},
+            "resource": "py://item/7",
+            "prompt": "py__review",
+            "promptArgs": {"code": "x = 1"},
+        }))
+    })
+    .await
+    .unwrap();
+    let tools = out["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("demo__echo")) && tools.contains(&json!("py__echo")));
+    assert_eq!(out["echo"][0], "hi");
+    assert!(out["slow"]["progress"].as_array().unwrap().len() >= 2);
+    assert!(out["hang"]["cancelled"].as_bool().unwrap());
+    assert_eq!(out["afterCancel"][0], "after");
+    assert!(out["resource"][0].as_str().unwrap().contains('7'));
+    assert!(out["prompt"][0].as_str().unwrap().contains("x = 1"));
+    assert!(wait_for(&cancel_log, "cancelled"));
+    // --audit-payloads: arguments and results are in the line, and the client's name.
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let echo: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["requested"] == "py__echo")
+        .expect("an audit line for py__echo");
+    assert_eq!(echo["arguments"]["message"], "hi");
+    assert_eq!(echo["result"]["content"][0]["text"], "hi");
+    assert!(echo["client"].is_string());
+    assert!(echo["duration_ms"].is_u64());
+}
+
+/// The TS SDK client over HTTP, with server-everything over Streamable HTTP as an
+/// upstream whose settings carry a secret header: its elicitation and sampling requests
+/// reach the client (which answers them, and the answers reach the tool), progress
+/// comes through, and the secret appears nowhere in what the client saw.
+#[tokio::test(flavor = "multi_thread")]
+async fn ts_sdk_over_http_elicitation_and_no_upstream_credentials() {
+    ensure_peers();
+    let env = common::Env::new();
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let secret = "upstream-secret-value-42";
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(
+        env.project.path(),
+        &cancel_log,
+        json!({"everything": {"httpUrl": everything.url,
+               "headers": {"Authorization": format!("Bearer {secret}"), "X-Api-Key": secret}}}),
+    );
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let url = gw.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        ts_driver(json!({
+            "sdk": sdk_dir(),
+            "transport": "http",
+            "url": url,
+            "token": TOKEN,
+            "echo": "everything__echo",
+            "elicit": {"name": "everything__trigger-elicitation-request"},
+            "sample": {"name": "everything__trigger-sampling-request",
+                       "arguments": {"prompt": "say hi", "maxTokens": 10}},
+            "slow": {"name": "everything__trigger-long-running-operation",
+                     "arguments": {"duration": 1, "steps": 3}},
+        }))
+    })
+    .await
+    .unwrap();
+    assert!(text_of(&out["echo"]).contains("hi"), "{}", out["echo"]);
+    assert!(
+        out["elicited"].is_string(),
+        "no elicitation reached the client"
+    );
+    assert!(out["slow"]["progress"].as_array().unwrap().len() >= 2);
+    assert!(
+        !out.to_string().contains(secret),
+        "an upstream credential reached the client"
+    );
+}
+
+/// Gemini CLI, in a throwaway HOME, shows the gateway connected over stdio and over
+/// HTTP.
+#[tokio::test(flavor = "multi_thread")]
+async fn gemini_cli_lists_the_gateway_connected() {
+    ensure_peers();
+    let gemini = peers_dir().join("clients/node_modules/.bin/gemini");
+    assert!(gemini.exists(), "run scripts/install-peers.sh (Gemini CLI)");
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        json!({work.display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        json!({"mcpServers": {
+            "sbstdio": {"command": BIN, "args": ["gateway", "--config", config],
+                        "env": {"SWITCHBOARD_HOME": env.sb.path()}},
+            "sbhttp": {"httpUrl": gw.url, "headers": {"Authorization": format!("Bearer {TOKEN}")}},
+            "sbnotoken": {"httpUrl": gw.url},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let home_path = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        Command::new("timeout")
+            .arg("120")
+            .arg(&gemini)
+            .args(["mcp", "list"])
+            .env("HOME", &home_path)
+            .env_remove("GEMINI_API_KEY")
+            .current_dir(&work)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} not listed: {text}"))
+            .to_string()
+    };
+    assert!(line("sbstdio").contains("Connected"), "{text}");
+    assert!(line("sbhttp").contains("Connected"), "{text}");
+    assert!(!line("sbnotoken").contains("- Connected"), "{text}");
+}
+
+/// Bound beyond loopback without a configured token, the gateway refuses to start.
+#[test]
+fn http_beyond_loopback_needs_a_configured_token() {
+    let env = common::Env::new();
+    let out = env.run(&["gateway", "--http", "--bind", "0.0.0.0", "--port", "0"]);
+    assert!(!out.status.success());
+    let err = common::stderr(&out);
+    assert!(err.contains("without a configured token"), "{err}");
+    assert!(err.contains("--token-file"), "{err}");
+}
+
+/// An upstream that hangs in `initialize` and one that floods do not keep the others
+/// from being listed and called; the hung one is named in the instructions.
+#[test]
+fn hostile_upstreams_do_not_block_the_others() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let (hang, hang_args) = bad_peer("hang_init");
+    let (flood, flood_args) = bad_peer("flood");
+    let config = settings(
+        env.project.path(),
+        &cancel_log,
+        json!({"hung": {"command": hang, "args": hang_args, "startupTimeout": 60000},
+               "flood": {"command": flood, "args": flood_args}}),
+    );
+    let started = Instant::now();
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--config", config, "--wait-ms", "8000"],
+        "echo": "demo__echo",
+    }));
+    assert!(started.elapsed() < Duration::from_secs(40));
+    assert_eq!(text_of(&out["echo"]), "Echo: hi");
+    let tools = out["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("demo__echo")));
+    assert!(
+        !tools
+            .iter()
+            .any(|t| t.as_str().unwrap().starts_with("hung__"))
+    );
+    let instructions = out["instructions"].as_str().unwrap();
+    assert!(instructions.contains("`hung`"), "{instructions}");
+}
+
+/// `--read-only` offers only tools annotated `readOnlyHint: true` and refuses the rest.
+#[test]
+fn read_only_offers_only_read_only_tools() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--read-only", "--config", config, "--wait-ms", "30000"],
+        "echo": "demo__echo",
+    }));
+    let tools = out["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("demo__echo")), "{tools:?}");
+    // The Python server's tools carry no readOnlyHint.
+    assert!(!tools.contains(&json!("py__hang")), "{tools:?}");
+    assert_eq!(text_of(&out["echo"]), "Echo: hi");
+    assert!(
+        out["instructions"].as_str().unwrap().contains("read-only"),
+        "{}",
+        out["instructions"]
+    );
+}

@@ -1,0 +1,644 @@
+//! The gateway's shared state: the host, the current [`Catalog`], the downstream
+//! sessions, the calls in flight (so that an upstream's elicitation or sampling request
+//! reaches the client whose call caused it), and the task that turns host events into
+//! downstream notifications (`list_changed`, log messages, status notes).
+//!
+//! It owns no connection of its own: upstream servers are reached only through the
+//! [`Host`], downstream clients only through their rmcp `Peer`. Locks are sync mutexes
+//! held only to copy in or out, never across an `.await`.
+#![allow(deprecated)] // logging, sampling: deprecated by SEP-2577, still in use
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, Weak};
+use std::time::Duration;
+
+use futures::future::{BoxFuture, join_all};
+use rmcp::model::{
+    CancelledNotificationParam, ClientResult, CreateMessageRequestParams, CreateMessageResult,
+    ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, LoggingLevel,
+    LoggingMessageNotificationParam, ServerRequest,
+};
+use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
+use switchboard_host::{Host, HostEvent, ServerStatus};
+use switchboard_mcp::{CallOptions, ClientHooks, ServerEvent, decline_elicitation};
+use tokio::sync::{broadcast, mpsc, oneshot, watch};
+
+use crate::audit::Audit;
+use crate::catalog::{Catalog, CatalogOptions};
+
+/// The logger name of the gateway's own log notifications.
+pub const LOGGER: &str = "switchboard-gateway";
+
+/// How the gateway behaves.
+#[derive(Debug, Clone)]
+pub struct GatewayOptions {
+    pub catalog: CatalogOptions,
+    /// How long `initialize` and the first lists wait for the servers' first connection
+    /// attempts to settle; servers that come later are announced with `list_changed`.
+    pub initial_wait: Duration,
+    /// How long a forwarded elicitation or sampling request waits for the client.
+    pub forward_timeout: Duration,
+    /// `--audit FILE`.
+    pub audit: Option<Arc<Audit>>,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        Self {
+            catalog: CatalogOptions::default(),
+            initial_wait: Duration::from_secs(5),
+            forward_timeout: Duration::from_secs(600),
+            audit: None,
+        }
+    }
+}
+
+/// A request an upstream server sent that goes to a downstream client.
+pub(crate) enum Forwarded {
+    Elicit(ElicitRequestParams, oneshot::Sender<ElicitResult>),
+    Sample(
+        CreateMessageRequestParams,
+        oneshot::Sender<Result<CreateMessageResult, ErrorData>>,
+    ),
+}
+
+struct Session {
+    id: u64,
+    peer: Peer<RoleServer>,
+    /// Set by the client's `logging/setLevel`.
+    level: Option<LoggingLevel>,
+}
+
+struct Inflight {
+    id: u64,
+    server: String,
+    tx: mpsc::UnboundedSender<Forwarded>,
+}
+
+pub(crate) struct Shared {
+    pub(crate) host: Host,
+    pub(crate) opts: GatewayOptions,
+    catalog: Mutex<Arc<Catalog>>,
+    sessions: Mutex<Vec<Session>>,
+    inflight: Mutex<Vec<Inflight>>,
+    settled: watch::Sender<bool>,
+    next_id: AtomicU64,
+}
+
+/// The client hooks the gateway's [`Host`] must be built with: they forward upstream
+/// elicitation and sampling requests to the downstream client. Make them first
+/// ([`GatewayHooks::new`]), put them in `HostOptions::hooks`, then [`Gateway::new`].
+#[derive(Clone, Default)]
+pub struct GatewayHooks {
+    link: Arc<OnceLock<Weak<Shared>>>,
+}
+
+impl std::fmt::Debug for GatewayHooks {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayHooks").finish_non_exhaustive()
+    }
+}
+
+impl GatewayHooks {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn shared(&self) -> Option<Arc<Shared>> {
+        self.link.get().and_then(Weak::upgrade)
+    }
+}
+
+impl ClientHooks for GatewayHooks {
+    fn elicit(
+        &self,
+        server: &str,
+        request: ElicitRequestParams,
+    ) -> BoxFuture<'static, ElicitResult> {
+        let shared = self.shared();
+        let server = server.to_string();
+        Box::pin(async move {
+            match shared {
+                Some(s) => s.forward_elicit(&server, request).await,
+                None => decline_elicitation(),
+            }
+        })
+    }
+
+    fn sample(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorData>> {
+        let shared = self.shared();
+        let server = server.to_string();
+        Box::pin(async move {
+            match shared {
+                Some(s) => s.forward_sample(&server, params).await,
+                None => Err(no_client(&server, "sampling")),
+            }
+        })
+    }
+
+    fn supports_sampling(&self) -> bool {
+        true
+    }
+
+    fn on_event(&self, _server: &str, _event: ServerEvent) {}
+}
+
+fn no_client(server: &str, what: &str) -> ErrorData {
+    ErrorData::new(
+        ErrorCode::INVALID_REQUEST,
+        format!(
+            "{what} declined: server `{server}` asked for it, but no client connected to \
+             switchboard gateway can answer it (none declared the `{what}` capability)"
+        ),
+        None,
+    )
+}
+
+/// Keeps a call registered for forwarded requests while it runs.
+pub(crate) struct InflightGuard {
+    shared: Arc<Shared>,
+    id: u64,
+}
+
+impl Drop for InflightGuard {
+    fn drop(&mut self) {
+        if let Ok(mut v) = self.shared.inflight.lock() {
+            v.retain(|c| c.id != self.id);
+        }
+    }
+}
+
+/// Cancels a request to the client unless disarmed (its answer came).
+struct CancelOnDrop {
+    peer: Option<Peer<RoleServer>>,
+    id: rmcp::model::RequestId,
+}
+
+impl CancelOnDrop {
+    fn disarm(mut self) {
+        self.peer = None;
+    }
+}
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        let Some(peer) = self.peer.take() else {
+            return;
+        };
+        let id = self.id.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move {
+                let param = CancelledNotificationParam::new(
+                    Some(id),
+                    Some("the server that asked cancelled its request".into()),
+                );
+                let _ = peer.notify_cancelled(param).await;
+            });
+        }
+    }
+}
+
+fn level_rank(level: LoggingLevel) -> u8 {
+    match level {
+        LoggingLevel::Debug => 0,
+        LoggingLevel::Info => 1,
+        LoggingLevel::Notice => 2,
+        LoggingLevel::Warning => 3,
+        LoggingLevel::Error => 4,
+        LoggingLevel::Critical => 5,
+        LoggingLevel::Alert => 6,
+        LoggingLevel::Emergency => 7,
+    }
+}
+
+fn parse_level(level: &str) -> LoggingLevel {
+    serde_json::from_value(serde_json::Value::String(level.to_string()))
+        .unwrap_or(LoggingLevel::Info)
+}
+
+impl Shared {
+    pub(crate) fn next_id(&self) -> u64 {
+        self.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn catalog(&self) -> Arc<Catalog> {
+        self.catalog.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Waits (at most `initial_wait`) for the servers' first connection attempts.
+    pub(crate) async fn wait_settled(&self) {
+        let mut rx = self.settled.subscribe();
+        let _ = tokio::time::timeout(self.opts.initial_wait, rx.wait_for(|v| *v)).await;
+    }
+
+    pub(crate) fn register_session(&self, id: u64, peer: Peer<RoleServer>) {
+        if let Ok(mut v) = self.sessions.lock() {
+            v.retain(|s| s.id != id && !s.peer.is_transport_closed());
+            v.push(Session {
+                id,
+                peer,
+                level: None,
+            });
+        }
+    }
+
+    pub(crate) fn set_session_level(&self, id: u64, level: LoggingLevel) {
+        if let Ok(mut v) = self.sessions.lock()
+            && let Some(s) = v.iter_mut().find(|s| s.id == id)
+        {
+            s.level = Some(level);
+        }
+    }
+
+    pub(crate) fn register_inflight(
+        self: &Arc<Self>,
+        server: &str,
+        tx: mpsc::UnboundedSender<Forwarded>,
+    ) -> InflightGuard {
+        let id = self.next_id();
+        if let Ok(mut v) = self.inflight.lock() {
+            v.push(Inflight {
+                id,
+                server: server.to_string(),
+                tx,
+            });
+        }
+        InflightGuard {
+            shared: self.clone(),
+            id,
+        }
+    }
+
+    fn live_peers(&self) -> Vec<(Peer<RoleServer>, Option<LoggingLevel>)> {
+        let Ok(mut v) = self.sessions.lock() else {
+            return Vec::new();
+        };
+        v.retain(|s| !s.peer.is_transport_closed());
+        v.iter().map(|s| (s.peer.clone(), s.level)).collect()
+    }
+
+    /// The call in flight to `server` that started last, if any.
+    fn inflight_for(&self, server: &str) -> Option<mpsc::UnboundedSender<Forwarded>> {
+        let v = self.inflight.lock().ok()?;
+        v.iter()
+            .rev()
+            .find(|c| c.server == server && !c.tx.is_closed())
+            .map(|c| c.tx.clone())
+    }
+
+    /// The client that connected last (for requests not tied to a call).
+    fn latest_peer(&self) -> Option<Peer<RoleServer>> {
+        self.live_peers().pop().map(|(p, _)| p)
+    }
+
+    async fn forward_elicit(&self, server: &str, request: ElicitRequestParams) -> ElicitResult {
+        if let Some(tx) = self.inflight_for(server) {
+            let (otx, orx) = oneshot::channel();
+            if tx.send(Forwarded::Elicit(request, otx)).is_ok() {
+                return orx.await.unwrap_or_else(|_| decline_elicitation());
+            }
+            return decline_elicitation();
+        }
+        match self.latest_peer() {
+            Some(peer) => self.answer_elicit(&peer, server, request).await,
+            None => {
+                tracing::warn!("{}", no_client(server, "elicitation").message);
+                decline_elicitation()
+            }
+        }
+    }
+
+    async fn forward_sample(
+        &self,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        if let Some(tx) = self.inflight_for(server) {
+            let (otx, orx) = oneshot::channel();
+            if tx.send(Forwarded::Sample(params, otx)).is_ok() {
+                return orx
+                    .await
+                    .unwrap_or_else(|_| Err(no_client(server, "sampling")));
+            }
+            return Err(no_client(server, "sampling"));
+        }
+        match self.latest_peer() {
+            Some(peer) => self.answer_sample(&peer, server, params).await,
+            None => Err(no_client(server, "sampling")),
+        }
+    }
+
+    /// Answers a forwarded request through `peer` (called inside the downstream call's
+    /// own task, so that Streamable HTTP sends it on that call's stream).
+    /// When the upstream cancels its request (the waiting side is dropped), the
+    /// client's request is cancelled too.
+    pub(crate) async fn answer(&self, peer: Peer<RoleServer>, server: String, f: Forwarded) {
+        match f {
+            Forwarded::Elicit(req, mut tx) => {
+                tokio::select! {
+                    r = self.answer_elicit(&peer, &server, req) => { let _ = tx.send(r); }
+                    () = tx.closed() => {}
+                }
+            }
+            Forwarded::Sample(req, mut tx) => {
+                tokio::select! {
+                    r = self.answer_sample(&peer, &server, req) => { let _ = tx.send(r); }
+                    () = tx.closed() => {}
+                }
+            }
+        }
+    }
+
+    /// Sends `request` to the client and waits for its answer; dropped before that, it
+    /// sends the client `notifications/cancelled` for it.
+    async fn ask_client(
+        &self,
+        peer: &Peer<RoleServer>,
+        request: ServerRequest,
+    ) -> Result<ClientResult, rmcp::ServiceError> {
+        let options = PeerRequestOptions::with_timeout(self.opts.forward_timeout);
+        let handle = peer.send_request_with_option(request, options).await?;
+        let guard = CancelOnDrop {
+            peer: Some(peer.clone()),
+            id: handle.id.clone(),
+        };
+        let r = handle.await_response().await;
+        guard.disarm();
+        r
+    }
+
+    async fn answer_elicit(
+        &self,
+        peer: &Peer<RoleServer>,
+        server: &str,
+        request: ElicitRequestParams,
+    ) -> ElicitResult {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.elicitation.is_some());
+        if !declared {
+            notify_log(
+                peer,
+                LoggingLevel::Warning,
+                &format!(
+                    "server `{server}` asked for input (elicitation); declined because this \
+                     client did not declare the elicitation capability"
+                ),
+            )
+            .await;
+            return decline_elicitation();
+        }
+        let request = ServerRequest::ElicitRequest(rmcp::model::Request::new(request));
+        match self.ask_client(peer, request).await {
+            Ok(ClientResult::ElicitResult(r)) => r,
+            Ok(_) => decline_elicitation(),
+            Err(e) => {
+                tracing::info!("the client did not answer `{server}`'s elicitation: {e}");
+                decline_elicitation()
+            }
+        }
+    }
+
+    async fn answer_sample(
+        &self,
+        peer: &Peer<RoleServer>,
+        server: &str,
+        params: CreateMessageRequestParams,
+    ) -> Result<CreateMessageResult, ErrorData> {
+        let declared = peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.sampling.is_some());
+        if !declared {
+            return Err(no_client(server, "sampling"));
+        }
+        let request = ServerRequest::CreateMessageRequest(rmcp::model::Request::new(params));
+        match self.ask_client(peer, request).await {
+            Ok(ClientResult::CreateMessageResult(r)) => Ok(*r),
+            Ok(_) => Err(ErrorData::internal_error(
+                "the client answered the sampling request with something else",
+                None,
+            )),
+            Err(rmcp::ServiceError::McpError(e)) => Err(e),
+            Err(e) => Err(ErrorData::internal_error(
+                format!(
+                    "the client connected to the gateway did not answer the sampling request: {e}"
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// `logging/setLevel` from a client: every connected server that offers logging.
+    pub(crate) async fn fan_out_level(&self, level: LoggingLevel) {
+        let conns: Vec<_> = self
+            .host
+            .server_names()
+            .iter()
+            .filter_map(|n| self.host.connection(n))
+            .filter(|c| c.capabilities().logging.is_some())
+            .collect();
+        let opts = CallOptions {
+            timeout: Some(Duration::from_secs(10)),
+            ..Default::default()
+        };
+        let results = join_all(conns.iter().map(|c| c.set_log_level(level, &opts))).await;
+        for (c, r) in conns.iter().zip(results) {
+            if let Err(e) = r {
+                tracing::info!("logging/setLevel on `{}`: {e}", c.name());
+            }
+        }
+    }
+
+    /// The catalog for a list answer: rebuilt from the host first, so a list never
+    /// trails an event the follower has not handled yet.
+    pub(crate) async fn fresh_catalog(&self) -> Arc<Catalog> {
+        self.refresh().await;
+        self.catalog()
+    }
+
+    /// Rebuilds the catalog from the host and tells every client what changed.
+    async fn refresh(&self) {
+        let new = Arc::new(Catalog::build(&self.host.snapshot(), &self.opts.catalog));
+        let old = match self.catalog.lock() {
+            Ok(mut c) => std::mem::replace(&mut *c, new.clone()),
+            Err(_) => return,
+        };
+        fn differs<T: serde::Serialize>(a: &[T], b: &[T]) -> bool {
+            a.len() != b.len() || serde_json::to_value(a).ok() != serde_json::to_value(b).ok()
+        }
+        let tools = differs(&old.tools, &new.tools);
+        let prompts = differs(&old.prompts, &new.prompts);
+        let resources =
+            differs(&old.resources, &new.resources) || differs(&old.templates, &new.templates);
+        if !(tools || prompts || resources) {
+            return;
+        }
+        for (peer, _) in self.live_peers() {
+            if tools {
+                let _ = peer.notify_tool_list_changed().await;
+            }
+            if prompts {
+                let _ = peer.notify_prompt_list_changed().await;
+            }
+            if resources {
+                let _ = peer.notify_resource_list_changed().await;
+            }
+        }
+    }
+
+    async fn forward_log(&self, server: &str, level: &str, data: serde_json::Value) {
+        let level = parse_level(level);
+        for (peer, min) in self.live_peers() {
+            if min.is_some_and(|m| level_rank(level) < level_rank(m)) {
+                continue;
+            }
+            if let Ok(param) = serde_json::from_value::<LoggingMessageNotificationParam>(
+                serde_json::json!({"level": level, "logger": server, "data": data}),
+            ) {
+                let _ = peer.notify_logging_message(param).await;
+            }
+        }
+    }
+
+    async fn status_note(&self, server: &str, status: ServerStatus, error: Option<String>) {
+        let (level, text) = match status {
+            ServerStatus::Connected => (LoggingLevel::Info, format!("server `{server}` connected")),
+            ServerStatus::Disconnected | ServerStatus::Blocked => (
+                LoggingLevel::Warning,
+                format!(
+                    "server `{server}` is {status}{}; its tools, prompts and resources are left out",
+                    error.map(|e| format!(": {e}")).unwrap_or_default()
+                ),
+            ),
+            ServerStatus::Connecting | ServerStatus::Disabled => return,
+        };
+        for (peer, min) in self.live_peers() {
+            if min.is_some_and(|m| level_rank(level) < level_rank(m)) {
+                continue;
+            }
+            notify_log(&peer, level, &text).await;
+        }
+    }
+}
+
+pub(crate) async fn notify_log(peer: &Peer<RoleServer>, level: LoggingLevel, text: &str) {
+    if let Ok(param) = serde_json::from_value::<LoggingMessageNotificationParam>(
+        serde_json::json!({"level": level, "logger": LOGGER, "data": text}),
+    ) {
+        let _ = peer.notify_logging_message(param).await;
+    }
+}
+
+/// Every configured server as one MCP server. Cheap to clone.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) shared: Arc<Shared>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway").finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A gateway over `host`, which must have been built with `hooks` in its
+    /// `HostOptions::hooks`. Nothing starts until [`Gateway::start`].
+    pub fn new(host: Host, hooks: &GatewayHooks, opts: GatewayOptions) -> Self {
+        let (settled, _) = watch::channel(false);
+        let shared = Arc::new(Shared {
+            host,
+            opts,
+            catalog: Mutex::new(Arc::new(Catalog::default())),
+            sessions: Mutex::new(Vec::new()),
+            inflight: Mutex::new(Vec::new()),
+            settled,
+            next_id: AtomicU64::new(1),
+        });
+        let _ = hooks.link.set(Arc::downgrade(&shared));
+        Gateway { shared }
+    }
+
+    /// Connects every server in the background and starts following the host's events.
+    pub fn start(&self) {
+        let events = self.shared.host.subscribe();
+        tokio::spawn(follow(Arc::downgrade(&self.shared), events));
+        let shared = self.shared.clone();
+        tokio::spawn(async move {
+            shared.host.start().await;
+            shared.refresh().await;
+            shared.settled.send_replace(true);
+        });
+    }
+
+    /// The host behind the gateway.
+    pub fn host(&self) -> &Host {
+        &self.shared.host
+    }
+
+    /// What the gateway offers right now.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        self.shared.catalog()
+    }
+
+    /// Waits (at most the initial wait) for the servers' first connection attempts.
+    pub async fn wait_settled(&self) {
+        self.shared.wait_settled().await
+    }
+
+    /// Closes every upstream connection.
+    pub async fn shutdown(&self) {
+        self.shared.host.shutdown().await;
+    }
+}
+
+/// Turns host events into a fresh catalog and downstream notifications, coalescing
+/// bursts into one rebuild.
+async fn follow(shared: Weak<Shared>, mut events: broadcast::Receiver<HostEvent>) {
+    loop {
+        let first = events.recv().await;
+        let Some(s) = shared.upgrade() else {
+            return;
+        };
+        let mut batch = vec![first];
+        while let Ok(ev) = events.try_recv() {
+            batch.push(Ok(ev));
+        }
+        let mut rebuild = false;
+        let mut notes = Vec::new();
+        for ev in batch {
+            match ev {
+                Err(broadcast::error::RecvError::Closed) => return,
+                Err(broadcast::error::RecvError::Lagged(_)) => rebuild = true,
+                Ok(HostEvent::ListsUpdated { .. }) => rebuild = true,
+                Ok(HostEvent::Status { server, status, .. }) => {
+                    rebuild = true;
+                    // The host's error text stays here (see `downstream_reason`).
+                    let reason = s
+                        .host
+                        .server(&server)
+                        .and_then(|snap| crate::catalog::downstream_reason(&snap));
+                    notes.push((server, status, reason));
+                }
+                Ok(HostEvent::Log {
+                    server,
+                    level,
+                    data,
+                }) => s.forward_log(&server, &level, data).await,
+                Ok(HostEvent::Reconnecting { .. }) => {}
+                #[allow(unreachable_patterns)]
+                Ok(_) => rebuild = true,
+            }
+        }
+        if rebuild {
+            s.refresh().await;
+        }
+        for (server, status, error) in notes {
+            s.status_note(&server, status, error).await;
+        }
+    }
+}

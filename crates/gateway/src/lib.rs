@@ -1,0 +1,26 @@
+//! `switchboard-gateway`: every configured MCP server served back out as one MCP
+//! server, over stdio or Streamable HTTP.
+//!
+//! The gateway sits on a [`switchboard_host::Host`]: it offers what the host's
+//! snapshots say each *connected* server offers (so `includeTools`/`excludeTools` and
+//! anything else the host withholds apply), under collision-proof names
+//! ([`names`]: `{server}__{tool}`) and URIs ([`uris`]), and relays each call to the
+//! right connection with progress, cancellation, logging and forwarded
+//! elicitation/sampling. It never opens an upstream connection itself and never
+//! passes an upstream credential downstream.
+
+mod audit;
+mod catalog;
+mod error;
+mod gateway;
+mod http;
+pub mod names;
+mod server;
+pub mod uris;
+
+pub use audit::{Audit, AuditEntry};
+pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
+pub use error::GatewayError;
+pub use gateway::{Gateway, GatewayHooks, GatewayOptions, LOGGER};
+pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};
+pub use server::{GatewayServer, SERVER_NAME};

@@ -1,0 +1,615 @@
+//! One downstream session: the rmcp `ServerHandler` that answers a client from the
+//! current catalog and relays its calls to the right upstream server, with progress,
+//! cancellation and forwarded elicitation/sampling in both directions.
+//!
+//! It must not touch an upstream except through `Host::connection`, and never sends
+//! an upstream credential or header downstream (it only copies MCP results).
+#![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in use
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
+    ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
+    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::{ServerHandler, ServiceExt};
+use switchboard_mcp::{CallOptions, Connection, Progress, RequestError};
+use tokio::sync::mpsc;
+
+use crate::audit::{AuditEntry, now};
+use crate::catalog::Catalog;
+use crate::error::GatewayError;
+use crate::gateway::{Gateway, Shared};
+use crate::uris::Unroutable;
+
+/// The `serverInfo.name` the gateway reports.
+pub const SERVER_NAME: &str = "switchboard-gateway";
+
+/// The handler of one downstream session.
+#[derive(Clone)]
+pub struct GatewayServer {
+    shared: Arc<Shared>,
+    session: u64,
+}
+
+impl std::fmt::Debug for GatewayServer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayServer")
+            .field("session", &self.session)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// A handler for one more downstream session.
+    pub fn session(&self) -> GatewayServer {
+        GatewayServer {
+            shared: self.shared.clone(),
+            session: self.shared.next_id(),
+        }
+    }
+
+    /// Serves one client on stdin/stdout until it closes the connection.
+    pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
+        let running = match self.session().serve(rmcp::transport::stdio()).await {
+            Ok(r) => r,
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+            Err(e) => return Err(GatewayError::Initialize(e.to_string())),
+        };
+        running
+            .waiting()
+            .await
+            .map_err(|e| GatewayError::Initialize(e.to_string()))?;
+        Ok(())
+    }
+}
+
+fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "resources": {"listChanged": true},
+        "logging": {},
+        "completions": {},
+    }))
+    .unwrap_or_default()
+}
+
+fn upstream_error(server: &str, e: RequestError) -> ErrorData {
+    match e {
+        // The server's own JSON-RPC error goes through with its code and message.
+        RequestError::Server { code, message, .. } => {
+            ErrorData::new(ErrorCode(code), message, None)
+        }
+        other => ErrorData::internal_error(
+            format!("server `{server}`: {}", scrub_urls(&other.to_string())),
+            None,
+        ),
+    }
+}
+
+/// The gateway's own words about an upstream failure may quote the server's URL: shown
+/// without user info, query or fragment (`switchboard_net::redacted`).
+fn scrub_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|word| match word.find("://") {
+            Some(at) if at > 0 => {
+                let start = word[..at]
+                    .rfind(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '-')
+                    .map_or(0, |i| i + 1);
+                let end = word
+                    .rfind(|c: char| !matches!(c, ')' | ']' | ',' | ';' | ':' | '.' | '`' | '\''))
+                    .map_or(word.len(), |i| i + 1);
+                if start >= end {
+                    return word.to_string();
+                }
+                format!(
+                    "{}{}{}",
+                    &word[..start],
+                    switchboard_net::redacted(&word[start..end]),
+                    &word[end..]
+                )
+            }
+            _ => word.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn not_connected(shared: &Shared, server: &str) -> ErrorData {
+    let why = shared
+        .host
+        .server(server)
+        .map(|s| {
+            format!(
+                "{}{}",
+                s.status,
+                crate::catalog::downstream_reason(&s)
+                    .map(|r| format!(": {r}"))
+                    .unwrap_or_default()
+            )
+        })
+        .unwrap_or_else(|| "unknown".into());
+    ErrorData::internal_error(
+        format!("server `{server}` is not connected ({why}); try again when it is"),
+        None,
+    )
+}
+
+/// What one audited call was.
+struct Call<'a> {
+    method: &'static str,
+    route: Option<(&'a str, &'a str)>,
+    requested: &'a str,
+    started: Instant,
+    arguments: Option<serde_json::Value>,
+}
+
+struct Outcome {
+    outcome: &'static str,
+    error: Option<String>,
+    bytes: usize,
+    result: Option<serde_json::Value>,
+}
+
+impl GatewayServer {
+    fn connection(&self, server: &str) -> Result<Arc<Connection>, ErrorData> {
+        self.shared
+            .host
+            .connection(server)
+            .ok_or_else(|| not_connected(&self.shared, server))
+    }
+
+    /// Runs one upstream request for a downstream one: progress goes down, the
+    /// client's cancellation goes up (through `opts.cancel`), and elicitation or
+    /// sampling requests from that server are answered by this client, inside this
+    /// request's task.
+    async fn relay<T>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        server: &str,
+        fut: impl Future<Output = Result<T, RequestError>>,
+        mut progress: mpsc::UnboundedReceiver<Progress>,
+    ) -> Result<T, RequestError> {
+        let token = ctx.meta.get_progress_token();
+        let (ftx, mut frx) = mpsc::unbounded_channel();
+        let _guard = self.shared.register_inflight(server, ftx);
+        let mut pending = FuturesUnordered::new();
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                r = &mut fut => {
+                    // Progress that arrived just before the result still goes first.
+                    while let Ok(p) = progress.try_recv() {
+                        send_progress(ctx, token.as_ref(), p).await;
+                    }
+                    return r;
+                }
+                Some(p) = progress.recv() => send_progress(ctx, token.as_ref(), p).await,
+                Some(f) = frx.recv() => {
+                    pending.push(self.shared.answer(ctx.peer.clone(), server.to_string(), f));
+                }
+                Some(()) = pending.next(), if !pending.is_empty() => {}
+            }
+        }
+    }
+
+    /// The current catalog, or, when `found` says it lacks what the client named,
+    /// one rebuilt after the servers' first connection attempts (a client may call a
+    /// tool it remembers before listing).
+    async fn catalog_with(&self, found: impl Fn(&Catalog) -> bool) -> Arc<Catalog> {
+        let catalog = self.shared.catalog();
+        if found(&catalog) {
+            return catalog;
+        }
+        self.shared.wait_settled().await;
+        self.shared.fresh_catalog().await
+    }
+
+    fn call_options(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+    ) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
+        let (ptx, prx) = mpsc::unbounded_channel();
+        let opts = CallOptions {
+            timeout: None,
+            progress: ctx.meta.get_progress_token().map(|_| ptx),
+            cancel: Some(ctx.ct.clone()),
+        };
+        (opts, prx)
+    }
+
+    fn audit(&self, ctx: &RequestContext<RoleServer>, call: Call<'_>, outcome: Outcome) {
+        let Some(audit) = &self.shared.opts.audit else {
+            return;
+        };
+        let Call {
+            method,
+            route,
+            requested,
+            started,
+            arguments,
+        } = call;
+        let request_bytes = arguments.as_ref().map(|a| a.to_string().len()).unwrap_or(0);
+        audit.record(AuditEntry {
+            time: now(),
+            client: ctx.peer.peer_info().map(|i| i.client_info.name.clone()),
+            method,
+            server: route.map(|(s, _)| s.to_string()),
+            tool: route.map(|(_, t)| t.to_string()).unwrap_or_default(),
+            requested: requested.to_string(),
+            duration_ms: started.elapsed().as_millis() as u64,
+            outcome: outcome.outcome,
+            error: outcome.error,
+            request_bytes,
+            response_bytes: outcome.bytes,
+            arguments,
+            result: outcome.result,
+        });
+    }
+}
+
+async fn send_progress(
+    ctx: &RequestContext<RoleServer>,
+    token: Option<&rmcp::model::ProgressToken>,
+    p: Progress,
+) {
+    if let Some(token) = token {
+        let mut param = ProgressNotificationParam::new(token.clone(), p.progress);
+        param.total = p.total;
+        param.message = p.message;
+        let _ = ctx.peer.notify_progress(param).await;
+    }
+}
+
+fn outcome_of<T: serde::Serialize>(
+    r: &Result<T, ErrorData>,
+    is_error: bool,
+    cancelled: bool,
+    keep: bool,
+) -> Outcome {
+    match r {
+        Ok(v) => {
+            let value = serde_json::to_value(v).ok();
+            Outcome {
+                outcome: if is_error { "tool_error" } else { "ok" },
+                error: None,
+                bytes: value.as_ref().map(|v| v.to_string().len()).unwrap_or(0),
+                result: if keep { value } else { None },
+            }
+        }
+        Err(e) => Outcome {
+            outcome: if cancelled { "cancelled" } else { "error" },
+            error: Some(e.message.to_string()),
+            bytes: 0,
+            result: None,
+        },
+    }
+}
+
+impl ServerHandler for GatewayServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(capabilities())
+            .with_server_info(
+                Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION"))
+                    .with_title("Switchboard gateway"),
+            )
+            .with_instructions(
+                // Fresh from the host: at `initialize` servers may still be connecting.
+                Catalog::build(&self.shared.host.snapshot(), &self.shared.opts.catalog)
+                    .instructions(),
+            )
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        context.peer.set_peer_info(request.clone());
+        self.shared
+            .register_session(self.session, context.peer.clone());
+        // No wait here: clients bound `initialize` tightly (Gemini CLI: 5 s). The
+        // instructions say which servers are still connecting; lists wait instead.
+        self.negotiate_initialize(&request)
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        self.shared.wait_settled().await;
+        Ok(ListToolsResult::with_all_items(
+            self.shared.fresh_catalog().await.tools.clone(),
+        ))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let started = Instant::now();
+        let requested = request.name.to_string();
+        let catalog = self
+            .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
+            .await;
+        let keep = self
+            .shared
+            .opts
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.payloads());
+        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let Some((server, tool)) = catalog.tool_names.resolve(&requested) else {
+            let err = ErrorData::invalid_params(
+                format!("unknown tool `{requested}`: list the gateway's tools with tools/list"),
+                None,
+            );
+            let r: Result<(), ErrorData> = Err(err.clone());
+            self.audit(
+                &context,
+                Call {
+                    method: "tools/call",
+                    route: None,
+                    requested: &requested,
+                    started,
+                    arguments: args_value,
+                },
+                outcome_of(&r, false, false, keep),
+            );
+            return Err(err);
+        };
+        let result = match self.connection(server) {
+            Err(e) => Err(e),
+            Ok(conn) => {
+                let (opts, prx) = self.call_options(&context);
+                self.relay(
+                    &context,
+                    server,
+                    conn.call_tool(tool, request.arguments, &opts),
+                    prx,
+                )
+                .await
+                .map_err(|e| upstream_error(server, e))
+            }
+        };
+        let is_error = result.as_ref().is_ok_and(|r| r.is_error.unwrap_or(false));
+        self.audit(
+            &context,
+            Call {
+                method: "tools/call",
+                route: Some((server, tool)),
+                requested: &requested,
+                started,
+                arguments: args_value,
+            },
+            outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
+        );
+        result.map(CallToolResponse::from)
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        self.shared.wait_settled().await;
+        Ok(ListPromptsResult::with_all_items(
+            self.shared.fresh_catalog().await.prompts.clone(),
+        ))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let started = Instant::now();
+        let catalog = self
+            .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
+            .await;
+        let keep = self
+            .shared
+            .opts
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.payloads());
+        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`: list the gateway's prompts with prompts/list",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        let result = match self.connection(server) {
+            Err(e) => Err(e),
+            Ok(conn) => {
+                let (opts, prx) = self.call_options(&context);
+                let args = request.arguments.unwrap_or_default();
+                self.relay(&context, server, conn.get_prompt(prompt, args, &opts), prx)
+                    .await
+                    .map_err(|e| upstream_error(server, e))
+            }
+        };
+        self.audit(
+            &context,
+            Call {
+                method: "prompts/get",
+                route: Some((server, prompt)),
+                requested: &request.name,
+                started,
+                arguments: args_value,
+            },
+            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+        );
+        result.map(GetPromptResponse::from)
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        self.shared.wait_settled().await;
+        Ok(ListResourcesResult::with_all_items(
+            self.shared.fresh_catalog().await.resources.clone(),
+        ))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        self.shared.wait_settled().await;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            self.shared.fresh_catalog().await.templates.clone(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let started = Instant::now();
+        let keep = self
+            .shared
+            .opts
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.payloads());
+        let catalog = self
+            .catalog_with(|c| c.uris.route(&request.uri).is_ok())
+            .await;
+        let (server, uri) = match catalog.uris.route(&request.uri) {
+            Ok(pair) => pair,
+            Err(Unroutable::Unknown) => {
+                return Err(ErrorData::resource_not_found(
+                    format!(
+                        "no connected server offers `{}`: list the gateway's resources with resources/list",
+                        request.uri
+                    ),
+                    None,
+                ));
+            }
+            Err(Unroutable::Ambiguous(choices)) => {
+                return Err(ErrorData::invalid_params(
+                    format!(
+                        "`{}` is offered by several servers; read one of: {}",
+                        request.uri,
+                        choices.join(", ")
+                    ),
+                    None,
+                ));
+            }
+        };
+        let result = match self.connection(&server) {
+            Err(e) => Err(e),
+            Ok(conn) => {
+                let (opts, prx) = self.call_options(&context);
+                self.relay(&context, &server, conn.read_resource(&uri, &opts), prx)
+                    .await
+                    .map_err(|e| upstream_error(&server, e))
+            }
+        };
+        self.audit(
+            &context,
+            Call {
+                method: "resources/read",
+                route: Some((&server, &uri)),
+                requested: &request.uri,
+                started,
+                arguments: None,
+            },
+            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+        );
+        result.map(ReadResourceResponse::from)
+    }
+
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, ErrorData> {
+        let catalog = self.shared.catalog();
+        let mut upstream = request.clone();
+        upstream.meta = None;
+        let server = match &request.r#ref {
+            Reference::Prompt(p) => {
+                let Some((server, name)) = catalog.prompt_names.resolve(&p.name) else {
+                    return Err(ErrorData::invalid_params(
+                        format!("unknown prompt `{}`", p.name),
+                        None,
+                    ));
+                };
+                let mut r = p.clone();
+                r.name = name.to_string();
+                upstream.r#ref = Reference::Prompt(r);
+                server.to_string()
+            }
+            Reference::Resource(t) => {
+                let Some((server, uri)) = catalog.uris.route_template(&t.uri) else {
+                    return Err(ErrorData::invalid_params(
+                        format!("unknown resource template `{}`", t.uri),
+                        None,
+                    ));
+                };
+                let mut r = t.clone();
+                r.uri = uri;
+                upstream.r#ref = Reference::Resource(r);
+                server
+            }
+            _ => {
+                return Err(ErrorData::invalid_params(
+                    "completion/complete: only `ref/prompt` and `ref/resource` are routed",
+                    None,
+                ));
+            }
+        };
+        let conn = self.connection(&server)?;
+        if conn.capabilities().completions.is_none() {
+            return Ok(CompleteResult::default());
+        }
+        let (opts, prx) = self.call_options(&context);
+        self.relay(&context, &server, conn.complete(upstream, &opts), prx)
+            .await
+            .map_err(|e| upstream_error(&server, e))
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.shared.set_session_level(self.session, request.level);
+        self.shared.fan_out_level(request.level).await;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scrub_urls;
+
+    #[test]
+    fn urls_lose_their_secrets() {
+        assert_eq!(
+            scrub_urls("cannot reach `https://u:p@h.test/mcp?key=s3cret#f`: refused"),
+            "cannot reach `https://h.test/mcp`: refused"
+        );
+        assert_eq!(scrub_urls("no url here"), "no url here");
+    }
+}
