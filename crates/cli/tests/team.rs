@@ -229,29 +229,11 @@ impl TeamServe {
 
 /// The real provider, its clients registered for `origin`'s callback.
 async fn provider_for(origin: &str) -> OidcPeer {
-    switchboard_testkit::ensure_peers();
-    let dir = switchboard_testkit::oidc_peer_dir();
-    let port = free_port();
-    let redirect_uri = format!("{origin}/auth/callback");
-    let mut command = Command::new("node");
-    command
-        .arg(dir.join("provider.mjs"))
-        .arg("--port")
-        .arg(port.to_string())
-        .current_dir(&dir)
-        .env("OIDC_REDIRECT_URI", &redirect_uri)
-        .env("OIDC_CLIENT_SECRET", "cli-oidc-secret");
-    let mut process = switchboard_testkit::PeerProcess::spawn("oidc-provider", command);
-    process.port = port;
-    process.url = format!("http://127.0.0.1:{port}");
-    process.wait_for_port(port, Duration::from_secs(30)).await;
-    OidcPeer {
-        issuer: format!("http://127.0.0.1:{port}"),
-        client_id: switchboard_testkit::OIDC_CLIENT_ID.into(),
-        secret: "cli-oidc-secret".into(),
-        redirect_uri,
-        process,
-    }
+    switchboard_testkit::spawn_oidc_provider_with(switchboard_testkit::OidcPeerOptions {
+        redirect_uris: vec![format!("{origin}/auth/callback")],
+        default_account: None,
+    })
+    .await
 }
 
 async fn demo_http() -> String {
