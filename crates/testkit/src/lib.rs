@@ -11,6 +11,8 @@
 //!   [`spawn_oauth_python`]) and the TS SDK's `--oauth` example ([`spawn_ts_oauth`]),
 //!   with a stand-in browser ([`fake_browser_command`]).
 //!
+//! - a local MCP Registry with the documented API and real `server.json` examples,
+//!   and hostile registries beside it ([`RegistryServer`]);
 //! - a hostile-input witness: [`RecordingListener`] records every byte sent to it.
 //! - a throwaway PostgreSQL cluster ([`PgCluster`]: Debian's server binaries, `initdb` +
 //!   `pg_ctl` in a temp dir as `nobody` when run as root, stopped on drop).
@@ -31,6 +33,7 @@ mod probe;
 mod process;
 mod python;
 mod recorder;
+mod registry;
 
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
@@ -46,3 +49,4 @@ pub use python::{
     spawn_python,
 };
 pub use recorder::{CannedReply, RecordingListener};
+pub use registry::{REGISTRY_PAGE, RegistryServer, default_registry_servers, registry_fixture};
