@@ -98,6 +98,9 @@ pub fn remote_support(r: &Remote) -> Result<&'static str, RegistryError> {
     if r.url.contains('{') {
         return Err(RegistryError::UrlVariables { url: r.url.clone() });
     }
+    if !url::Url::parse(&r.url).is_ok_and(|u| matches!(u.scheme(), "http" | "https")) {
+        return Err(RegistryError::RemoteUrl { url: r.url.clone() });
+    }
     match r.kind.as_str() {
         "sse" => Ok("sse"),
         "streamable-http" => Ok("http"),
@@ -178,10 +181,30 @@ pub fn image(identifier: &str, version: Option<&str>) -> String {
     }
 }
 
+/// The runners a package's `runtimeHint` may name, per registry type: a registry
+/// cannot make an entry run any other program.
+pub fn known_runners(kind: &PackageKind) -> &'static [&'static str] {
+    match kind {
+        PackageKind::Npm => &["npx", "bunx", "pnpx", "pnpm", "yarn", "bun", "deno", "npm"],
+        PackageKind::Pypi => &["uvx", "uv", "pipx"],
+        PackageKind::Oci => &["docker", "podman"],
+        PackageKind::Mcpb | PackageKind::Other(_) => &[],
+    }
+}
+
 fn package_plan<'a>(p: &'a Package, extra_args: &[String]) -> Result<Chosen<'a>, RegistryError> {
     package_support(p).map_err(|why| RegistryError::Unsupported { skipped: vec![why] })?;
-    let mut args = arguments(&p.runtime_arguments, false, false)?;
     let hint = p.runtime_hint.as_deref();
+    if let Some(h) = hint
+        && !known_runners(&p.registry_type).contains(&h)
+    {
+        return Err(RegistryError::UnknownRunner {
+            kind: p.registry_type.as_str().to_string(),
+            hint: h.to_string(),
+            known: known_runners(&p.registry_type).join(", "),
+        });
+    }
+    let mut args = arguments(&p.runtime_arguments, false, false)?;
     let ident = p.identifier.as_str();
     let version = p.version.as_deref();
     let mut tail = Vec::new();
@@ -284,6 +307,25 @@ impl<'a> Plan<'a> {
         match &self.chosen {
             Chosen::Package { .. } => "stdio",
             Chosen::Remote(r) => remote_support(r).unwrap_or("http"),
+        }
+    }
+
+    /// What the entry will run or contact, for a person to read before adding it: the
+    /// command line (an oci package's `-e NAME` flags left out), or the URL.
+    pub fn preview(&self) -> String {
+        match &self.chosen {
+            Chosen::Package {
+                command,
+                args,
+                tail,
+                ..
+            } => std::iter::once(command)
+                .chain(args)
+                .chain(tail)
+                .map(|a| a.replace("$$", "$"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            Chosen::Remote(r) => r.url.clone(),
         }
     }
 
@@ -428,6 +470,30 @@ mod tests {
         assert_eq!(
             plan.entry(&[]).unwrap()["args"],
             json!(["-y", "@a/b@1.0.0", "sales"])
+        );
+    }
+
+    #[test]
+    fn only_known_runners_and_web_urls_are_taken() {
+        let s = server(json!({"packages": [{
+            "registryType": "npm", "identifier": "x", "runtimeHint": "sh",
+            "runtimeArguments": [{"type": "positional", "value": "-c"}]
+        }], "remotes": [{"type": "streamable-http", "url": "file:///etc/passwd"}]}));
+        let err = Plan::new(&s, Choice::Package(0), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`sh`") && err.contains("npx"), "{err}");
+        let err = Plan::new(&s, Choice::Remote(0), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("file:///etc/passwd"), "{err}");
+        let s = server(
+            json!({"packages": [{"registryType": "pypi", "identifier": "w", "version": "1",
+            "runtimeArguments": [{"type": "named", "name": "--from", "value": "w[cli]"}]}]}),
+        );
+        assert_eq!(
+            Plan::new(&s, Choice::Auto, &[]).unwrap().preview(),
+            "uvx --from w[cli] w==1"
         );
     }
 

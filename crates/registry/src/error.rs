@@ -97,6 +97,18 @@ pub enum RegistryError {
         "the remote URL `{url}` has `{{variables}}` that cannot be filled from the registry; add it by hand with its URL"
     )]
     UrlVariables { url: String },
+    /// A `runtimeHint` that is not a known runner for its package type.
+    #[error(
+        "the registry says to run this {kind} package with `{hint}`, which is not a known runner for {kind} packages ({known}); add the server by hand if you trust that command"
+    )]
+    UnknownRunner {
+        kind: String,
+        hint: String,
+        known: String,
+    },
+    /// A remote URL that is not http(s).
+    #[error("the remote URL `{url}` is not an http(s):// URL")]
+    RemoteUrl { url: String },
     /// A remote transport other than Streamable HTTP or SSE.
     #[error("remote type `{kind}` is not supported (only streamable-http and sse)")]
     RemoteKind { kind: String },

@@ -18,7 +18,7 @@ mod error;
 mod server_json;
 
 pub use client::{DEFAULT_REGISTRY, Found, MAX_BODY, REQUEST_TIMEOUT, Registry, split_id};
-pub use entry::{Choice, InputKind, Plan, image, package_support, remote_support};
+pub use entry::{Choice, InputKind, Plan, image, known_runners, package_support, remote_support};
 pub use error::RegistryError;
 pub use server_json::{
     Argument, Input, Listing, Package, PackageKind, Remote, ServerJson, parse_listing, parse_server,

@@ -98,20 +98,26 @@ fn input_view(i: &Input) -> Value {
 fn options(server: &ServerJson, remote_mode: bool) -> Vec<Value> {
     let mut out = Vec::new();
     for (i, p) in server.packages.iter().enumerate() {
-        let why = match Plan::new(server, Choice::Package(i), &[]) {
+        let plan = Plan::new(server, Choice::Package(i), &[]);
+        let why = match &plan {
             Err(e) => Some(e.to_string()),
             Ok(_) if remote_mode => Some(REMOTE_ONLY.to_string()),
             Ok(_) => None,
         };
+        // The command line it would run, when it can run.
+        let target = plan
+            .as_ref()
+            .map(Plan::preview)
+            .unwrap_or_else(|_| match &p.version {
+                Some(v) => format!("{}@{v}", p.identifier),
+                None => p.identifier.clone(),
+            });
         out.push(json!({
             "kind": "package",
             "index": i,
             "type": p.registry_type.as_str(),
             "transport": "stdio",
-            "target": match &p.version {
-                Some(v) => format!("{}@{v}", p.identifier),
-                None => p.identifier.clone(),
-            },
+            "target": target,
             "available": why.is_none(),
             "why": why,
             "inputs": p.environment_variables.iter().map(input_view).collect::<Vec<_>>(),

@@ -67,16 +67,18 @@ impl Recorded {
     }
 }
 
-/// A server.json whose package "runs" `/usr/bin/true` (exits at once, touches no
-/// network), with a secret whose name does not look secret.
+/// A server.json whose package runs through `npx --offline` (never fetched: the host
+/// start fails at once without touching the network), with a secret whose name does
+/// not look secret.
 fn local_tool() -> Value {
     json!({
         "name": "io.example/local-tool",
         "description": "A tool that runs locally",
         "version": "2.0.0",
         "packages": [{
-            "registryType": "pypi", "identifier": "local-tool", "version": "2.0.0",
-            "runtimeHint": "true", "transport": {"type": "stdio"},
+            "registryType": "npm", "identifier": "@example/local-tool", "version": "2.0.0",
+            "transport": {"type": "stdio"},
+            "runtimeArguments": [{"type": "positional", "value": "--offline"}],
             "environmentVariables": [
                 {"name": "TOOL_API_KEY", "isRequired": true, "isSecret": true},
                 {"name": "DB_CONN", "isRequired": false, "isSecret": true},
@@ -122,8 +124,8 @@ async fn search_lists_active_servers_with_the_ways_each_runs() {
     assert_eq!(opt["kind"], "package");
     assert_eq!(opt["available"], true);
     assert_eq!(
-        opt["target"],
-        "@modelcontextprotocol/server-brave-search@1.0.2"
+        opt["target"], "npx -y @modelcontextprotocol/server-brave-search@1.0.2",
+        "the command line it would run"
     );
     assert_eq!(opt["inputs"][0]["name"], "BRAVE_API_KEY");
     assert_eq!(opt["inputs"][0]["secret"], true);
@@ -297,8 +299,11 @@ async fn packages_take_references_or_literal_values() {
         .await;
     assert_eq!(status, 200, "{body}");
     let entry = &home.settings()["mcpServers"]["t"];
-    assert_eq!(entry["command"], "true");
-    assert_eq!(entry["args"], json!(["local-tool==2.0.0"]));
+    assert_eq!(entry["command"], "npx");
+    assert_eq!(
+        entry["args"],
+        json!(["-y", "--offline", "@example/local-tool@2.0.0"])
+    );
     assert_eq!(
         entry["env"],
         json!({"TOOL_API_KEY": "k1-secret", "MODE": "$$HOME", "DB_CONN": "${DB_CONN}"}),
