@@ -2,11 +2,12 @@
 // /usr/bin/chromium) through playwright-core. Driven by crates/web/tests/browser.rs,
 // which starts the app and the MCP servers and passes them in the environment:
 //   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
-//   SCENARIO        settings | apps | chat | oauth | oauth-callback (the last two from
+//   SCENARIO        settings | apps | chat | workflows | registry | oauth | oauth-callback (the last two from
 //                   crates/cli/tests/serve.rs)
 //   SCREENSHOT_DIR  where every page's screenshot goes
 //   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
 //   RUN_ID          the saved run (SCENARIO=workflows)
+//   REGISTRY_SECRET the secret typed into the registry's add form (SCENARIO=registry)
 // Every step asserts on the DOM; a failure exits 1 with the step's name.
 import { chromium } from "playwright-core";
 import fs from "node:fs";
@@ -494,10 +495,72 @@ async function workflowsScenario(page) {
   await shot(page, "05-link-clock-app");
 }
 
+// Settings › Find in the MCP Registry (crates/web/tests/browser.rs starts a local
+// registry listing the demo server as a Streamable HTTP remote; REGISTRY_SECRET is the
+// value typed for its secret header).
+async function registryScenario(page) {
+  step = "registry search";
+  await page.goto(APP_URL);
+  await page.click('nav.tabs a[data-nav="settings"]');
+  await page.locator("[data-registry] > summary").click();
+  await page.fill("[data-registry-query]", "modelcontextprotocol");
+  await page.click("[data-registry-search]");
+  await page.waitForSelector('[data-registry-result="io.modelcontextprotocol/everything"]');
+  assert((await page.locator("[data-registry-result]").count()) === 5, "five active servers (the deprecated one hidden)");
+  const brave = page.locator('[data-registry-result="io.modelcontextprotocol.anonymous/brave-search"]');
+  assert((await brave.textContent()).includes("MCP server for Brave Search API integration"), "description shown");
+  assert((await brave.locator('[data-registry-version]').textContent()) === "v1.0.2", "version shown");
+  const editor = page.locator('[data-registry-result="io.modelcontextprotocol/text-editor"]');
+  assert((await editor.locator(".reg-why").textContent()).includes("not supported yet"), "mcpb explained");
+  assert((await editor.locator("[data-registry-add]").count()) === 0, "mcpb has no Add button");
+  await shot(page, "01-search");
+
+  step = "registry add form";
+  await page.fill("[data-registry-query]", "switchboard");
+  await page.click("[data-registry-search]");
+  const demo = page.locator('[data-registry-result="io.github.switchboard/demo"]');
+  await demo.waitFor();
+  assert((await demo.textContent()).includes("remote"), "transport kind shown");
+  await demo.locator('[data-registry-add="io.github.switchboard/demo"]').click();
+  const form = page.locator('[data-registry-form="io.github.switchboard/demo"]');
+  await form.waitFor();
+  assert((await form.locator("[data-registry-name]").inputValue()) === "demo", "name suggested from the id");
+  const key = form.locator('[data-registry-input="X-Demo-Key"] input[name="X-Demo-Key"]');
+  assert((await key.getAttribute("type")) === "password", "the secret is a password field");
+  step = "registry add: required value";
+  await form.locator("[data-registry-submit]").click();
+  assert((await form.locator("[data-registry-error]").textContent()).includes("X-Demo-Key is required"), "required value asked for");
+  await key.fill(env.REGISTRY_SECRET);
+  await form.locator('[data-registry-input="X-Region"] select').selectOption("us-east-1");
+  await shot(page, "02-add-form");
+
+  step = "registry add";
+  await form.locator("[data-registry-submit]").click();
+  const row = page.locator('[data-server-row="demo"]');
+  await row.waitFor({ timeout: TIMEOUT });
+  await row.locator(".badge.status-connected").waitFor({ timeout: TIMEOUT });
+  assert((await form.count()) === 0, "the form closed");
+  const html = await page.content();
+  assert(!html.includes(env.REGISTRY_SECRET), "the secret is nowhere on the page");
+  await shot(page, "03-added-connected");
+
+  step = "registry conflict";
+  await demo.locator('[data-registry-add="io.github.switchboard/demo"]').click();
+  await form.waitFor();
+  await form.locator('input[name="X-Demo-Key"]').fill("another-value");
+  await form.locator("[data-registry-submit]").click();
+  await page.waitForFunction(() => {
+    const e = document.querySelector("[data-registry-form] [data-registry-error]");
+    return e && e.textContent.includes("already exists");
+  }, null, { timeout: TIMEOUT });
+  await shot(page, "04-conflict");
+}
+
 // ---------------------------------------------------------------- main
 
 const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
 scenarios.workflows = workflowsScenario;
+scenarios.registry = registryScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {
   console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth|oauth-callback node run.mjs");

@@ -7,8 +7,10 @@
 //! is printed on stderr) and workflow files for `run`. `--static` prints a
 //! self-contained script instead (subcommands and flags only).
 //!
-//! Tool names of a server are not completed: knowing them needs a connection, and
-//! Switchboard keeps no tool list between runs.
+//! Tool names after `mcp call SERVER` come from the names `mcp list` last saw for that
+//! server (`tool_names.rs`), offered only while the settings still point the server
+//! where they did; a server `mcp list` has not reached yet gets no tool names. A
+//! connection is never made: a Tab must answer at once and start nothing.
 
 use std::ffi::{OsStr, OsString};
 use std::io::Write;
@@ -80,6 +82,63 @@ impl ValueCompleter for ServerFirst {
     }
 }
 
+/// Completes `mcp call`'s positionals: a server name first, then one of its tool
+/// names (from `mcp list`'s cache), then nothing (`key=value` arguments).
+pub fn server_then_tool() -> ArgValueCompleter {
+    ArgValueCompleter::new(ServerThenTool)
+}
+
+struct ServerThenTool;
+
+impl ValueCompleter for ServerThenTool {
+    fn complete(&self, current: &OsStr) -> Vec<CompletionCandidate> {
+        self.complete_at(0, current)
+    }
+
+    fn complete_at(&self, _arg_index: usize, current: &OsStr) -> Vec<CompletionCandidate> {
+        let (words, cursor) = words_and_cursor(std::env::args_os());
+        let before = positionals(&words, cursor);
+        let prefix = current.to_string_lossy();
+        // With --stdio the positionals are the tool of an ad-hoc server and its
+        // arguments: nothing is known about them.
+        let adhoc = words.iter().take(cursor).any(|w| w == "--stdio");
+        let names = match before.as_slice() {
+            _ if adhoc => Vec::new(),
+            [] => configured_servers(),
+            [server] => tool_names_of(&server.to_string_lossy()),
+            _ => Vec::new(),
+        };
+        names
+            .into_iter()
+            .filter(|n| n.starts_with(prefix.as_ref()))
+            .map(CompletionCandidate::new)
+            .collect()
+    }
+}
+
+/// The tool names `mcp list` saw for `server`, while its target is unchanged.
+fn tool_names_of(server: &str) -> Vec<String> {
+    let Some(path) = crate::tool_names::path() else {
+        return Vec::new();
+    };
+    let g = Globals {
+        config: config_flag(std::env::args_os()),
+        url_policy: None,
+    };
+    let Ok(settings) = ctx::read_settings(&g) else {
+        return Vec::new();
+    };
+    let target = match settings.server(server) {
+        Some(entry) => switchboard_host::spec_from_entry(entry).target_display,
+        None if settings.no_settings_file && server == "demo" => match ctx::demo_spec() {
+            Ok(spec) => spec.target_display,
+            Err(_) => return Vec::new(),
+        },
+        None => return Vec::new(),
+    };
+    crate::tool_names::tools(&path, server, &target)
+}
+
 /// The words the shell sent (`switchboard mcp call …`, after the protocol's `--`) and
 /// the index of the one being completed: `_CLAP_COMPLETE_INDEX` where the shell's
 /// script sets it (bash, zsh, elvish), else the last word.
@@ -93,13 +152,18 @@ fn words_and_cursor(args: impl IntoIterator<Item = OsString>) -> (Vec<OsString>,
     (words, cursor)
 }
 
-/// How many positional values the innermost subcommand has before `words[cursor]`:
-/// subcommand names, options and the values of options that take one are skipped.
+/// How many positional values the innermost subcommand has before `words[cursor]`.
 fn positionals_before(words: &[OsString], cursor: usize) -> usize {
+    positionals(words, cursor).len()
+}
+
+/// The positional values of the innermost subcommand before `words[cursor]`:
+/// subcommand names, options and the values of options that take one are skipped.
+fn positionals(words: &[OsString], cursor: usize) -> Vec<OsString> {
     let mut root = crate::Cli::command();
     root.build();
     let mut cmd = &root;
-    let mut count = 0;
+    let mut found: Vec<OsString> = Vec::new();
     let mut skip_value = false;
     let mut escaped = false;
     for word in words.iter().take(cursor).skip(1) {
@@ -116,15 +180,15 @@ fn positionals_before(words: &[OsString], cursor: usize) -> usize {
             skip_value = !w.contains('=') && option_takes_value(cmd, &w);
             continue;
         }
-        if count == 0
+        if found.is_empty()
             && let Some(sub) = cmd.find_subcommand(w.as_ref())
         {
             cmd = sub;
             continue;
         }
-        count += 1;
+        found.push(word.clone());
     }
-    count
+    found
 }
 
 /// Whether `--long` or `-s` of `cmd` is followed by its value as the next word.

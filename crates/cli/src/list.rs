@@ -63,6 +63,14 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
     }
     let snapshot = host.snapshot();
     host.shutdown().await;
+    // Tool names for `mcp call SERVER <Tab>` (completion never connects).
+    if let Some(path) = crate::tool_names::path() {
+        let mut configured: Vec<String> = settings.servers.iter().map(|s| s.name.clone()).collect();
+        if settings.no_settings_file {
+            configured.push("demo".into());
+        }
+        crate::tool_names::save(&path, &snapshot, &configured);
+    }
     if as_json {
         let mut doc = to_json(&snapshot);
         if let Some(ignored) = &settings.ignored_project {

@@ -30,6 +30,7 @@ mod run_log;
 mod sampling;
 mod serve;
 mod team;
+mod tool_names;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -167,7 +168,7 @@ enum McpCommand {
     Call {
         /// `<server|URL> <tool> [key=value…]`, or `<tool> [key=value…]` with --stdio.
         /// Values are typed by the tool's input schema.
-        #[arg(required = true, num_args = 1.., value_name = "SERVER TOOL KEY=VALUE", add = complete::server_first())]
+        #[arg(required = true, num_args = 1.., value_name = "SERVER TOOL KEY=VALUE", add = complete::server_then_tool())]
         positional: Vec<String>,
         /// Arguments as a JSON object.
         #[arg(long, value_name = "JSON")]

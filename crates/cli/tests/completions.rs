@@ -258,3 +258,51 @@ fn a_stray_complete_variable_does_not_hijack_a_command() {
         assert_eq!(doc["name"], "alpha", "{doc}");
     }
 }
+
+/// `mcp call SERVER <Tab>` offers the tool names `mcp list` saw for that server, and
+/// only while the settings still point the server where they did; completion itself
+/// never starts it.
+#[test]
+fn call_completes_tool_names_that_mcp_list_saw() {
+    let env = Env::new();
+    let settings = env.home.path().join("settings.json");
+    let demo = |args: &[&str]| {
+        serde_json::json!({"mcpServers": {"demo": {"command": BIN, "args": args}}}).to_string()
+    };
+    std::fs::write(&settings, demo(&["demo-server"])).unwrap();
+    // The values offered (clap adds the command's flags when there are none).
+    let call = |words: &[&str]| {
+        let mut all = vec!["switchboard", "mcp", "call"];
+        all.extend_from_slice(words);
+        env.complete_bash(&all)
+            .into_iter()
+            .filter(|c| !c.starts_with('-'))
+            .collect::<Vec<_>>()
+    };
+    // Nothing seen yet: no names, and nothing was started to find them.
+    assert!(call(&["demo", ""]).is_empty());
+    assert!(!env.home.path().join("tool-names.json").exists());
+    assert_eq!(call(&[""]), ["demo"], "the first word is still a server");
+
+    let out = env
+        .command()
+        .args(["mcp", "list", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let tools = call(&["demo", ""]);
+    for t in ["echo", "add"] {
+        assert!(tools.iter().any(|n| n == t), "{t} in {tools:?}");
+    }
+    assert_eq!(call(&["demo", "ec"]), ["echo"]);
+    assert!(call(&["demo", "echo", ""]).is_empty(), "then arguments");
+    assert!(
+        call(&["--stdio", "x", ""]).is_empty(),
+        "an ad-hoc server has no cache"
+    );
+    assert!(call(&["nope", ""]).is_empty());
+
+    // Pointed elsewhere: the names seen for the old target are not offered.
+    std::fs::write(&settings, demo(&["demo-server", "--other"])).unwrap();
+    assert!(call(&["demo", ""]).is_empty());
+}

@@ -1,156 +1,23 @@
 //! `switchboard mcp search` and `mcp add --from-registry` with the real binary against a
 //! local MCP Registry on 127.0.0.1 that implements the documented `/v0.1` endpoints
 //! (cursor pagination, `versions/latest` and `versions/{version}`, 404 JSON errors) and
-//! serves `server.json` examples from the registry's docs (`tests/fixtures/registry/`).
+//! serves `server.json` examples from the registry's docs (switchboard-testkit's
+//! `RegistryServer`, shared with the web app's tests).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::disallowed_methods)]
 
-use std::path::Path;
 use std::process::{Command, Output};
-use std::sync::{Arc, Mutex};
 
-use axum::Json;
-use axum::Router;
-use axum::extract::{Path as UrlPath, Query, State};
-use axum::http::StatusCode;
-use axum::response::{IntoResponse, Response};
-use axum::routing::get;
 use serde_json::{Value, json};
+use switchboard_testkit::RegistryServer;
 
 mod common;
 use common::{Env, stderr, stdout};
 
-/// The fake registry's page size cap (the real one caps `limit` at 100): small, so that
-/// a search spans pages.
-const PAGE: usize = 2;
-
-#[derive(Clone)]
-struct Reg {
-    /// (server.json, status)
-    servers: Arc<Vec<(Value, &'static str)>>,
-    /// Every `/v0.1/servers` query seen.
-    seen: Arc<Mutex<Vec<String>>>,
-}
-
-fn fixture(name: &str) -> Value {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/registry")
-        .join(name);
-    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
-}
-
-fn item(server: &Value, status: &str) -> Value {
-    json!({
-        "server": server,
-        "_meta": {"io.modelcontextprotocol.registry/official": {
-            "status": status,
-            "publishedAt": "2025-10-01T00:00:00Z",
-            "updatedAt": "2025-10-01T00:00:00Z",
-            "isLatest": true
-        }}
-    })
-}
-
-fn not_found(detail: &str) -> Response {
-    (
-        StatusCode::NOT_FOUND,
-        Json(json!({"title": "Not Found", "status": 404, "detail": detail})),
-    )
-        .into_response()
-}
-
-async fn list(
-    State(reg): State<Reg>,
-    Query(q): Query<std::collections::HashMap<String, String>>,
-) -> Response {
-    reg.seen.lock().unwrap().push(format!("{q:?}"));
-    let search = q.get("search").cloned().unwrap_or_default().to_lowercase();
-    let start: usize = match q.get("cursor") {
-        None => 0,
-        Some(c) => {
-            match c.strip_prefix("page-").and_then(|n| n.parse().ok()) {
-                Some(n) => n,
-                None => {
-                    return (
-                    StatusCode::BAD_REQUEST,
-                    Json(json!({"title": "Bad Request", "status": 400, "detail": "invalid cursor"})),
-                )
-                    .into_response();
-                }
-            }
-        }
-    };
-    let limit = q
-        .get("limit")
-        .and_then(|l| l.parse::<usize>().ok())
-        .unwrap_or(30)
-        .min(PAGE);
-    let matching: Vec<Value> = reg
-        .servers
-        .iter()
-        .filter(|(s, _)| s["name"].as_str().unwrap().to_lowercase().contains(&search))
-        .map(|(s, st)| item(s, st))
-        .collect();
-    let page: Vec<Value> = matching.iter().skip(start).take(limit).cloned().collect();
-    let mut metadata = json!({"count": page.len()});
-    if start + limit < matching.len() {
-        metadata["nextCursor"] = json!(format!("page-{}", start + limit));
-    }
-    Json(json!({"servers": page, "metadata": metadata})).into_response()
-}
-
-async fn version(
-    State(reg): State<Reg>,
-    UrlPath((name, version)): UrlPath<(String, String)>,
-) -> Response {
-    let Some((s, st)) = reg.servers.iter().find(|(s, _)| s["name"] == name.as_str()) else {
-        return not_found("Server not found");
-    };
-    if version != "latest" && s["version"] != version.as_str() {
-        return not_found("Server version not found");
-    }
-    Json(item(s, st)).into_response()
-}
-
-/// Starts the registry on a free loopback port; returns its base URL.
-fn start_registry() -> (String, Reg) {
-    let mut deprecated = fixture("everything.json");
-    deprecated["name"] = json!("io.modelcontextprotocol/everything-old");
-    let reg = Reg {
-        servers: Arc::new(vec![
-            (fixture("brave-search.json"), "active"),
-            (fixture("weather-mcp.json"), "active"),
-            (fixture("filesystem.json"), "active"),
-            (fixture("database-manager.json"), "active"),
-            (fixture("mcp-fs-remote.json"), "active"),
-            (fixture("text-editor-mcpb.json"), "active"),
-            (fixture("everything.json"), "active"),
-            (deprecated, "deprecated"),
-        ]),
-        seen: Arc::default(),
-    };
-    let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    std_listener.set_nonblocking(true).unwrap();
-    let addr = std_listener.local_addr().unwrap();
-    let app = Router::new()
-        .route("/v0.1/servers", get(list))
-        .route("/v0.1/servers/{name}/versions/{version}", get(version))
-        // A "registry" under /huge whose answer never ends within the size limit.
-        .route(
-            "/huge/v0.1/servers",
-            get(|| async { "x".repeat(9 * 1024 * 1024) }),
-        )
-        .with_state(reg.clone());
-    std::thread::spawn(move || {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let listener = tokio::net::TcpListener::from_std(std_listener).unwrap();
-            axum::serve(listener, app).await.unwrap();
-        });
-    });
-    (format!("http://{addr}"), reg)
+/// Starts the shared local registry (switchboard-testkit) on a free loopback port;
+/// returns its base URL and the server (stopped when dropped).
+fn start_registry() -> (String, RegistryServer) {
+    let reg = RegistryServer::start();
+    (reg.url.clone(), reg)
 }
 
 /// The entry `name` in the user settings.
@@ -209,7 +76,7 @@ fn search_follows_pages_and_hides_inactive_servers() {
     assert_eq!(fs["runs"], json!(["oci"]));
     assert_eq!(found[2]["runs"], json!(["remote"]));
     // 6 matches at 2 a page: three requests, the later ones with the cursor.
-    let seen = reg.seen.lock().unwrap().clone();
+    let seen = reg.seen();
     assert_eq!(seen.len(), 3, "{seen:?}");
     assert!(seen[2].contains("page-4"), "{seen:?}");
 
@@ -570,7 +437,7 @@ fn the_url_policy_applies_to_the_registry() {
     assert!(!out.status.success());
     let err = stderr(&out);
     assert!(err.contains("cannot reach the MCP Registry"), "{err}");
-    assert!(reg.seen.lock().unwrap().is_empty());
+    assert!(reg.seen().is_empty());
 }
 
 /// The user's `urlPolicy` applies too, and a settings file that cannot be read stops
@@ -587,11 +454,11 @@ fn the_settings_policy_applies_and_broken_settings_stop_the_search() {
     .unwrap();
     let out = env.run(&["mcp", "search", "x"]);
     assert!(!out.status.success());
-    assert!(reg.seen.lock().unwrap().is_empty());
+    assert!(reg.seen().is_empty());
 
     std::fs::write(&settings, r#"{"registryUrl": 7}"#).unwrap();
     let out = env.run(&["mcp", "search", "x", "--registry", &url]);
     assert!(!out.status.success());
     assert!(stderr(&out).contains("registryUrl"), "{}", stderr(&out));
-    assert!(reg.seen.lock().unwrap().is_empty());
+    assert!(reg.seen().is_empty());
 }

@@ -10,10 +10,11 @@
 //! - OAuth-protected servers: the Python SDK's auth routes (`oauth_server.py`,
 //!   [`spawn_oauth_python`]) and the TS SDK's `--oauth` example ([`spawn_ts_oauth`]),
 //!   with a stand-in browser ([`fake_browser_command`]).
-//!
 //! - a real OpenID provider (npm `oidc-provider`, `tests/peers/oidc/provider.mjs`,
 //!   [`spawn_oidc_provider`]) with test clients and accounts, and a stand-in browser
 //!   that logs an account in ([`OidcPeer::drive_login`]).
+//! - a local MCP Registry with the documented API and real `server.json` examples,
+//!   and hostile registries beside it ([`RegistryServer`]);
 //! - a hostile-input witness: [`RecordingListener`] records every byte sent to it.
 //! - a throwaway PostgreSQL cluster ([`PgCluster`]: Debian's server binaries, `initdb` +
 //!   `pg_ctl` in a temp dir as `nobody` when run as root, stopped on drop).
@@ -35,6 +36,7 @@ mod probe;
 mod process;
 mod python;
 mod recorder;
+mod registry;
 
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
@@ -54,3 +56,4 @@ pub use python::{
     spawn_python,
 };
 pub use recorder::{CannedReply, RecordingListener};
+pub use registry::{REGISTRY_PAGE, RegistryServer, default_registry_servers, registry_fixture};

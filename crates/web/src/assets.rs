@@ -45,6 +45,11 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../ui/explorer.js"),
     ),
     (
+        "registry.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../ui/registry.js"),
+    ),
+    (
         "settings.js",
         "text/javascript; charset=utf-8",
         include_str!("../ui/settings.js"),

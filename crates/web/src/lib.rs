@@ -4,6 +4,8 @@
 //! - **Settings › MCP Servers**: list, add, edit, delete, enable and disable servers in
 //!   the same settings file as the CLI, and **Test** a server
 //!   (`POST /api/settings/mcp-test`, GemiHub's contract);
+//!   Servers found in the MCP Registry are added from the same page (`registry.rs`,
+//!   through `switchboard-registry`).
 //! - **Explorer**: every server's tools, resources and prompts with live status; call
 //!   a tool from a form generated from its input schema, read resources, get prompts;
 //! - **MCP Apps**: tool results with a UI resource render in a sandbox proxy served from
@@ -34,6 +36,7 @@ mod explorer;
 pub mod links;
 mod oauth;
 mod random;
+mod registry;
 mod serve;
 mod settings;
 mod state;

@@ -33,7 +33,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::error::{ApiError, WebError};
 use crate::state::{AppConfig, AppState};
-use crate::{access, apps, assets, chat, events, explorer, oauth, settings, test_conn, workflows};
+use crate::{
+    access, apps, assets, chat, events, explorer, oauth, registry, settings, test_conn, workflows,
+};
 
 /// The default port of `switchboard serve`.
 pub const DEFAULT_PORT: u16 = 8765;
@@ -445,6 +447,8 @@ pub fn app(state: AppState) -> Router {
             post(settings::set_enabled),
         )
         .route("/settings/mcp-test", post(test_conn::mcp_test))
+        .route("/registry/search", get(registry::search))
+        .route("/registry/add", post(registry::add))
         .route("/settings/mcp-login", post(oauth::login))
         .route("/settings/mcp-oauth-token", post(oauth::token))
         .route("/mcp/servers", get(explorer::servers))

@@ -215,7 +215,7 @@ pub struct ServerForm {
     pub disabled: Option<bool>,
 }
 
-fn valid_name(name: &str) -> ApiResult<()> {
+pub(crate) fn valid_name(name: &str) -> ApiResult<()> {
     if name.trim().is_empty()
         || name.len() > 100
         || name
@@ -608,18 +608,28 @@ pub async fn add(
     ApiJson(form): ApiJson<ServerForm>,
 ) -> ApiResult<Json<Value>> {
     valid_name(&form.name)?;
-    let _w = state.inner.write_lock.lock().await;
     let entry = apply_form(&Value::Null, &form)?;
+    add_entry(&state, &form.name, form.scope.as_deref(), entry).await
+}
+
+/// Writes a new entry `name` (never over an existing one: 409) into the file `scope`
+/// names, then rebuilds the host; shared by the form and the MCP Registry's add.
+pub(crate) async fn add_entry(
+    state: &AppState,
+    name: &str,
+    scope: Option<&str>,
+    entry: Value,
+) -> ApiResult<Json<Value>> {
+    let _w = state.inner.write_lock.lock().await;
     if is_stdio(&entry) {
-        refuse_remote_stdio(&state, "cannot add a stdio server")?;
+        refuse_remote_stdio(state, "cannot add a stdio server")?;
     }
-    if source_file(&state, &form.name)?.is_some() {
+    if source_file(state, name)?.is_some() {
         return Err(ApiError::conflict(format!(
-            "a server named `{}` already exists; edit it or choose another name",
-            form.name
+            "a server named `{name}` already exists; edit it or choose another name"
         )));
     }
-    let path = match form.scope.as_deref() {
+    let path = match scope {
         None | Some("user") | Some("") => state.cfg().write_path(),
         Some("project") if state.cfg().load.config_file.is_none() => {
             project_settings_path(&state.cfg().load.project_dir)
@@ -632,10 +642,10 @@ pub async fn add(
         }
     };
     let mut doc = open_doc(&path)?;
-    doc.set_server(&form.name, entry)
+    doc.set_server(name, entry)
         .map_err(|e| ApiError::internal(e.to_string()))?;
     save(&doc)?;
-    Ok(after_write(&state, Some(&form.name), &path).await)
+    Ok(after_write(state, Some(name), &path).await)
 }
 
 /// `PUT /api/settings/mcp-servers/{name}`.

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{Home, demo_http, fake_mcp, start_app, wait_connected};
+use common::{Home, demo_http, fake_mcp, registry_with_demo, start_app, wait_connected};
 use serde_json::json;
 use switchboard_testkit::{PeerProcess, ensure_peers, free_port, peers_dir, repo_root};
 
@@ -210,5 +210,29 @@ async fn browser_workflows_page_shows_a_run_and_renders_its_clock_app() {
     );
     save_run(&home.load().home, &mut log).unwrap();
     run_scenario("workflows", &app.url, &[("RUN_ID", log.id.clone())]).await;
+    app.shutdown().await;
+}
+
+/// Settings › Find in the MCP Registry against the local registry: search, the add
+/// form (password field for the secret header), the added remote connects, the secret
+/// never reaches the page, and a second add of the same name is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_settings_finds_and_adds_a_server_from_the_registry() {
+    const SECRET: &str = "browser-typed-secret-5e1";
+    let demo = demo_http().await;
+    let registry = registry_with_demo(&demo);
+    let home = Home::new(Some(
+        &json!({"registryUrl": registry.url, "mcpServers": {}}),
+    ));
+    let app = start_app(&home, None).await;
+    run_scenario("registry", &app.url, &[("REGISTRY_SECRET", SECRET.into())]).await;
+    assert_eq!(
+        home.settings()["mcpServers"],
+        json!({"demo": {
+            "httpUrl": demo,
+            "headers": {"X-Demo-Key": SECRET, "X-Region": "us-east-1"},
+            "description": "The bundled demo server over Streamable HTTP"
+        }})
+    );
     app.shutdown().await;
 }

@@ -339,11 +339,13 @@
       var notes = el("div", { class: "login-notes" });
       var list = el("ul", { class: "srv-list" });
       var formBox = el("div", { class: "form-box", hidden: true });
+      var registryBox = el("div");
       view.appendChild(el("div", { class: "settings" },
         el("div", { class: "section-head" }, el("h1", null, "MCP Servers"), el("span", { class: "spacer" }),
           el("button", { type: "button", class: "primary", dataset: { addServer: "" }, onclick: function () { openForm(null); } }, "Add server")),
-        meta, notes, formBox, list));
+        meta, notes, formBox, registryBox, list));
       page.root = { meta: meta, notes: notes, list: list, form: formBox };
+      SB.registrySearch(registryBox, load);
       load();
       resumeLogin();
     },

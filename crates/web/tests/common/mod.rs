@@ -298,3 +298,30 @@ impl Api {
         self.send(reqwest::Method::POST, path, body).await
     }
 }
+
+/// A `server.json` for the demo server as a registry remote (Streamable HTTP), with a
+/// required secret header and a header with a default.
+pub fn demo_server_json(demo_url: &str) -> Value {
+    json!({
+        "$schema": "https://static.modelcontextprotocol.io/schemas/2025-10-17/server.schema.json",
+        "name": "io.github.switchboard/demo",
+        "title": "Switchboard demo",
+        "description": "The bundled demo server over Streamable HTTP",
+        "version": "1.0.0",
+        "remotes": [{
+            "type": "streamable-http",
+            "url": demo_url,
+            "headers": [
+                {"name": "X-Demo-Key", "description": "Demo API key", "isRequired": true, "isSecret": true},
+                {"name": "X-Region", "description": "Region", "default": "eu-west-1", "choices": ["eu-west-1", "us-east-1"]}
+            ]
+        }]
+    })
+}
+
+/// A local registry over the documented examples plus the demo server as a remote.
+pub fn registry_with_demo(demo_url: &str) -> switchboard_testkit::RegistryServer {
+    let mut servers = switchboard_testkit::default_registry_servers();
+    servers.push((demo_server_json(demo_url), "active".into()));
+    switchboard_testkit::RegistryServer::with_servers(servers)
+}
