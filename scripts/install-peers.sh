@@ -4,6 +4,8 @@
 #   tests/peers/.venv   Python venv with tests/peers/python/requirements.txt
 #   tests/peers/clients MCP clients the gateway tests drive (Gemini CLI), pinned in
 #                       package-lock.json (npm ci)
+#   tests/peers/proxies MCP proxies the gateway benchmark compares against (supergateway,
+#                       mcp-proxy), pinned in package-lock.json (npm ci)
 #   tests/browser       playwright-core pinned in package-lock.json (npm ci), for the web
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
@@ -16,6 +18,7 @@ NODE_DIR="$PEERS/node"
 VENV="$PEERS/.venv"
 BROWSER_DIR="$ROOT/tests/browser"
 CLIENTS_DIR="$PEERS/clients"
+PROXIES_DIR="$PEERS/proxies"
 REQS="$PEERS/python/requirements.txt"
 MARKER="$PEERS/.installed"
 
@@ -37,9 +40,11 @@ need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 pyt
 [ -f "$REQS" ] || die "missing $REQS"
 [ -f "$BROWSER_DIR/package-lock.json" ] || die "missing $BROWSER_DIR/package-lock.json"
 [ -f "$CLIENTS_DIR/package-lock.json" ] || die "missing $CLIENTS_DIR/package-lock.json"
+[ -f "$PROXIES_DIR/package-lock.json" ] || die "missing $PROXIES_DIR/package-lock.json"
 
 hash_inputs() {
-  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$CLIENTS_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
+  cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$CLIENTS_DIR/package-lock.json" \
+    "$PROXIES_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
 }
 WANT="$(hash_inputs)"
 
@@ -48,6 +53,8 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$NODE_DIR/node_modules/@modelcontextprotocol/server-basic-vanillajs" ] \
   && [ -d "$BROWSER_DIR/node_modules/playwright-core" ] \
   && [ -d "$CLIENTS_DIR/node_modules/@google/gemini-cli" ] \
+  && [ -d "$PROXIES_DIR/node_modules/supergateway" ] \
+  && [ -d "$PROXIES_DIR/node_modules/mcp-proxy" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
@@ -60,6 +67,9 @@ say "npm ci in $NODE_DIR"
 
 say "npm ci in $CLIENTS_DIR"
 (cd "$CLIENTS_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $CLIENTS_DIR"
+
+say "npm ci in $PROXIES_DIR"
+(cd "$PROXIES_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $PROXIES_DIR"
 
 say "npm ci in $BROWSER_DIR"
 (cd "$BROWSER_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $BROWSER_DIR"
