@@ -91,7 +91,7 @@ fn wait_for(path: &Path, needle: &str) -> bool {
 }
 
 /// The gateway over HTTP on a free port, with the test token.
-async fn spawn_http_gateway(config: &Path, env: &common::Env) -> PeerProcess {
+async fn spawn_http_gateway(config: &Path, env: &common::Env, extra: &[&str]) -> PeerProcess {
     let port = free_port();
     let mut cmd = Command::new(BIN);
     cmd.args([
@@ -102,6 +102,7 @@ async fn spawn_http_gateway(config: &Path, env: &common::Env) -> PeerProcess {
         "--port",
         &port.to_string(),
     ])
+    .args(extra)
     .arg("--config")
     .arg(config)
     .env("HOME", env.home.path())
@@ -226,7 +227,9 @@ async fn python_sdk_client_over_http_and_401_without_token() {
     let env = common::Env::new();
     let cancel_log = env.project.path().join("cancel.log");
     let config = settings(env.project.path(), &cancel_log, json!({}));
-    let gw = spawn_http_gateway(&config, &env).await;
+    let audit = env.project.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let gw = spawn_http_gateway(&config, &env, &["--audit", &audit_arg, "--audit-payloads"]).await;
     let port = gw.port;
     let (head, body) = tokio::task::spawn_blocking(move || raw_post(port, None))
         .await
@@ -270,6 +273,17 @@ async fn python_sdk_client_over_http_and_401_without_token() {
     assert!(out["resource"][0].as_str().unwrap().contains('7'));
     assert!(out["prompt"][0].as_str().unwrap().contains("x = 1"));
     assert!(wait_for(&cancel_log, "cancelled"));
+    // --audit-payloads: arguments and results are in the line, and the client's name.
+    let text = std::fs::read_to_string(&audit).unwrap();
+    let echo: Value = text
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(l).unwrap())
+        .find(|l| l["requested"] == "py__echo")
+        .expect("an audit line for py__echo");
+    assert_eq!(echo["arguments"]["message"], "hi");
+    assert_eq!(echo["result"]["content"][0]["text"], "hi");
+    assert!(echo["client"].is_string());
+    assert!(echo["duration_ms"].is_u64());
 }
 
 /// The TS SDK client over HTTP, with server-everything over Streamable HTTP as an
@@ -289,7 +303,7 @@ async fn ts_sdk_over_http_elicitation_and_no_upstream_credentials() {
         json!({"everything": {"httpUrl": everything.url,
                "headers": {"Authorization": format!("Bearer {secret}"), "X-Api-Key": secret}}}),
     );
-    let gw = spawn_http_gateway(&config, &env).await;
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
     let url = gw.url.clone();
     let out = tokio::task::spawn_blocking(move || {
         ts_driver(json!({
@@ -329,7 +343,7 @@ async fn gemini_cli_lists_the_gateway_connected() {
     let env = common::Env::new();
     let cancel_log = env.project.path().join("cancel.log");
     let config = settings(env.project.path(), &cancel_log, json!({}));
-    let gw = spawn_http_gateway(&config, &env).await;
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
     let home = tempfile::tempdir().unwrap();
     let work = home.path().join("work");
     std::fs::create_dir_all(home.path().join(".gemini")).unwrap();

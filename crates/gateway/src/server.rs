@@ -123,20 +123,6 @@ fn scrub_urls(text: &str) -> String {
         .join(" ")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::scrub_urls;
-
-    #[test]
-    fn urls_lose_their_secrets() {
-        assert_eq!(
-            scrub_urls("cannot reach `https://u:p@h.test/mcp?key=s3cret#f`: refused"),
-            "cannot reach `https://h.test/mcp`: refused"
-        );
-        assert_eq!(scrub_urls("no url here"), "no url here");
-    }
-}
-
 fn not_connected(shared: &Shared, server: &str) -> ErrorData {
     let why = shared
         .host
@@ -611,5 +597,19 @@ impl ServerHandler for GatewayServer {
         self.shared.set_session_level(self.session, request.level);
         self.shared.fan_out_level(request.level).await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::scrub_urls;
+
+    #[test]
+    fn urls_lose_their_secrets() {
+        assert_eq!(
+            scrub_urls("cannot reach `https://u:p@h.test/mcp?key=s3cret#f`: refused"),
+            "cannot reach `https://h.test/mcp`: refused"
+        );
+        assert_eq!(scrub_urls("no url here"), "no url here");
     }
 }

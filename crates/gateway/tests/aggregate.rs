@@ -18,7 +18,7 @@ use switchboard_config::{LoadOptions, load};
 use switchboard_demo_server::DemoOptions;
 use switchboard_gateway::{Gateway, GatewayHooks, GatewayOptions};
 use switchboard_host::{Host, HostOptions, specs_from_settings};
-use switchboard_testkit::{everything_stdio_command, free_port};
+use switchboard_testkit::{everything_stdio_command, free_port, python_stdio_command};
 use tokio::sync::Notify;
 
 /// A demo server over Streamable HTTP in this process; stopped when the test ends.
@@ -342,5 +342,42 @@ async fn upstream_log_messages_are_forwarded() {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    rig.gateway.shutdown().await;
+}
+
+/// A call that hangs on one server does not hold up calls to another; cancelling it
+/// (dropping the request) leaves the gateway usable.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_hanging_call_does_not_block_other_servers() {
+    let up = demo(Duration::ZERO).await;
+    let (py, py_args) = python_stdio_command();
+    let rig = rig(
+        json!({"demo": {"httpUrl": up}, "py": {"command": py, "args": py_args}}),
+        Duration::from_secs(30),
+    )
+    .await;
+    let peer = rig.client.peer().clone();
+    let hang =
+        tokio::spawn(async move { peer.call_tool(CallToolRequestParams::new("py__hang")).await });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    for i in 0..5 {
+        let r = rig
+            .client
+            .call_tool(
+                CallToolRequestParams::new("demo__echo").with_arguments(
+                    json!({"message": format!("m{i}")})
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                ),
+            )
+            .await
+            .unwrap();
+        assert!(text(&r).contains(&format!("Echo: m{i}")));
+    }
+    assert!(started.elapsed() < Duration::from_secs(5));
+    assert!(!hang.is_finished(), "the hanging call returned");
+    hang.abort();
     rig.gateway.shutdown().await;
 }
