@@ -115,7 +115,7 @@ def gateway_summary(res):
             continue
         row = {"transport": transport, "runs": len(runs)}
         for phase in ("seq", "conc"):
-            row[phase] = {k: _med(runs, phase, k) for k in ("calls_per_s", "p50_ms", "p99_ms")}
+            row[phase] = {k: _med(runs, phase, k) for k in ("calls_per_s", "p50_ms", "p99_ms", "cpu_us_per_call")}
             row[phase]["all_calls_per_s"] = [r[phase]["calls_per_s"] for r in runs if phase in r]
             if direct and label != "direct":
                 row[phase]["added_p50_us"] = 1000 * (row[phase]["p50_ms"] - _med(direct, phase, "p50_ms"))
@@ -177,15 +177,18 @@ def render_gateway(res):
         " `switchboard gateway --http`: client → Streamable HTTP → proxy → stdio → demo server."
         f" Scenarios ran interleaved, {len(next(iter(sc.values()))['seq']['all_calls_per_s']) if sc else '?'}"
         " rounds; each number is the median over the rounds. *Added* = this row's median minus the direct"
-        " row's. RSS is the proxy process's own (not its upstream's), read from /proc after the calls."
+        " row's. RSS is the proxy process's own (not its upstream's), read from /proc after the calls;"
+        " CPU µs/call is the proxy process's on-CPU time (all its threads, /proc/PID/task/*/schedstat)"
+        " during a phase divided by its calls, which a busy machine inflates much less than latency."
         f" Load average (1/5/15 min) at the start of the section: {load.get('start', '?')}; at the end:"
         f" {load.get('end', '?')}.\n"
     )
     out.append(
         "| Path | seq calls/s | seq p50 ms | seq p99 ms | added p50 µs | added p99 µs"
-        f" | {conc.get('concurrency', '?')}-in-flight calls/s | p50 ms | p99 ms | proxy RSS (VmHWM) | seq calls/s, all rounds |"
+        f" | {conc.get('concurrency', '?')}-in-flight calls/s | p50 ms | p99 ms"
+        " | proxy CPU µs/call (seq / in flight) | proxy RSS (VmHWM) | seq calls/s, all rounds |"
     )
-    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
     for label, what, _ in GW_SCENARIOS:
         row = sc.get(label)
         if not row:
@@ -193,12 +196,16 @@ def render_gateway(res):
         q, c = row["seq"], row["conc"]
         added = lambda p, k: f"{p[k]:+.0f}" if k in p else "—"  # noqa: E731
         rss = f"{row['rss_hwm_kb'] / 1024:.1f} MB" if "rss_hwm_kb" in row else "—"
+        cpu_cell = "—"
+        if q.get("cpu_us_per_call") is not None and c.get("cpu_us_per_call") is not None:
+            cpu_cell = f"{q['cpu_us_per_call']:.0f} / {c['cpu_us_per_call']:.0f}"
         if label == "direct":
             rss = f"({rss}: the demo server)"
+            cpu_cell = f"({cpu_cell}: the demo server)"
         out.append(
             f"| {what} | {fmt(q['calls_per_s'])} | {q['p50_ms']:.3f} | {q['p99_ms']:.3f}"
             f" | {added(q, 'added_p50_us')} | {added(q, 'added_p99_us')}"
-            f" | {fmt(c['calls_per_s'])} | {c['p50_ms']:.3f} | {c['p99_ms']:.3f} | {rss}"
+            f" | {fmt(c['calls_per_s'])} | {c['p50_ms']:.3f} | {c['p99_ms']:.3f} | {cpu_cell} | {rss}"
             f" | {', '.join(fmt(x) for x in q['all_calls_per_s'])} |"
         )
     many = s.get("rss_many")

@@ -18,6 +18,9 @@
 //
 // --rss reads /proc/PID/status (VmHWM, VmRSS) after the calls: PID is the stdio child
 // (the process this client spawned) unless --rss-pid names another (an HTTP server).
+// Each phase also reports cpu_us_per_call: that process's on-CPU time (all threads,
+// /proc/PID/task/*/schedstat) divided by the calls, which a busy machine inflates far
+// less than latency.
 // --call-all-suffix calls every listed tool ending in the suffix once before the timed
 // calls (so every upstream of a gateway has served a call); --expect-tools waits (up to
 // --connect-wait-ms) until tools/list has at least N tools (N ending in the suffix, if
@@ -28,7 +31,7 @@
 //
 // ESM ignores NODE_PATH, so the SDK is imported by path from SWITCHBOARD_PEERS_NODE
 // (default: <repo>/tests/peers/node).
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -136,6 +139,22 @@ function statusKb(pid) {
   };
 }
 
+// On-CPU time of every thread of `pid` so far, in ns (/proc/PID/task/*/schedstat), or
+// null without a pid. Threads that exited in between are missed (the servers measured
+// here keep theirs).
+function cpuNs(pid) {
+  if (!pid) return null;
+  let total = 0;
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      total += Number(readFileSync(`/proc/${pid}/task/${tid}/schedstat`, "utf8").split(" ")[0]);
+    } catch {
+      // the thread exited
+    }
+  }
+  return total;
+}
+
 async function connect(opts, Client, makeTransport) {
   // An HTTP server may still be starting: retry until --connect-wait-ms.
   const deadline = Date.now() + opts.connectWaitMs;
@@ -205,15 +224,21 @@ async function main() {
   const out = { label: opts.label, transport: opts.transport, tool: opts.tool, tools: tools.length };
   if (opts.callAllSuffix) out.called_all = calledAll;
 
+  // The process whose memory and CPU time are read: the stdio child, or --rss-pid.
+  const pid = opts.rssPid ?? transport.pid;
+  const cpuPerCall = (before, n) =>
+    before === null ? {} : { cpu_us_per_call: round3((cpuNs(pid) - before) / 1000 / n) };
+
   if (opts.n > 0) {
     const latencies = new Array(opts.n);
+    const cpu0 = cpuNs(pid);
     const start = now();
     for (let i = 0; i < opts.n; i++) {
       const t = now();
       await echo(i);
       latencies[i] = msSince(t);
     }
-    out.seq = summary(latencies, msSince(start));
+    out.seq = { ...summary(latencies, msSince(start)), ...cpuPerCall(cpu0, opts.n) };
   }
 
   if (opts.concN > 0) {
@@ -228,13 +253,16 @@ async function main() {
         latencies.push(msSince(t));
       }
     };
+    const cpu0 = cpuNs(pid);
     const start = now();
     await Promise.all(Array.from({ length: opts.concurrency }, worker));
-    out.conc = summary(latencies, msSince(start), { concurrency: opts.concurrency });
+    out.conc = {
+      ...summary(latencies, msSince(start), { concurrency: opts.concurrency }),
+      ...cpuPerCall(cpu0, opts.concN),
+    };
   }
 
   if (opts.rss) {
-    const pid = opts.rssPid ?? transport.pid;
     if (!pid) throw new Error("--rss: no process id (stdio child or --rss-pid)");
     out.rss = statusKb(pid);
   }
