@@ -1,6 +1,7 @@
 """Renders bench/run.sh results (JSON lines) as the generated part of BENCHMARKS.md.
 
 Usage: report.py RESULTS.jsonl BENCHMARKS.md N WARMUP REPEATS RUNS
+       report.py --gateway-json RESULTS.jsonl   (the gateway section's summary as JSON)
 
 Only the text between the BEGIN/END GENERATED markers is replaced, so hand-written
 sections of BENCHMARKS.md (notes, analysis) survive a re-run. A missing file (or one
@@ -77,6 +78,179 @@ def median_run(runs):
     ordered = sorted(runs, key=lambda r: r["calls_per_s"])
     return ordered[(len(ordered) - 1) // 2]
 
+# Targets from issue #12 (the gateway).
+GW_ADDED_P50_US = 50.0
+GW_VS_PROXIES = 3.0
+GW_RSS_BOUND_MB = 25.0
+
+GW_SCENARIOS = [
+    ("direct", "Direct: TS SDK client → demo server (stdio)", "stdio"),
+    ("gateway-stdio", "**`switchboard gateway`** (stdio) → demo server (stdio)", "stdio"),
+    ("gateway-http", "**`switchboard gateway --http`** (Streamable HTTP, bearer token) → demo server (stdio)", "http"),
+    ("supergateway", "supergateway `--stateful` (stdio→Streamable HTTP) → demo server (stdio)", "http"),
+    ("mcp-proxy", "mcp-proxy `--server stream` (Streamable HTTP) → demo server (stdio)", "http"),
+]
+
+
+def _med(runs, phase, key):
+    vals = [r[phase][key] for r in runs if phase in r]
+    if not vals:
+        return None
+    vals.sort()
+    mid = len(vals) // 2
+    return vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2
+
+
+def gateway_summary(res):
+    """Per scenario: the median of each number over its runs, plus the added latency over
+    direct and the gateway's ratios to the proxies. Also used by `report.py --gateway-json`."""
+    by = {}
+    for row in res.get("gateway", []):
+        by.setdefault(row["label"], []).append(row)
+    summary = {"scenarios": {}, "targets": {}}
+    direct = by.get("direct", [])
+    for label, _, transport in GW_SCENARIOS:
+        runs = by.get(label)
+        if not runs:
+            continue
+        row = {"transport": transport, "runs": len(runs)}
+        for phase in ("seq", "conc"):
+            row[phase] = {k: _med(runs, phase, k) for k in ("calls_per_s", "p50_ms", "p99_ms", "cpu_us_per_call")}
+            row[phase]["all_calls_per_s"] = [r[phase]["calls_per_s"] for r in runs if phase in r]
+            if direct and label != "direct":
+                row[phase]["added_p50_us"] = 1000 * (row[phase]["p50_ms"] - _med(direct, phase, "p50_ms"))
+                row[phase]["added_p99_us"] = 1000 * (row[phase]["p99_ms"] - _med(direct, phase, "p99_ms"))
+        rss = [r["rss"] for r in runs if r.get("rss")]
+        if rss:
+            row["rss_hwm_kb"] = sorted(x["vm_hwm_kb"] for x in rss)[len(rss) // 2]
+            row["rss_kb"] = sorted(x["vm_rss_kb"] for x in rss)[len(rss) // 2]
+        summary["scenarios"][label] = row
+    sc = summary["scenarios"]
+    if "gateway-stdio" in sc and direct:
+        # Paired per interleaved round too: each round's gateway run minus that round's direct run.
+        pairs = [1000 * (g["seq"]["p50_ms"] - d["seq"]["p50_ms"]) for g, d in zip(by["gateway-stdio"], direct)]
+        summary["targets"]["added_p50_us_stdio"] = {
+            "bound": GW_ADDED_P50_US,
+            "measured": sc["gateway-stdio"]["seq"]["added_p50_us"],
+            "per_round": pairs,
+        }
+    if "gateway-http" in sc:
+        for proxy in ("supergateway", "mcp-proxy"):
+            if proxy in sc:
+                for phase in ("seq", "conc"):
+                    summary["targets"][f"vs_{proxy}_{phase}"] = {
+                        "bound": GW_VS_PROXIES,
+                        "measured": sc["gateway-http"][phase]["calls_per_s"] / sc[proxy][phase]["calls_per_s"],
+                    }
+    for row in res.get("gateway", []):
+        if row["label"].startswith("gateway-rss-"):
+            summary["rss_many"] = {
+                "servers": int(row["label"].rsplit("-", 1)[1]),
+                "tools": row.get("tools"),
+                "called_all": row.get("called_all"),
+                "vm_hwm_kb": row["rss"]["vm_hwm_kb"],
+                "vm_rss_kb": row["rss"]["vm_rss_kb"],
+                "threads": row["rss"].get("threads"),
+                "rss_anon_kb": row["rss"].get("rss_anon_kb"),
+                "rss_file_kb": row["rss"].get("rss_file_kb"),
+            }
+            summary["targets"]["rss_many_mb"] = {"bound": GW_RSS_BOUND_MB, "measured": row["rss"]["vm_hwm_kb"] / 1024}
+    summary["load"] = {r["when"]: r["loadavg"] for r in res.get("gateway_load", [])}
+    return summary
+
+
+def render_gateway(res):
+    out = []
+    s = gateway_summary(res)
+    sc = s["scenarios"]
+    first = next(iter(res["gateway"]))
+    seq_n = first.get("seq", {}).get("n", "?")
+    conc = first.get("conc", {})
+    load = s["load"]
+    out.append("## Gateway: `switchboard gateway` vs direct and vs the proxies a user would otherwise pick\n")
+    out.append(
+        f"The TS SDK client (`bench/peers/ts_gateway_client.mjs`) calls the demo server's `echo`: {seq_n}"
+        f" sequential calls, then {conc.get('n', '?')} calls with {conc.get('concurrency', '?')} in flight"
+        " (after untimed warm-up calls). The upstream is always `switchboard demo-server` over stdio, one"
+        " process per run. Neither supergateway nor mcp-proxy can serve stdio (supergateway: \"stdio→stdio"
+        " not supported\"; mcp-proxy only listens on HTTP), so they are compared like for like with"
+        " `switchboard gateway --http`: client → Streamable HTTP → proxy → stdio → demo server."
+        f" Scenarios ran interleaved, {len(next(iter(sc.values()))['seq']['all_calls_per_s']) if sc else '?'}"
+        " rounds; each number is the median over the rounds. *Added* = this row's median minus the direct"
+        " row's. RSS is the proxy process's own (not its upstream's), read from /proc after the calls;"
+        " CPU µs/call is the proxy process's on-CPU time (all its threads, /proc/PID/task/*/schedstat)"
+        " during a phase divided by its calls, which a busy machine inflates much less than latency."
+        f" Load average (1/5/15 min) at the start of the section: {load.get('start', '?')}; at the end:"
+        f" {load.get('end', '?')}.\n"
+    )
+    out.append(
+        "| Path | seq calls/s | seq p50 ms | seq p99 ms | added p50 µs | added p99 µs"
+        f" | {conc.get('concurrency', '?')}-in-flight calls/s | p50 ms | p99 ms"
+        " | proxy CPU µs/call (seq / in flight) | proxy RSS (VmHWM) | seq calls/s, all rounds |"
+    )
+    out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    for label, what, _ in GW_SCENARIOS:
+        row = sc.get(label)
+        if not row:
+            continue
+        q, c = row["seq"], row["conc"]
+        added = lambda p, k: f"{p[k]:+.0f}" if k in p else "—"  # noqa: E731
+        rss = f"{row['rss_hwm_kb'] / 1024:.1f} MB" if "rss_hwm_kb" in row else "—"
+        cpu_cell = "—"
+        if q.get("cpu_us_per_call") is not None and c.get("cpu_us_per_call") is not None:
+            cpu_cell = f"{q['cpu_us_per_call']:.0f} / {c['cpu_us_per_call']:.0f}"
+        if label == "direct":
+            rss = f"({rss}: the demo server)"
+            cpu_cell = f"({cpu_cell}: the demo server)"
+        out.append(
+            f"| {what} | {fmt(q['calls_per_s'])} | {q['p50_ms']:.3f} | {q['p99_ms']:.3f}"
+            f" | {added(q, 'added_p50_us')} | {added(q, 'added_p99_us')}"
+            f" | {fmt(c['calls_per_s'])} | {c['p50_ms']:.3f} | {c['p99_ms']:.3f} | {cpu_cell} | {rss}"
+            f" | {', '.join(fmt(x) for x in q['all_calls_per_s'])} |"
+        )
+    many = s.get("rss_many")
+    if many:
+        out.append(
+            f"\n`switchboard gateway` (stdio) with {many['servers']} demo servers (stdio) configured: {many['tools']}"
+            f" tools listed, every `*__echo` called once ({many['called_all']} calls) and 500 more calls, then"
+            f" VmHWM {many['vm_hwm_kb'] / 1024:.1f} MB, VmRSS {many['vm_rss_kb'] / 1024:.1f} MB,"
+            f" {many['threads']} threads; of the VmRSS, {(many.get('rss_anon_kb') or 0) / 1024:.1f} MB anonymous"
+            f" (heap, stacks) and {(many.get('rss_file_kb') or 0) / 1024:.1f} MB file-backed (the executable's"
+            " touched pages). The gateway process alone; MB = 2^20 bytes."
+        )
+    out.append("")
+    t = s["targets"]
+    out.append("### Gateway targets (issue #12), as measured in this run\n")
+    out.append("| Target | Bound | Measured | Met |")
+    out.append("|---|---|---|---|")
+
+    def verdict(ok):
+        return "✅ yes" if ok else "❌ **no**"
+
+    a = t.get("added_p50_us_stdio")
+    if a:
+        rounds = ", ".join(f"{x:+.0f}" for x in a["per_round"])
+        out.append(
+            f"| Added p50 latency, stdio→stdio, sequential | ≤ {a['bound']:.0f} µs | {a['measured']:+.0f} µs"
+            f" (per round: {rounds} µs) | {verdict(a['measured'] <= a['bound'])} |"
+        )
+    for proxy in ("supergateway", "mcp-proxy"):
+        for phase, what in (("seq", "sequential"), ("conc", f"{conc.get('concurrency', '?')} in flight")):
+            r = t.get(f"vs_{proxy}_{phase}")
+            if r:
+                out.append(
+                    f"| Gateway (--http) calls/s ÷ {proxy}, {what} | ≥ {r['bound']:.0f}× | {r['measured']:.2f}× |"
+                    f" {verdict(r['measured'] >= r['bound'])} |"
+                )
+    r = t.get("rss_many_mb")
+    if r and many:
+        out.append(
+            f"| Gateway RSS with {many['servers']} upstreams | ≤ {r['bound']:.0f} MB | {r['measured']:.1f} MB (VmHWM) |"
+            f" {verdict(r['measured'] <= r['bound'])} |"
+        )
+    out.append("")
+    return out
+
 
 def render(res, n, warmup, repeats, runs):
     out = []
@@ -118,41 +292,42 @@ def render(res, n, warmup, repeats, runs):
     )
 
     # ------------------------------------------------------------------ calls
+    ratios = {}
     calls = {}
     for row in res.get("calls", []):
         calls.setdefault((row["transport"], row["target"], row["client"]), []).append(row["result"])
-    out.append("## Sequential `tools/call` echo\n")
-    out.append(
-        f"One call in flight at a time; {warmup} untimed warm-up calls, then {n} timed calls. calls/s ="
-        f" {n} / wall time of the timed loop; p50/p99 are nearest-rank percentiles of per-call latency."
-        f" Each client ran {repeats}× per scenario, interleaved (Switchboard, TS, Python, Switchboard-ct, Switchboard, …);"
-        " the table shows the run with the median calls/s, and all runs' calls/s in the last column."
-        " Over stdio each client spawns its own server process (the same program); over HTTP all"
-        " clients talk to the same server process.\n"
-    )
-    out.append("| Scenario | Client | calls/s | p50 ms | p99 ms | ÷ TS SDK | ÷ Python SDK | all runs (calls/s) |")
-    out.append("|---|---|---:|---:|---:|---:|---:|---|")
-    ratios = {}
-    for transport, target, label in SCENARIOS:
-        med = {c: median_run(calls[(transport, target, c)]) for c, _ in CLIENTS if calls.get((transport, target, c))}
-        for client, client_label in CLIENTS:
-            if client not in med:
-                continue
-            r = med[client]
-            cells = []
-            for peer in ("ts", "python"):
-                if peer in med and client != peer:
-                    ratio = r["calls_per_s"] / med[peer]["calls_per_s"]
-                    ratios[(transport, target, client, peer)] = ratio
-                    cells.append(f"**{ratio:.2f}×**" if client == "switchboard" else f"{ratio:.2f}×")
-                else:
-                    cells.append("—")
-            all_runs = ", ".join(fmt(x["calls_per_s"]) for x in calls[(transport, target, client)])
-            out.append(
-                f"| {label} | {client_label} | {fmt(r['calls_per_s'])} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f}"
-                f" | {cells[0]} | {cells[1]} | {all_runs} |"
-            )
-    out.append("")
+    if calls:
+        out.append("## Sequential `tools/call` echo\n")
+        out.append(
+            f"One call in flight at a time; {warmup} untimed warm-up calls, then {n} timed calls. calls/s ="
+            f" {n} / wall time of the timed loop; p50/p99 are nearest-rank percentiles of per-call latency."
+            f" Each client ran {repeats}× per scenario, interleaved (Switchboard, TS, Python, Switchboard-ct, Switchboard, …);"
+            " the table shows the run with the median calls/s, and all runs' calls/s in the last column."
+            " Over stdio each client spawns its own server process (the same program); over HTTP all"
+            " clients talk to the same server process.\n"
+        )
+        out.append("| Scenario | Client | calls/s | p50 ms | p99 ms | ÷ TS SDK | ÷ Python SDK | all runs (calls/s) |")
+        out.append("|---|---|---:|---:|---:|---:|---:|---|")
+        for transport, target, label in SCENARIOS:
+            med = {c: median_run(calls[(transport, target, c)]) for c, _ in CLIENTS if calls.get((transport, target, c))}
+            for client, client_label in CLIENTS:
+                if client not in med:
+                    continue
+                r = med[client]
+                cells = []
+                for peer in ("ts", "python"):
+                    if peer in med and client != peer:
+                        ratio = r["calls_per_s"] / med[peer]["calls_per_s"]
+                        ratios[(transport, target, client, peer)] = ratio
+                        cells.append(f"**{ratio:.2f}×**" if client == "switchboard" else f"{ratio:.2f}×")
+                    else:
+                        cells.append("—")
+                all_runs = ", ".join(fmt(x["calls_per_s"]) for x in calls[(transport, target, client)])
+                out.append(
+                    f"| {label} | {client_label} | {fmt(r['calls_per_s'])} | {r['p50_ms']:.3f} | {r['p99_ms']:.3f}"
+                    f" | {cells[0]} | {cells[1]} | {all_runs} |"
+                )
+        out.append("")
 
     # ------------------------------------------------------------------ steady state
     steady = {}
@@ -192,82 +367,86 @@ def render(res, n, warmup, repeats, runs):
 
     # ------------------------------------------------------------------ discovery
     disc = {(d["servers"], d["delay_ms"]): d for d in res.get("discover", [])}
-    out.append("## Discovery wall time (`Host::start()`, stdio demo servers)\n")
-    out.append(
-        "N × `switchboard demo-server --startup-delay-ms D` started concurrently by `Host::start()`:"
-        " spawn, `initialize` (answered after D ms), `tools/list`, `prompts/list`, `resources/list`,"
-        f" resource templates. Median of {runs} runs with fresh processes; shutdown (close stdin,"
-        " SIGTERM, reap) is timed separately.\n"
-    )
-    out.append("| Servers | Start-up delay | Wall time (median) | Runs | ÷ 1 server | Shutdown |")
-    out.append("|---:|---:|---:|---|---:|---:|")
-    for delay in (0, 1000):
-        one = disc.get((1, delay))
-        for servers in (1, 5, 20):
-            d = disc.get((servers, delay))
-            if not d:
-                continue
-            rel = f"{d['wall_ms'] / one['wall_ms']:.2f}×" if one else "?"
-            runs_txt = ", ".join(f"{w:.0f}" for w in d["wall_ms_runs"])
-            out.append(
-                f"| {servers} | {delay} ms | {d['wall_ms']:.0f} ms | {runs_txt} | {rel} | {d['shutdown_ms']:.0f} ms |"
-            )
-    out.append("")
+    if disc:
+        out.append("## Discovery wall time (`Host::start()`, stdio demo servers)\n")
+        out.append(
+            "N × `switchboard demo-server --startup-delay-ms D` started concurrently by `Host::start()`:"
+            " spawn, `initialize` (answered after D ms), `tools/list`, `prompts/list`, `resources/list`,"
+            f" resource templates. Median of {runs} runs with fresh processes; shutdown (close stdin,"
+            " SIGTERM, reap) is timed separately.\n"
+        )
+        out.append("| Servers | Start-up delay | Wall time (median) | Runs | ÷ 1 server | Shutdown |")
+        out.append("|---:|---:|---:|---|---:|---:|")
+        for delay in (0, 1000):
+            one = disc.get((1, delay))
+            for servers in (1, 5, 20):
+                d = disc.get((servers, delay))
+                if not d:
+                    continue
+                rel = f"{d['wall_ms'] / one['wall_ms']:.2f}×" if one else "?"
+                runs_txt = ", ".join(f"{w:.0f}" for w in d["wall_ms_runs"])
+                out.append(
+                    f"| {servers} | {delay} ms | {d['wall_ms']:.0f} ms | {runs_txt} | {rel} | {d['shutdown_ms']:.0f} ms |"
+                )
+        out.append("")
 
     # ------------------------------------------------------------------ rss
     rss = res.get("rss", [None])[0]
     lists = {row["label"]: row for row in res.get("list", [])}
-    out.append("## Host memory\n")
-    out.append("| Process | Servers connected | Peak RSS (VmHWM / max RSS) |")
-    out.append("|---|---:|---:|")
-    if rss:
-        out.append(
-            f"| `switchboard-bench rss` (a `Host` with 20 stdio demo servers, one echo call each;"
-            f" /proc/self/status) | {rss['connected']} | {rss['vm_hwm_kb'] / 1024:.1f} MB |"
-        )
     splits = {row["label"]: row for row in res.get("rss_split", [])}
-    for label, what in [("demo20", "20 stdio demo servers"), ("py20", "20 Python-SDK stdio servers")]:
-        row = lists.get(label)
-        if row:
-            split = splits.get(label)
-            extra = ""
-            if split:
-                extra = (
-                    f" (at the largest sample: {split['rss_anon_kb'] / 1024:.1f} MB anonymous +"
-                    f" {split['rss_file_kb'] / 1024:.1f} MB file-backed)"
-                )
+    if rss or lists:
+        out.append("## Host memory\n")
+        out.append("| Process | Servers connected | Peak RSS (VmHWM / max RSS) |")
+        out.append("|---|---:|---:|")
+        if rss:
             out.append(
-                f"| `switchboard mcp list` with {what} (its own VmHWM, polled every 5 ms) | {row['servers']} |"
-                f" {row['max_rss_kb'] / 1024:.1f} MB{extra} |"
+                f"| `switchboard-bench rss` (a `Host` with 20 stdio demo servers, one echo call each;"
+                f" /proc/self/status) | {rss['connected']} | {rss['vm_hwm_kb'] / 1024:.1f} MB |"
             )
-    out.append(
-        "\nMB = 2^20 bytes. Only the host process is counted, not the servers. File-backed pages are"
-        " the parts of the executable that were touched (shared, reclaimable); anonymous pages are the"
-        " heap and stacks.\n"
-    )
+        splits = {row["label"]: row for row in res.get("rss_split", [])}
+        for label, what in [("demo20", "20 stdio demo servers"), ("py20", "20 Python-SDK stdio servers")]:
+            row = lists.get(label)
+            if row:
+                split = splits.get(label)
+                extra = ""
+                if split:
+                    extra = (
+                        f" (at the largest sample: {split['rss_anon_kb'] / 1024:.1f} MB anonymous +"
+                        f" {split['rss_file_kb'] / 1024:.1f} MB file-backed)"
+                    )
+                out.append(
+                    f"| `switchboard mcp list` with {what} (its own VmHWM, polled every 5 ms) | {row['servers']} |"
+                    f" {row['max_rss_kb'] / 1024:.1f} MB{extra} |"
+                )
+        out.append(
+            "\nMB = 2^20 bytes. Only the host process is counted, not the servers. File-backed pages are"
+            " the parts of the executable that were touched (shared, reclaimable); anonymous pages are the"
+            " heap and stacks.\n"
+        )
 
     # ------------------------------------------------------------------ mcp list
-    out.append("## `switchboard mcp list` wall time\n")
-    out.append(
-        "A temporary `SWITCHBOARD_HOME` with a `settings.json` of N stdio servers, run from an empty"
-        " folder; the whole command: load settings, start every server concurrently, list, stop them"
-        " all, print. All N servers connected (checked with `--json` first).\n"
-    )
-    out.append("| Settings | Tool | Mean | ± sd | Min | Max | Runs | CPU user+sys (host and servers) |")
-    out.append("|---|---|---:|---:|---:|---:|---:|---:|")
-    for label, what in [
-        ("py1", "1 Python-SDK server (`tests/peers/python/server.py`)"),
-        ("py20", "20 Python-SDK servers"),
-        ("demo20", "20 demo servers (`switchboard demo-server`)"),
-        ("ts-serial-py20", "*Baseline:* the same 20 Python-SDK servers connected **serially** with the TS SDK"
-         " (`bench/peers/ts_serial_list.mjs`: spawn, initialize, tools/list, close; one after another)"),
-    ]:
-        row = lists.get(label)
-        if row:
-            out.append(
-                f"| {what} | {row['tool']} | {row['mean_s']:.2f} s | {row['stddev_s']:.2f} s | {row['min_s']:.2f} s"
-                f" | {row['max_s']:.2f} s | {row['runs']} | {cpu(row)} |"
-            )
+    if lists:
+        out.append("## `switchboard mcp list` wall time\n")
+        out.append(
+            "A temporary `SWITCHBOARD_HOME` with a `settings.json` of N stdio servers, run from an empty"
+            " folder; the whole command: load settings, start every server concurrently, list, stop them"
+            " all, print. All N servers connected (checked with `--json` first).\n"
+        )
+        out.append("| Settings | Tool | Mean | ± sd | Min | Max | Runs | CPU user+sys (host and servers) |")
+        out.append("|---|---|---:|---:|---:|---:|---:|---:|")
+        for label, what in [
+            ("py1", "1 Python-SDK server (`tests/peers/python/server.py`)"),
+            ("py20", "20 Python-SDK servers"),
+            ("demo20", "20 demo servers (`switchboard demo-server`)"),
+            ("ts-serial-py20", "*Baseline:* the same 20 Python-SDK servers connected **serially** with the TS SDK"
+             " (`bench/peers/ts_serial_list.mjs`: spawn, initialize, tools/list, close; one after another)"),
+        ]:
+            row = lists.get(label)
+            if row:
+                out.append(
+                    f"| {what} | {row['tool']} | {row['mean_s']:.2f} s | {row['stddev_s']:.2f} s | {row['min_s']:.2f} s"
+                    f" | {row['max_s']:.2f} s | {row['runs']} | {cpu(row)} |"
+                )
     py1, py20, serial = lists.get("py1"), lists.get("py20"), lists.get("ts-serial-py20")
     if py1 and py20 and "user_s" in py20:
         floor = py20["user_s"] + py20["system_s"]
@@ -281,7 +460,13 @@ def render(res, n, warmup, repeats, runs):
         )
     out.append("")
 
+    # ------------------------------------------------------------------ gateway
+    if res.get("gateway"):
+        out.extend(render_gateway(res))
+
     # ------------------------------------------------------------------ targets
+    if not (calls or steady or disc or rss or lists):
+        return "\n".join(out)
     out.append("## Targets (issue #2), as measured in this run\n")
     out.append("| Target | Bound | Measured | Met |")
     out.append("|---|---|---|---|")
@@ -337,6 +522,10 @@ def render(res, n, warmup, repeats, runs):
 
 
 def main():
+    if len(sys.argv) == 3 and sys.argv[1] == "--gateway-json":
+        # The gateway section's numbers as one JSON document (bench/run.sh prints it).
+        print(json.dumps(gateway_summary(load(sys.argv[2]))))
+        return
     results, out_path, n, warmup, repeats, runs = sys.argv[1:7]
     res = load(results)
     generated = f"{BEGIN}\n\n{render(res, int(n), int(warmup), int(repeats), int(runs))}\n{END}"

@@ -9,7 +9,11 @@
 #   BENCH_N=1000         timed calls per client run      BENCH_WARMUP=50  untimed calls first
 #   BENCH_REPEATS=3      runs per client and scenario (interleaved; the median run is kept)
 #   BENCH_LONG_N=20000   calls per run in the steady-state stdio scenario (BENCH_LONG_REPEATS=3 runs)
-#   BENCH_SECTIONS="calls steady discover rss list"   which sections to run
+#   BENCH_SECTIONS="calls steady discover rss list gateway"   which sections to run
+#   GW_N=2000 GW_WARMUP=200 GW_CONC=32 GW_CONC_N=4000 GW_REPEATS=$BENCH_REPEATS
+#   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
+#                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
+#   GW_SCENARIOS="direct gateway-stdio gateway-http supergateway mcp-proxy"
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
 #   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
 #   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario (BENCH_NO_HYPERFINE=1: date loop)
@@ -35,7 +39,7 @@ cd "$ROOT"
 
 N="${BENCH_N:-1000}"
 LONG_N="${BENCH_LONG_N:-20000}"
-SECTIONS="${BENCH_SECTIONS:-calls steady discover rss list}"
+SECTIONS="${BENCH_SECTIONS:-calls steady discover rss list gateway}"
 has_section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 WARMUP="${BENCH_WARMUP:-50}"
 REPEATS="${BENCH_REPEATS:-3}"
@@ -88,7 +92,11 @@ if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
   say "building release binaries (slow on small machines)"
   cargo build --release -p switchboard-cli -p switchboard-bench -p switchboard-demo-server
 fi
-for b in "$SB" "$BENCH" "$DEMO"; do
+NEED_BINS=("$SB")
+# The HTTP servers below serve the calls section only; the Rust bench runs in all but gateway.
+if has_section calls; then NEED_BINS+=("$DEMO"); fi
+if [ "$SECTIONS" != gateway ]; then NEED_BINS+=("$BENCH"); fi
+for b in "${NEED_BINS[@]}"; do
   [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
 done
 if [ "${BENCH_SKIP_PEERS:-0}" != "1" ]; then
@@ -123,21 +131,23 @@ start_server() {
 }
 
 # ---------------------------------------------------------------- servers
-EV_PORT="$(free_port)"
-start_server everything-http env PORT="$EV_PORT" \
-  NODE_OPTIONS="--require $PEERS/node/bind-loopback.cjs" node "$EVERYTHING" streamableHttp
-wait_port "$EV_PORT" "server-everything" "$WORK/everything-http.log"
-if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$EV_PORT\b" >/dev/null; then
-  die "server-everything is listening on all interfaces; the loopback preload did not apply"
+if has_section calls; then
+  EV_PORT="$(free_port)"
+  start_server everything-http env PORT="$EV_PORT" \
+    NODE_OPTIONS="--require $PEERS/node/bind-loopback.cjs" node "$EVERYTHING" streamableHttp
+  wait_port "$EV_PORT" "server-everything" "$WORK/everything-http.log"
+  if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$EV_PORT\b" >/dev/null; then
+    die "server-everything is listening on all interfaces; the loopback preload did not apply"
+  fi
+
+  DEMO_PORT="$(free_port)"
+  start_server demo-http "$DEMO" http --host 127.0.0.1 --port "$DEMO_PORT"
+  wait_port "$DEMO_PORT" "the demo server" "$WORK/demo-http.log"
+
+  EV_URL="http://127.0.0.1:$EV_PORT/mcp"
+  DEMO_URL="http://127.0.0.1:$DEMO_PORT/mcp"
+  say "server-everything at $EV_URL, demo server at $DEMO_URL"
 fi
-
-DEMO_PORT="$(free_port)"
-start_server demo-http "$DEMO" http --host 127.0.0.1 --port "$DEMO_PORT"
-wait_port "$DEMO_PORT" "the demo server" "$WORK/demo-http.log"
-
-EV_URL="http://127.0.0.1:$EV_PORT/mcp"
-DEMO_URL="http://127.0.0.1:$DEMO_PORT/mcp"
-say "server-everything at $EV_URL, demo server at $DEMO_URL"
 
 # CPU busy % of the whole machine over one second (from /proc/stat).
 busy_pct() {
@@ -361,6 +371,125 @@ if has_section list; then
   time_cmd ts-serial-py20 20 python 0 node "$ROOT/bench/peers/ts_serial_list.mjs" --servers 20 \
     --command "$PY" --arg "$PY_SERVER" --arg --transport --arg stdio
   measure_list demo20 20 demo
+fi
+
+# ---------------------------------------------------------------- gateway
+# `switchboard gateway` against the demo server (`switchboard demo-server`, stdio) as its
+# one upstream, driven by the TS SDK client (bench/peers/ts_gateway_client.mjs): GW_N
+# sequential `echo` calls, then GW_CONC_N calls with GW_CONC in flight. Scenarios,
+# interleaved GW_REPEATS times (bench/report.py keeps the median of each number):
+#   direct        the client spawns the demo server itself (stdio)
+#   gateway-stdio the client spawns `switchboard gateway`, which spawns the demo server
+#   gateway-http  `switchboard gateway --http` (bearer token), demo server over stdio
+#   supergateway  npm supergateway (stateful stdio→Streamable HTTP), same upstream
+#   mcp-proxy     npm mcp-proxy (Streamable HTTP endpoint), same upstream
+# Neither proxy can serve stdio (supergateway: "stdio→stdio not supported"; mcp-proxy
+# only listens on HTTP), so they are compared with the gateway's --http. The RSS of each
+# proxy process (not of its upstream) is read after the calls. Then the gateway's RSS
+# with GW_RSS_SERVERS demo servers (stdio) configured: after every one has served a call.
+if has_section gateway; then
+  GW_N="${GW_N:-2000}"
+  GW_WARMUP="${GW_WARMUP:-200}"
+  GW_CONC="${GW_CONC:-32}"
+  GW_CONC_N="${GW_CONC_N:-4000}"
+  GW_REPEATS="${GW_REPEATS:-$REPEATS}"
+  GW_RSS_SERVERS="${GW_RSS_SERVERS:-20}"
+  GW_SCENARIOS="${GW_SCENARIOS:-direct gateway-stdio gateway-http supergateway mcp-proxy}"
+  PROXIES="$PEERS/clients/node_modules"
+  SUPERGATEWAY="$PROXIES/supergateway/dist/index.js"
+  MCP_PROXY="$PROXIES/mcp-proxy/dist/bin/mcp-proxy.mjs"
+  [ -f "$SUPERGATEWAY" ] || die "supergateway is not installed ($SUPERGATEWAY): run scripts/install-peers.sh"
+  [ -f "$MCP_PROXY" ] || die "mcp-proxy is not installed ($MCP_PROXY): run scripts/install-peers.sh"
+  GW_DRIVER=(node "$ROOT/bench/peers/ts_gateway_client.mjs" --n "$GW_N" --warmup "$GW_WARMUP"
+    --concurrency "$GW_CONC" --conc-n "$GW_CONC_N")
+  GW_HOME="$WORK/home-gw1"
+  mkdir -p "$GW_HOME" "$WORK/project"
+  printf '{"mcpServers": {"demo": {"command": "%s", "args": ["demo-server"]}}}\n' "$SB" >"$GW_HOME/settings.json"
+  GW_TOKEN="$(od -An -N24 -tx1 /dev/urandom | tr -d ' \n')"
+  printf '%s\n' "$GW_TOKEN" >"$WORK/gw-token"
+  chmod 600 "$WORK/gw-token"
+
+  # stop_server PID: stops one server started with start_server (its whole group).
+  stop_server() {
+    kill -TERM -- "-$1" 2>/dev/null || true
+    for _ in $(seq 1 30); do
+      kill -0 "$1" 2>/dev/null || break
+      sleep 0.1
+    done
+    kill -KILL -- "-$1" 2>/dev/null || true
+    wait "$1" 2>/dev/null || true
+  }
+
+  # gw_run SCENARIO DRIVER-ARGS...: one driver run, recorded as a `gateway` result.
+  gw_run() {
+    local scenario="$1" out
+    shift
+    if ! out="$(cd "$WORK/project" && "${GW_DRIVER[@]}" --label "$scenario" "$@" 2>>"$WORK/gateway-clients.log")" ||
+      [ -z "$out" ]; then
+      tail -20 "$WORK/gateway-clients.log" >&2
+      die "gateway benchmark: $scenario failed"
+    fi
+    say "  $scenario: $out"
+    record gateway "$out"
+  }
+
+  # gw_http SCENARIO TOOL SERVER-CMD...: starts an HTTP server on a free port ({PORT} in
+  # SERVER-CMD), drives it, reads its RSS, stops it.
+  gw_http() {
+    local scenario="$1" tool="$2" port pid token_args=()
+    shift 2
+    port="$(free_port)"
+    start_server "$scenario" "${@//\{PORT\}/$port}"
+    pid="${SERVER_PIDS[-1]}"
+    [ "$scenario" = gateway-http ] && token_args=(--token "$GW_TOKEN")
+    gw_run "$scenario" --transport http --url "http://127.0.0.1:$port/mcp" "${token_args[@]}" \
+      --tool "$tool" --rss-pid "$pid"
+    if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$port\b" >/dev/null; then
+      die "$scenario listened on all interfaces"
+    fi
+    stop_server "$pid"
+  }
+
+  gw_scenario() {
+    case "$1" in
+      direct)
+        gw_run direct --transport stdio --command "$SB" --arg demo-server --tool echo --rss ;;
+      gateway-stdio)
+        gw_run gateway-stdio --transport stdio --command "$SB" --arg gateway \
+          --env SWITCHBOARD_HOME="$GW_HOME" --tool demo__echo --rss ;;
+      gateway-http)
+        gw_http gateway-http demo__echo env SWITCHBOARD_HOME="$GW_HOME" "$SB" gateway --http \
+          --port "{PORT}" --token-file "$WORK/gw-token" ;;
+      supergateway)
+        gw_http supergateway echo env NODE_OPTIONS="--require $PEERS/node/bind-loopback.cjs" \
+          node "$SUPERGATEWAY" --stdio "$SB demo-server" --outputTransport streamableHttp \
+          --stateful --port "{PORT}" --logLevel none ;;
+      mcp-proxy)
+        gw_http mcp-proxy echo node "$MCP_PROXY" --host 127.0.0.1 --port "{PORT}" \
+          --server stream -- "$SB" demo-server ;;
+      *) die "unknown gateway scenario $1 (GW_SCENARIOS)" ;;
+    esac
+  }
+
+  wait_quiet gateway
+  record gateway_load "$(printf '{"when":"start","loadavg":"%s"}' "$(cut -d' ' -f1-3 /proc/loadavg)")"
+  say "gateway: ${GW_SCENARIOS} ($GW_REPEATS x ($GW_N sequential + $GW_CONC_N at $GW_CONC in flight), interleaved)"
+  for _ in $(seq 1 "$GW_REPEATS"); do
+    for scenario in $GW_SCENARIOS; do
+      gw_scenario "$scenario"
+    done
+  done
+
+  if [ "$GW_RSS_SERVERS" -gt 0 ]; then
+    say "gateway RSS: $GW_RSS_SERVERS demo servers (stdio) as upstreams"
+    make_home "$WORK/home-gw$GW_RSS_SERVERS" "$GW_RSS_SERVERS" demo
+    gw_run "gateway-rss-$GW_RSS_SERVERS" --transport stdio --command "$SB" --arg gateway \
+      --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
+      --call-all-suffix __echo --expect-tools "$GW_RSS_SERVERS" --n 500 --conc-n 0 --warmup 0 --rss
+  fi
+  record gateway_load "$(printf '{"when":"end","loadavg":"%s"}' "$(cut -d' ' -f1-3 /proc/loadavg)")"
+  # The section's numbers (medians, added latency, ratios, targets) as JSON on stdout.
+  python3 "$ROOT/bench/report.py" --gateway-json "$RESULTS"
 fi
 
 # ---------------------------------------------------------------- report
