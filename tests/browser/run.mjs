@@ -3,7 +3,7 @@
 // which starts the app and the MCP servers and passes them in the environment:
 //   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
 //   SCENARIO        settings | apps | chat | oauth | oauth-callback (the last two from
-//                   crates/cli/tests/serve.rs)
+//                   crates/cli/tests/serve.rs) | workflows | team (crates/web/tests/team_browser.rs)
 //   SCREENSHOT_DIR  where every page's screenshot goes
 //   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
 //   RUN_ID          the saved run (SCENARIO=workflows)
@@ -494,10 +494,121 @@ async function workflowsScenario(page) {
   await shot(page, "05-link-clock-app");
 }
 
+// Team mode (crates/web/tests/team_browser.rs starts a team app, the OpenID provider
+// with default account alice, the demo server and a server that answers 401): sign in,
+// add a server, Test it, call echo, the OAuth hint, sign out, sign out everywhere.
+//   APP_URL the team app's origin; DEMO_URL, LOCKED_URL the two servers
+async function teamSignedIn(page) {
+  await page.waitForFunction(() => {
+    const who = document.querySelector("[data-me]");
+    return who && who.textContent.includes("alice@example.com");
+  }, null, { timeout: TIMEOUT });
+  await page.waitForSelector('[data-servers][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+}
+
+async function teamAdd(page, name, url, headers) {
+  await page.click("[data-add-server]");
+  const form = page.locator('[data-server-form="new"]');
+  await form.locator('input[name="name"]').fill(name);
+  await form.locator('input[name="url"]').fill(url);
+  if (headers) await form.locator('textarea[name="headers"]').fill(headers);
+  return form;
+}
+
+async function teamScenario(page) {
+  const origin = new URL(APP_URL).origin;
+  step = "signed out: the sign-in page";
+  const resp = await page.goto(origin + "/");
+  assert(resp.status() === 200, "/ answers 200: " + resp.status());
+  const csp = resp.headers()["content-security-policy"] || "";
+  assert(csp.includes("script-src 'self'"), "a CSP: " + csp);
+  await page.waitForSelector('[data-page="signin"] [data-sign-in]');
+  await shot(page, "01-signin");
+
+  step = "sign in through the provider";
+  await page.click("[data-sign-in]");
+  await teamSignedIn(page);
+  assert(new URL(page.url()).origin === origin, "back on the app: " + page.url());
+  assert((await page.locator("[data-server-row]").count()) === 0, "no servers yet");
+  await shot(page, "02-signed-in");
+
+  step = "add the demo server, Test it in the form";
+  const form = await teamAdd(page, "demo", env.DEMO_URL, '{"X-Team-Key": "browser-secret-5c1e"}');
+  await form.locator("[data-form-test]").click();
+  await form.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  await shot(page, "03-form-tested");
+  await form.locator('button[type="submit"]').click();
+  const row = page.locator('[data-server-row="demo"]');
+  await row.waitFor({ timeout: TIMEOUT });
+  const rowText = await row.textContent();
+  assert(rowText.includes("X-Team-Key: ••••••"), "the header is listed masked: " + rowText);
+  assert(!(await page.content()).includes("browser-secret"), "the secret never reaches the page");
+
+  step = "Test the saved server";
+  await row.locator('[data-test="demo"]').click();
+  const ok = row.locator('[data-test-result="success"]');
+  await ok.waitFor({ timeout: TIMEOUT });
+  const message = await ok.locator(".test-message").textContent();
+  assert(message.includes("Connected. Found 7 tool(s)."), "connected: " + message);
+  const names = await ok.locator(".tool-names li code").allTextContents();
+  assert(names.includes("echo"), "tools shown: " + names.join(", "));
+  await shot(page, "04-tested");
+
+  step = "a server that wants OAuth";
+  const locked = await teamAdd(page, "locked", env.LOCKED_URL, "");
+  await locked.locator('button[type="submit"]').click();
+  const lockedRow = page.locator('[data-server-row="locked"]');
+  await lockedRow.waitFor({ timeout: TIMEOUT });
+  await lockedRow.locator('[data-test="locked"]').click();
+  const hint = lockedRow.locator('[data-test-result="needs-oauth"]');
+  await hint.waitFor({ timeout: TIMEOUT });
+  assert((await hint.locator("[data-oauth-hint]").count()) === 1, "the sign-in hint is shown");
+  await shot(page, "05-needs-oauth");
+
+  step = "edit keeps the masked header";
+  await row.locator('[data-edit="demo"]').click();
+  const edit = page.locator('[data-server-form="demo"]');
+  await edit.waitFor();
+  const shown = await edit.locator('textarea[name="headers"]').inputValue();
+  assert(shown.includes("<unchanged>") && !shown.includes("browser-secret"), "masked in the form: " + shown);
+  await edit.locator('button[type="submit"]').click();
+  await edit.waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "call echo from the tools view";
+  await row.locator('[data-tools="demo"]').click();
+  await page.waitForSelector('[data-tools-of="demo"][data-loaded="true"]', { timeout: TIMEOUT });
+  const item = page.locator('details[data-tool="echo"]');
+  await item.locator(":scope > summary").click();
+  const markup = '<b id="injected">hi</b> from chromium';
+  await item.locator('[data-args="echo"]').fill(JSON.stringify({ message: markup }));
+  await item.locator('[data-call="echo"]').click();
+  const result = item.locator('[data-call-result="ok"]');
+  await result.waitFor({ timeout: TIMEOUT });
+  const text = await result.locator("pre").first().textContent();
+  assert(text === "Echo: " + markup, "the echo result, as text: " + text);
+  assert((await page.locator("#injected").count()) === 0, "the server's text is not parsed as HTML");
+  await shot(page, "06-echo");
+
+  step = "sign out";
+  await page.click("[data-sign-out]");
+  await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
+  const after = await page.evaluate(() => fetch("/api/me").then((r) => r.status));
+  assert(after === 401, "the session ended: /api/me answers " + after);
+  await shot(page, "07-signed-out");
+
+  step = "sign in again, sign out everywhere";
+  await page.click("[data-sign-in]");
+  await teamSignedIn(page);
+  await page.waitForSelector('[data-server-row="demo"]');
+  await page.click("[data-sign-out-everywhere]");
+  await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
+}
+
 // ---------------------------------------------------------------- main
 
 const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
 scenarios.workflows = workflowsScenario;
+scenarios.team = teamScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {
   console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth|oauth-callback node run.mjs");

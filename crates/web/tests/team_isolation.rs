@@ -131,7 +131,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
     let alice_store = store.for_user(&alice_id);
 
     let routes = route_table();
-    assert!(routes.len() >= 13, "{routes:?}");
+    assert!(routes.len() >= 15, "{routes:?}");
     for route in routes {
         // A fresh session for each case (one case signs alice out).
         let (_, cookie) = sign_in(&store, "alice@example.com", false).await;
@@ -146,6 +146,52 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         };
         let mut answers: Vec<(u16, Value)> = Vec::new();
         match (route.method.as_str(), route.path) {
+            ("GET", "/") => {
+                // A static page either way: the app shell with a live session, the
+                // sign-in page without; nothing of anyone's data is written into it.
+                for (browser, want) in [
+                    (alice.clone(), "/assets/team.js"),
+                    (Browser::new(app.origin(), None), "/auth/login"),
+                    (
+                        Browser::new(app.origin(), Some(&bob.cookie)),
+                        "/assets/team.js",
+                    ),
+                ] {
+                    let r = browser
+                        .request(Method::GET, &app.base, "/")
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = r.status().as_u16();
+                    let csp = r.headers()["content-security-policy"]
+                        .to_str()
+                        .unwrap()
+                        .to_owned();
+                    assert!(
+                        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+                        "{what}: {csp}"
+                    );
+                    let body = r.text().await.unwrap();
+                    assert_eq!(status, 200, "{what}: {body}");
+                    assert!(body.contains(want), "{what}: {body}");
+                    assert!(!body.contains("alice@example.com"), "{what}: {body}");
+                    answers.push((status, json!({"body": body})));
+                }
+            }
+            ("GET", "/assets/{file}") => {
+                for (path, want) in [
+                    ("/assets/team.js", 200),
+                    ("/assets/team.css", 200),
+                    ("/assets/..%2Fteam.rs", 404),
+                    ("/assets/index.html", 404),
+                ] {
+                    let r = send(Method::GET, path, None).send().await.unwrap();
+                    let status = r.status().as_u16();
+                    let body = r.text().await.unwrap();
+                    assert_eq!(status, want, "{what} {path}: {body}");
+                    answers.push((status, json!({"body": body})));
+                }
+            }
             ("GET", "/healthz") | ("GET", "/readyz") => {
                 let (status, v) = alice.send(send(Method::GET, route.path, None)).await;
                 assert_eq!(status, 200, "{what}: {v}");

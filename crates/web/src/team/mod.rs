@@ -5,7 +5,8 @@
 //!
 //! Owns: the team router ([`team_app`], built from one route table, [`route_table`]),
 //! sign-in and sessions (`signin`, `session`), the per-user server API (`servers`), the
-//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`).
+//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`), the
+//! pages a browser uses (`pages`: `/` and `/assets/{file}`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -27,14 +28,15 @@
 //!   server of that name and only for the URL it was saved for;
 //! - cached MCP connections are keyed by user id + server name + a digest of the record
 //!   and credentials, so one user's request never finds another's connection;
-//! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`) answer
-//!   nothing about any user's data.
+//! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`, the pages
+//!   `/` and `/assets/{file}`) answer nothing about any user's data.
 //!
 //! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
 //! without a case there fails it.
 
 mod cache;
 mod health;
+mod pages;
 mod servers;
 mod session;
 mod signin;
@@ -98,6 +100,20 @@ macro_rules! route {
 /// The one list the router is built from.
 fn routes() -> Vec<Route> {
     vec![
+        route!(
+            GET,
+            "/",
+            Public,
+            "reads whether the session cookie is live, to pick the static sign-in page or the static app shell (no user data in either)",
+            pages::page
+        ),
+        route!(
+            GET,
+            "/assets/{file}",
+            Public,
+            "nothing: the pages' embedded CSS, JavaScript and icon",
+            pages::asset
+        ),
         route!(
             GET,
             "/healthz",

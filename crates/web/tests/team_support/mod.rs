@@ -217,29 +217,11 @@ macro_rules! on_both {
 /// The real OpenID provider (`tests/peers/oidc`) with its clients registered for
 /// `redirect_uri` (the team app's `<public origin>/auth/callback`).
 pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcPeer {
-    switchboard_testkit::ensure_peers();
-    let dir = switchboard_testkit::oidc_peer_dir();
-    let port = switchboard_testkit::free_port();
-    let secret = "oidc-test-secret".to_string();
-    let mut command = std::process::Command::new("node");
-    command
-        .arg(dir.join("provider.mjs"))
-        .arg("--port")
-        .arg(port.to_string())
-        .current_dir(&dir)
-        .env("OIDC_REDIRECT_URI", redirect_uri)
-        .env("OIDC_CLIENT_SECRET", &secret);
-    let mut process = switchboard_testkit::PeerProcess::spawn("oidc-provider", command);
-    process.port = port;
-    process.url = format!("http://127.0.0.1:{port}");
-    process.wait_for_port(port, Duration::from_secs(30)).await;
-    switchboard_testkit::OidcPeer {
-        issuer: format!("http://127.0.0.1:{port}"),
-        client_id: switchboard_testkit::OIDC_CLIENT_ID.into(),
-        secret,
-        redirect_uri: redirect_uri.to_owned(),
-        process,
-    }
+    switchboard_testkit::spawn_oidc_provider_with(switchboard_testkit::OidcPeerOptions {
+        redirect_uris: vec![redirect_uri.to_owned()],
+        default_account: None,
+    })
+    .await
 }
 
 /// Sign-in with `peer` for the team: `example.com` addresses may enter, `admin` is an admin.
