@@ -334,7 +334,9 @@
       }).then(function () { call.disabled = false; });
     });
     return el("details", { class: "item", dataset: { tool: t.name } },
-      el("summary", null, el("span", { class: "item-name" }, t.name), t.title ? el("span", { class: "muted" }, t.title) : null),
+      el("summary", null, el("span", { class: "item-name" }, t.name),
+        t.title ? el("span", { class: "muted" }, t.title) : null,
+        t.description ? el("span", { class: "muted tool-desc" }, t.description) : null),
       el("div", { class: "item-body" },
         t.description ? el("p", { class: "desc" }, t.description) : null,
         el("label", { class: "field" }, el("span", { class: "field-label" }, "Arguments (JSON)"), args),
