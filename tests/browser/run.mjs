@@ -589,12 +589,30 @@ async function teamScenario(page) {
   assert((await page.locator("#injected").count()) === 0, "the server's text is not parsed as HTML");
   await shot(page, "06-echo");
 
+  step = "structured content and an image";
+  const add = page.locator('details[data-tool="add"]');
+  await add.locator(":scope > summary").click();
+  const skeleton = JSON.parse(await add.locator('[data-args="add"]').inputValue());
+  assert("a" in skeleton && "b" in skeleton, "arguments prefilled from the schema: " + JSON.stringify(skeleton));
+  await add.locator('[data-args="add"]').fill('{"a": 2, "b": 40}');
+  await add.locator('[data-call="add"]').click();
+  const structured = add.locator('[data-call-result="ok"] [data-structured] pre');
+  await structured.waitFor({ timeout: TIMEOUT });
+  assert(JSON.parse(await structured.textContent()).sum === 42, "structured content shown");
+  const image = page.locator('details[data-tool="tiny_image"]');
+  await image.locator(":scope > summary").click();
+  await image.locator('[data-call="tiny_image"]').click();
+  const img = image.locator('[data-call-result="ok"] img.image-block');
+  await img.waitFor({ timeout: TIMEOUT });
+  assert(await img.evaluate((i) => i.complete && i.naturalWidth === 16), "the PNG decodes under the CSP");
+  await shot(page, "07-structured-and-image");
+
   step = "sign out";
   await page.click("[data-sign-out]");
   await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
   const after = await page.evaluate(() => fetch("/api/me").then((r) => r.status));
   assert(after === 401, "the session ended: /api/me answers " + after);
-  await shot(page, "07-signed-out");
+  await shot(page, "08-signed-out");
 
   step = "sign in again, sign out everywhere";
   await page.click("[data-sign-in]");
