@@ -238,6 +238,7 @@ pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcP
         client_id: switchboard_testkit::OIDC_CLIENT_ID.into(),
         secret,
         redirect_uri: redirect_uri.to_owned(),
+        redirect_uris: vec![redirect_uri.to_owned()],
         process,
     }
 }
