@@ -496,8 +496,10 @@ async function workflowsScenario(page) {
 
 // Team mode (crates/web/tests/team_browser.rs starts a team app, the OpenID provider
 // with default account alice, the demo server and a server that answers 401): sign in,
-// add a server, Test it, call echo, the OAuth hint, sign out, sign out everywhere.
-//   APP_URL the team app's origin; DEMO_URL, LOCKED_URL the two servers
+// add a server, Test it, call echo, the OAuth hint, sign in to a server in a popup,
+// sign out, sign out everywhere.
+//   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
+//   OAuth-protected server whose authorization server approves at once)
 async function teamSignedIn(page) {
   await page.waitForFunction(() => {
     const who = document.querySelector("[data-me]");
@@ -564,6 +566,27 @@ async function teamScenario(page) {
   await hint.waitFor({ timeout: TIMEOUT });
   assert((await hint.locator("[data-oauth-hint]").count()) === 1, "the sign-in hint is shown");
   await shot(page, "05-needs-oauth");
+
+  step = "sign in to a server in a popup";
+  const secure = await teamAdd(page, "secure", env.SECURE_URL, "");
+  await secure.locator('button[type="submit"]').click();
+  const secureRow = page.locator('[data-server-row="secure"]');
+  await secureRow.waitFor({ timeout: TIMEOUT });
+  await secureRow.locator('[data-test="secure"]').click();
+  await secureRow.locator('[data-test-result="needs-oauth"]').waitFor({ timeout: TIMEOUT });
+  await shot(page, "05b-server-sign-in");
+  const popupOpened = page.waitForEvent("popup", { timeout: TIMEOUT });
+  await secureRow.locator('[data-server-sign-in="secure"]').click();
+  const popup = await popupOpened;
+  await popup.waitForEvent("close", { timeout: TIMEOUT });
+  // Back in the page: the list shows it signed in, and its Test now connects.
+  const signedRow = page.locator('[data-server-row="secure"]');
+  await signedRow.locator(".badge.status-connected").waitFor({ timeout: TIMEOUT });
+  await signedRow.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  assert(!(await page.content()).toLowerCase().includes("access_token"), "no token on the page");
+  await shot(page, "05c-server-signed-in");
+  await signedRow.locator('[data-server-sign-out="secure"]').click();
+  await page.locator('[data-server-row="secure"] [data-server-sign-out]').waitFor({ state: "detached", timeout: TIMEOUT });
 
   step = "edit keeps the masked header";
   await row.locator('[data-edit="demo"]').click();

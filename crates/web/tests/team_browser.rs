@@ -6,7 +6,10 @@
 //! sign-in page; Sign in goes through the provider and back signed in as alice; she adds
 //! the demo server with a secret header (shown masked), Tests it (connected, its tools
 //! listed), opens its tools and calls `echo` with markup in the message (shown as text,
-//! not as HTML); Test on the OAuth server shows the sign-in hint; Sign out shows the
+//! not as HTML); Test on a server answering 401 shows the sign-in hint; on an
+//! OAuth-protected server (the Python MCP SDK's auth peer) "Sign in to this server"
+//! opens a popup that completes the login and closes, after which the server is listed
+//! signed in and its Test connects, and "Sign out of server" forgets it; Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.
 //! Screenshots go to `target/screenshots/team-*.png`.
@@ -21,7 +24,7 @@ use std::process::Command;
 use switchboard_net::UrlPolicy;
 use switchboard_testkit::{
     CannedReply, OidcPeerOptions, RecordingListener, ensure_peers, free_port, repo_root,
-    spawn_oidc_provider_with,
+    spawn_oauth_python, spawn_oidc_provider_with,
 };
 use switchboard_web::{TeamOptions, start_team};
 use team_support::{Db, demo_http, sign_in_options};
@@ -96,12 +99,14 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         .headers
         .push(("WWW-Authenticate".into(), "Bearer".into()));
     let locked = RecordingListener::with_reply(locked).await;
+    let secure = spawn_oauth_python(&[]).await;
 
     run_scenario(
         &origin,
         &[
             ("DEMO_URL", demo.clone()),
             ("LOCKED_URL", locked.url("/mcp")),
+            ("SECURE_URL", secure.url.clone()),
         ],
     )
     .await;

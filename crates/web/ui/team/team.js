@@ -98,8 +98,49 @@
     if (me.admin) who.appendChild(el("span", { class: "badge" }, "admin"));
   }).catch(function (e) { toast("Who am I? " + e.message, true); });
 
+  // ---------- OAuth sign-in to a server (popup, or a full-page redirect) ----------
+  var oauthDone = {};
+
+  // Opens the popup at once (inside the click, so it is not blocked), asks the app for
+  // the authorization URL, and sends the popup there; without a popup the whole page
+  // goes, and the callback brings it back to /?mcpOAuth=….
+  function serverSignIn(name, onDone) {
+    var popup = window.open("", "switchboard-mcp-oauth", "popup,width=520,height=700");
+    oauthDone[name] = onDone;
+    api("POST", serverPath(name) + "/oauth/start", {}).then(function (r) {
+      if (popup && !popup.closed) popup.location.href = r.authorizeUrl;
+      else window.location.assign(r.authorizeUrl);
+    }).catch(function (e) {
+      if (popup && !popup.closed) popup.close();
+      delete oauthDone[name];
+      toast("Cannot sign in to " + name + ": " + e.message, true);
+    });
+  }
+
+  window.addEventListener("message", function (e) {
+    if (e.origin !== window.location.origin || !e.data || e.data.type !== "mcp-oauth-result") return;
+    var name = String(e.data.server || "");
+    if (e.data.ok) toast("Signed in to " + name);
+    else toast("Signing in to " + name + " failed" + (e.data.error ? ": " + e.data.error : ""), true);
+    var done = oauthDone[name];
+    delete oauthDone[name];
+    if (done) done(!!e.data.ok);
+  });
+
+  // Back from a full-page sign-in: say how it went, and clean the address.
+  (function () {
+    var q = new URLSearchParams(window.location.search);
+    var outcome = q.get("mcpOAuth");
+    if (!outcome) return;
+    var name = q.get("server") || "the server";
+    if (outcome === "ok") toast("Signed in to " + name);
+    else toast("Signing in to " + name + " failed", true);
+    window.history.replaceState(null, "", "/" + window.location.hash);
+  })();
+
   // ---------- Test results ----------
-  function testResult(r) {
+  // `saved`: the saved server the result is for (then a needs-OAuth result offers the sign-in).
+  function testResult(r, saved) {
     var kind = r.success ? "success" : (r.needsOAuth ? "needs-oauth" : "failure");
     var box = el("div", { class: "test-result " + (r.success ? "ok" : (r.needsOAuth ? "oauth" : "fail")), dataset: { testResult: kind } });
     box.appendChild(el("div", { class: "test-message" }, (r.success ? "✓ " : "✗ ") + (r.message || "")));
@@ -115,6 +156,14 @@
         box.appendChild(el("div", { class: "hint" }, "Its authorization server: ", el("code", null, host)));
       }
       if (r.oauthDiscoveryError) box.appendChild(el("div", { class: "hint" }, "Discovery: " + r.oauthDiscoveryError));
+      if (saved) {
+        box.appendChild(el("div", { class: "buttons" }, el("button", {
+          type: "button", class: "primary", dataset: { serverSignIn: saved.name },
+          onclick: function () { serverSignIn(saved.name, saved.after); },
+        }, "Sign in to this server")));
+      } else {
+        box.appendChild(el("div", { class: "hint" }, "Save the server, then sign in to it from the Test button in its row."));
+      }
     }
     if (r.success && Array.isArray(r.tools) && r.tools.length) {
       var ul = el("ul", { class: "tool-names" });
@@ -126,11 +175,11 @@
     return box;
   }
 
-  function runTest(out, body, button) {
+  function runTest(out, body, button, saved) {
     clear(out).appendChild(el("div", { class: "muted" }, "Testing…"));
     if (button) button.disabled = true;
     return request("POST", "/api/mcp-test", body).then(function (r) {
-      clear(out).appendChild(testResult(r.body || { success: false, message: "HTTP " + r.status }));
+      clear(out).appendChild(testResult(r.body || { success: false, message: "HTTP " + r.status }, saved));
     }).catch(function (e) {
       clear(out).appendChild(testResult({ success: false, message: e.message }));
     }).then(function () { if (button) button.disabled = false; });
@@ -149,6 +198,16 @@
 
   function serverRow(s, reload) {
     var out = el("div", { class: "test-out", dataset: { testOut: s.name } });
+    // After signing in to the server: the list again (its "signed in" badge) and its Test.
+    function testSaved(button) {
+      runTest(out, { name: s.name }, button, { name: s.name, after: function (ok) {
+        if (!ok) return;
+        reload().then(function () {
+          var b = document.querySelector('[data-server-row="' + CSS.escape(s.name) + '"] [data-test]');
+          if (b) b.click();
+        });
+      } });
+    }
     var row = el("li", { class: "srv-row", dataset: { serverRow: s.name } },
       el("div", null,
         el("div", { class: "srv-line" },
@@ -160,7 +219,11 @@
         headerLines(s.headers)),
       el("div", { class: "actions" },
         el("a", { class: "button", href: "#/servers/" + encodeURIComponent(s.name) + "/tools", dataset: { tools: s.name } }, "Tools"),
-        el("button", { type: "button", dataset: { test: s.name }, onclick: function (e) { runTest(out, { name: s.name }, e.currentTarget); } }, "Test"),
+        el("button", { type: "button", dataset: { test: s.name }, onclick: function (e) { testSaved(e.currentTarget); } }, "Test"),
+        s.oauth && s.oauth.signedIn ? el("button", { type: "button", dataset: { serverSignOut: s.name }, title: "Forget your OAuth tokens for this server", onclick: function () {
+          api("POST", serverPath(s.name) + "/oauth/logout", {}).then(function () { toast("Signed out of " + s.name); reload(); })
+            .catch(function (e) { toast(e.message, true); });
+        } }, "Sign out of server") : null,
         el("button", { type: "button", dataset: { edit: s.name }, onclick: function () { showForm(s, reload); } }, "Edit"),
         el("button", { type: "button", class: "danger", dataset: { remove: s.name }, onclick: function () {
           if (!window.confirm("Remove server “" + s.name + "” and your sign-in to it?")) return;
