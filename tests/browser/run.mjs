@@ -3,7 +3,7 @@
 // which starts the app and the MCP servers and passes them in the environment:
 //   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
 //   SCENARIO        settings | apps | chat | workflows | registry | oauth | oauth-callback (the last two from
-//                   crates/cli/tests/serve.rs)
+//                   crates/cli/tests/serve.rs) | team (crates/web/tests/team_browser.rs)
 //   SCREENSHOT_DIR  where every page's screenshot goes
 //   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
 //   RUN_ID          the saved run (SCENARIO=workflows)
@@ -556,11 +556,163 @@ async function registryScenario(page) {
   await shot(page, "04-conflict");
 }
 
+// Team mode (crates/web/tests/team_browser.rs starts a team app, the OpenID provider
+// with default account alice, the demo server and a server that answers 401): sign in,
+// add a server, Test it, call echo, the OAuth hint, sign in to a server in a popup,
+// sign out, sign out everywhere.
+//   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
+//   OAuth-protected server whose authorization server approves at once)
+async function teamSignedIn(page) {
+  await page.waitForFunction(() => {
+    const who = document.querySelector("[data-me]");
+    return who && who.textContent.includes("alice@example.com");
+  }, null, { timeout: TIMEOUT });
+  await page.waitForSelector('[data-servers][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+}
+
+async function teamAdd(page, name, url, headers) {
+  await page.click("[data-add-server]");
+  const form = page.locator('[data-server-form="new"]');
+  await form.locator('input[name="name"]').fill(name);
+  await form.locator('input[name="url"]').fill(url);
+  if (headers) await form.locator('textarea[name="headers"]').fill(headers);
+  return form;
+}
+
+async function teamScenario(page) {
+  const origin = new URL(APP_URL).origin;
+  step = "signed out: the sign-in page";
+  const resp = await page.goto(origin + "/");
+  assert(resp.status() === 200, "/ answers 200: " + resp.status());
+  const csp = resp.headers()["content-security-policy"] || "";
+  assert(csp.includes("script-src 'self'"), "a CSP: " + csp);
+  await page.waitForSelector('[data-page="signin"] [data-sign-in]');
+  await shot(page, "01-signin");
+
+  step = "sign in through the provider";
+  await page.click("[data-sign-in]");
+  await teamSignedIn(page);
+  assert(new URL(page.url()).origin === origin, "back on the app: " + page.url());
+  assert((await page.locator("[data-server-row]").count()) === 0, "no servers yet");
+  await shot(page, "02-signed-in");
+
+  step = "add the demo server, Test it in the form";
+  const form = await teamAdd(page, "demo", env.DEMO_URL, '{"X-Team-Key": "browser-secret-5c1e"}');
+  await form.locator("[data-form-test]").click();
+  await form.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  await shot(page, "03-form-tested");
+  await form.locator('button[type="submit"]').click();
+  const row = page.locator('[data-server-row="demo"]');
+  await row.waitFor({ timeout: TIMEOUT });
+  const rowText = await row.textContent();
+  assert(rowText.includes("X-Team-Key: ••••••"), "the header is listed masked: " + rowText);
+  assert(!(await page.content()).includes("browser-secret"), "the secret never reaches the page");
+
+  step = "Test the saved server";
+  await row.locator('[data-test="demo"]').click();
+  const ok = row.locator('[data-test-result="success"]');
+  await ok.waitFor({ timeout: TIMEOUT });
+  const message = await ok.locator(".test-message").textContent();
+  assert(message.includes("Connected. Found 7 tool(s)."), "connected: " + message);
+  const names = await ok.locator(".tool-names li code").allTextContents();
+  assert(names.includes("echo"), "tools shown: " + names.join(", "));
+  await shot(page, "04-tested");
+
+  step = "a server that wants OAuth";
+  const locked = await teamAdd(page, "locked", env.LOCKED_URL, "");
+  await locked.locator('button[type="submit"]').click();
+  const lockedRow = page.locator('[data-server-row="locked"]');
+  await lockedRow.waitFor({ timeout: TIMEOUT });
+  await lockedRow.locator('[data-test="locked"]').click();
+  const hint = lockedRow.locator('[data-test-result="needs-oauth"]');
+  await hint.waitFor({ timeout: TIMEOUT });
+  assert((await hint.locator("[data-oauth-hint]").count()) === 1, "the sign-in hint is shown");
+  await shot(page, "05-needs-oauth");
+
+  step = "sign in to a server in a popup";
+  const secure = await teamAdd(page, "secure", env.SECURE_URL, "");
+  await secure.locator('button[type="submit"]').click();
+  const secureRow = page.locator('[data-server-row="secure"]');
+  await secureRow.waitFor({ timeout: TIMEOUT });
+  await secureRow.locator('[data-test="secure"]').click();
+  await secureRow.locator('[data-test-result="needs-oauth"]').waitFor({ timeout: TIMEOUT });
+  await shot(page, "05b-server-sign-in");
+  const popupOpened = page.waitForEvent("popup", { timeout: TIMEOUT });
+  await secureRow.locator('[data-server-sign-in="secure"]').click();
+  const popup = await popupOpened;
+  await popup.waitForEvent("close", { timeout: TIMEOUT });
+  // Back in the page: the list shows it signed in, and its Test now connects.
+  const signedRow = page.locator('[data-server-row="secure"]');
+  await signedRow.locator(".badge.status-connected").waitFor({ timeout: TIMEOUT });
+  await signedRow.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  assert(!(await page.content()).toLowerCase().includes("access_token"), "no token on the page");
+  await shot(page, "05c-server-signed-in");
+  await signedRow.locator('[data-server-sign-out="secure"]').click();
+  await page.locator('[data-server-row="secure"] [data-server-sign-out]').waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "edit keeps the masked header";
+  await row.locator('[data-edit="demo"]').click();
+  const edit = page.locator('[data-server-form="demo"]');
+  await edit.waitFor();
+  const shown = await edit.locator('textarea[name="headers"]').inputValue();
+  assert(shown.includes("<unchanged>") && !shown.includes("browser-secret"), "masked in the form: " + shown);
+  await edit.locator('button[type="submit"]').click();
+  await edit.waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "call echo from the tools view";
+  await row.locator('[data-tools="demo"]').click();
+  await page.waitForSelector('[data-tools-of="demo"][data-loaded="true"]', { timeout: TIMEOUT });
+  const item = page.locator('details[data-tool="echo"]');
+  await item.locator(":scope > summary").click();
+  const markup = '<b id="injected">hi</b> from chromium';
+  await item.locator('[data-args="echo"]').fill(JSON.stringify({ message: markup }));
+  await item.locator('[data-call="echo"]').click();
+  const result = item.locator('[data-call-result="ok"]');
+  await result.waitFor({ timeout: TIMEOUT });
+  const text = await result.locator("pre").first().textContent();
+  assert(text === "Echo: " + markup, "the echo result, as text: " + text);
+  assert((await page.locator("#injected").count()) === 0, "the server's text is not parsed as HTML");
+  await shot(page, "06-echo");
+
+  step = "structured content and an image";
+  const add = page.locator('details[data-tool="add"]');
+  await add.locator(":scope > summary").click();
+  const skeleton = JSON.parse(await add.locator('[data-args="add"]').inputValue());
+  assert("a" in skeleton && "b" in skeleton, "arguments prefilled from the schema: " + JSON.stringify(skeleton));
+  await add.locator('[data-args="add"]').fill('{"a": 2, "b": 40}');
+  await add.locator('[data-call="add"]').click();
+  const structured = add.locator('[data-call-result="ok"] [data-structured] pre');
+  await structured.waitFor({ timeout: TIMEOUT });
+  assert(JSON.parse(await structured.textContent()).sum === 42, "structured content shown");
+  const image = page.locator('details[data-tool="tiny_image"]');
+  await image.locator(":scope > summary").click();
+  await image.locator('[data-call="tiny_image"]').click();
+  const img = image.locator('[data-call-result="ok"] img.image-block');
+  await img.waitFor({ timeout: TIMEOUT });
+  assert(await img.evaluate((i) => i.complete && i.naturalWidth === 16), "the PNG decodes under the CSP");
+  await shot(page, "07-structured-and-image");
+
+  step = "sign out";
+  await page.click("[data-sign-out]");
+  await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
+  const after = await page.evaluate(() => fetch("/api/me").then((r) => r.status));
+  assert(after === 401, "the session ended: /api/me answers " + after);
+  await shot(page, "08-signed-out");
+
+  step = "sign in again, sign out everywhere";
+  await page.click("[data-sign-in]");
+  await teamSignedIn(page);
+  await page.waitForSelector('[data-server-row="demo"]');
+  await page.click("[data-sign-out-everywhere]");
+  await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
+}
+
 // ---------------------------------------------------------------- main
 
 const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
 scenarios.workflows = workflowsScenario;
 scenarios.registry = registryScenario;
+scenarios.team = teamScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {
   console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth|oauth-callback node run.mjs");

@@ -86,7 +86,7 @@ pub(crate) fn now() -> i64 {
         .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX))
 }
 
-fn secs(d: Duration) -> i64 {
+pub(crate) fn secs(d: Duration) -> i64 {
     i64::try_from(d.as_secs()).unwrap_or(i64::MAX)
 }
 
@@ -319,7 +319,7 @@ impl Store {
         }))
     }
 
-    /// Delete expired sessions and logins in flight. Returns how many rows went.
+    /// Delete expired sessions, sign-ins and server logins in flight. Returns how many rows went.
     ///
     /// # Errors
     /// A database failure.
@@ -329,6 +329,7 @@ impl Store {
         for sql in [
             "DELETE FROM sessions WHERE expires_at <= $1",
             "DELETE FROM pending_logins WHERE expires_at <= $1",
+            "DELETE FROM pending_server_logins WHERE expires_at <= $1",
         ] {
             n += sqlx::query(sql)
                 .bind(t)

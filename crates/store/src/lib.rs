@@ -10,7 +10,8 @@
 //!   logins in flight ([`Store::put_pending_login`] / [`Store::take_pending_login`]).
 //! - Per user, only through [`Store::for_user`] ([`UserStore`]): MCP servers (HTTP/SSE),
 //!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
-//!   the model API key.
+//!   the model API key, and OAuth logins to a server in flight
+//!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
@@ -19,6 +20,7 @@ mod error;
 mod location;
 mod migrate;
 mod seal;
+mod server_login;
 mod store;
 mod user_data;
 
@@ -29,5 +31,6 @@ pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};
 pub use seal::{
     KEY_ENV, KEY_FILE_ENV, PREVIOUS_KEY_ENV, PREVIOUS_KEY_FILE_ENV, Secret, SecretKeys,
 };
+pub use server_login::{NewServerLogin, PendingServerLogin, ServerLoginClient, StartedServerLogin};
 pub use store::{ReencryptReport, Store};
 pub use user_data::{ModelKey, RefreshLease, ServerRecord, StoredTokens, Transport, UserStore};

@@ -28,10 +28,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "token refresh",
         include_str!("../migrations/0003_token_refresh.sql"),
     ),
+    (
+        4,
+        "pending server logins",
+        include_str!("../migrations/0004_pending_server_logins.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 3;
+pub const LATEST_VERSION: i64 = 4;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

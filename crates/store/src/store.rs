@@ -92,8 +92,19 @@ pub(crate) const MODEL_KEY: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "provider",
 };
-const SEALED_COLUMNS: [SealedColumn; 4] =
-    [PENDING_VERIFIER, SERVER_HEADERS, OAUTH_TOKENS, MODEL_KEY];
+pub(crate) const SERVER_LOGIN_VERIFIER: SealedColumn = SealedColumn {
+    table: "pending_server_logins",
+    column: "verifier",
+    user_column: Some("user_id"),
+    key_column: "state_hash",
+};
+const SEALED_COLUMNS: [SealedColumn; 5] = [
+    PENDING_VERIFIER,
+    SERVER_HEADERS,
+    OAUTH_TOKENS,
+    MODEL_KEY,
+    SERVER_LOGIN_VERIFIER,
+];
 
 impl Store {
     /// Open the database at `url` (see [`DatabaseUrl::parse`]). A missing SQLite file is

@@ -92,8 +92,8 @@ pub struct ModelKey {
 /// a clone of the store (cheap), so it can move into a spawned task.
 #[derive(Debug, Clone)]
 pub struct UserStore {
-    store: Store,
-    user: UserId,
+    pub(crate) store: Store,
+    pub(crate) user: UserId,
 }
 
 impl Store {
@@ -144,7 +144,7 @@ impl UserStore {
         &self.user
     }
 
-    fn uid(&self) -> String {
+    pub(crate) fn uid(&self) -> String {
         self.user.0.clone()
     }
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 use switchboard_store::{
-    Backend, PendingLogin, Secret, SecretKeys, ServerRecord, Store, StoreError, Transport,
+    Backend, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
+    ServerLoginClient, ServerRecord, Store, StoreError, Transport,
 };
 use switchboard_testkit::{PG_PASSWORD, PgCluster};
 
@@ -115,19 +116,176 @@ on_both!(
     rotation_then_reencrypt_moves_everything_to_the_new_key,
     a_raw_dump_holds_no_secret_in_clear,
     one_instance_at_a_time_refreshes_tokens,
+    a_server_login_is_its_users_once_on_any_instance,
 );
+
+fn login_client() -> ServerLoginClient {
+    ServerLoginClient {
+        client_id: "cid".into(),
+        token_url: "https://as.example/token".into(),
+        redirect_uri: "https://team.example/oauth/mcp/callback".into(),
+        resource: Some("https://x.example/mcp".into()),
+        scopes: vec!["mcp".into()],
+    }
+}
+
+async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
+    let k = key();
+    // Schema 3 with a user and a server, then the upgrade to 4.
+    let one = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(one.migrate_to(3).await.unwrap().version, 3);
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    one.for_user(&ann.id)
+        .put_server(&server("s", "https://x.example/mcp", "h"))
+        .await
+        .unwrap();
+    let report = one.migrate().await.unwrap();
+    assert_eq!(
+        report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
+        [4]
+    );
+    let two = db.store(keys(&k, None)).await;
+    let new = NewServerLogin {
+        server_name: "s".into(),
+        server_url: "https://x.example/mcp".into(),
+        client: login_client(),
+    };
+    // Only for the user's own server at its current URL.
+    assert!(
+        one.for_user(&bob.id)
+            .start_server_login(&new, Duration::from_secs(600))
+            .await
+            .is_err()
+    );
+    let moved = NewServerLogin {
+        server_url: "https://y.example/mcp".into(),
+        ..new.clone()
+    };
+    assert!(
+        one.for_user(&ann.id)
+            .start_server_login(&moved, Duration::from_secs(600))
+            .await
+            .is_err()
+    );
+    let started = one
+        .for_user(&ann.id)
+        .start_server_login(&new, Duration::from_secs(600))
+        .await
+        .unwrap();
+    assert_eq!(started.verifier.expose().len(), 43);
+    // Nothing of it in clear in the database.
+    let raw = db.raw().await;
+    let row = sqlx::query("SELECT state_hash, verifier FROM pending_server_logins")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    let (hash, sealed): (String, Vec<u8>) = (row.get(0), row.get(1));
+    assert_ne!(hash, started.state);
+    assert!(
+        !String::from_utf8_lossy(&sealed).contains(started.verifier.expose()),
+        "verifier in clear"
+    );
+    // Bob, on the other instance, cannot take it — and it stays for ann.
+    assert_eq!(
+        two.for_user(&bob.id)
+            .take_server_login(&started.state)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(
+        two.for_user(&ann.id)
+            .take_server_login("unknown-state")
+            .await
+            .unwrap(),
+        None
+    );
+    let taken = two
+        .for_user(&ann.id)
+        .take_server_login(&started.state)
+        .await
+        .unwrap()
+        .expect("ann's login");
+    assert_eq!(
+        taken,
+        PendingServerLogin {
+            server_name: "s".into(),
+            server_url: "https://x.example/mcp".into(),
+            verifier: started.verifier.clone(),
+            client: login_client(),
+        }
+    );
+    // Once only, on any instance.
+    for store in [&one, &two] {
+        assert_eq!(
+            store
+                .for_user(&ann.id)
+                .take_server_login(&started.state)
+                .await
+                .unwrap(),
+            None
+        );
+    }
+    // An expired login is removed and not returned; re-encryption covers the verifier.
+    let expired = one
+        .for_user(&ann.id)
+        .start_server_login(&new, Duration::ZERO)
+        .await
+        .unwrap();
+    let live = one
+        .for_user(&ann.id)
+        .start_server_login(&new, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&key(), Some(&k)));
+    assert!(rotated.reencrypt().await.unwrap().resealed >= 2);
+    assert_eq!(
+        rotated
+            .for_user(&ann.id)
+            .take_server_login(&expired.state)
+            .await
+            .unwrap(),
+        None
+    );
+    let n: i64 = sqlx::query("SELECT COUNT(*) FROM pending_server_logins")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 1, "the expired one was removed by the take");
+    let back = rotated
+        .for_user(&ann.id)
+        .take_server_login(&live.state)
+        .await
+        .unwrap()
+        .expect("live login after rotation");
+    assert_eq!(back.verifier, live.verifier);
+}
 
 async fn migrations_from_empty_are_idempotent(db: Db) {
     let store = Store::open(db.url()).await.unwrap();
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3]);
+    assert_eq!(versions, [1, 2, 3, 4]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 3);
+    assert_eq!(first.version, 4);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 3);
+    assert_eq!(again.version, 4);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -140,8 +298,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 3, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (3, 3));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 4, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (4, 4));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -150,6 +308,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "mcp_servers",
         "oauth_tokens",
         "model_keys",
+        "pending_server_logins",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -186,8 +345,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3]);
-    assert_eq!(report.version, 3);
+    assert_eq!(versions, [2, 3, 4]);
+    assert_eq!(report.version, 4);
     let back = store
         .session_user(token.expose())
         .await
@@ -930,7 +1089,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 1);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 2);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")

@@ -14,7 +14,9 @@ use std::collections::BTreeMap;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use switchboard_store::{Secret, ServerRecord, Store, Transport, UserId};
+use switchboard_store::{
+    NewServerLogin, Secret, ServerLoginClient, ServerRecord, Store, Transport, UserId,
+};
 use switchboard_testkit::RecordingListener;
 use switchboard_web::{RouteAccess, route_table};
 use team_support::{
@@ -131,7 +133,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
     let alice_store = store.for_user(&alice_id);
 
     let routes = route_table();
-    assert!(routes.len() >= 13, "{routes:?}");
+    assert!(routes.len() >= 18, "{routes:?}");
     for route in routes {
         // A fresh session for each case (one case signs alice out).
         let (_, cookie) = sign_in(&store, "alice@example.com", false).await;
@@ -146,6 +148,52 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         };
         let mut answers: Vec<(u16, Value)> = Vec::new();
         match (route.method.as_str(), route.path) {
+            ("GET", "/") => {
+                // A static page either way: the app shell with a live session, the
+                // sign-in page without; nothing of anyone's data is written into it.
+                for (browser, want) in [
+                    (alice.clone(), "/assets/team.js"),
+                    (Browser::new(app.origin(), None), "/auth/login"),
+                    (
+                        Browser::new(app.origin(), Some(&bob.cookie)),
+                        "/assets/team.js",
+                    ),
+                ] {
+                    let r = browser
+                        .request(Method::GET, &app.base, "/")
+                        .send()
+                        .await
+                        .unwrap();
+                    let status = r.status().as_u16();
+                    let csp = r.headers()["content-security-policy"]
+                        .to_str()
+                        .unwrap()
+                        .to_owned();
+                    assert!(
+                        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+                        "{what}: {csp}"
+                    );
+                    let body = r.text().await.unwrap();
+                    assert_eq!(status, 200, "{what}: {body}");
+                    assert!(body.contains(want), "{what}: {body}");
+                    assert!(!body.contains("alice@example.com"), "{what}: {body}");
+                    answers.push((status, json!({"body": body})));
+                }
+            }
+            ("GET", "/assets/{file}") => {
+                for (path, want) in [
+                    ("/assets/team.js", 200),
+                    ("/assets/team.css", 200),
+                    ("/assets/..%2Fteam.rs", 404),
+                    ("/assets/index.html", 404),
+                ] {
+                    let r = send(Method::GET, path, None).send().await.unwrap();
+                    let status = r.status().as_u16();
+                    let body = r.text().await.unwrap();
+                    assert_eq!(status, want, "{what} {path}: {body}");
+                    answers.push((status, json!({"body": body})));
+                }
+            }
             ("GET", "/healthz") | ("GET", "/readyz") => {
                 let (status, v) = alice.send(send(Method::GET, route.path, None)).await;
                 assert_eq!(status, 200, "{what}: {v}");
@@ -318,6 +366,80 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");
                 answers.push((status, v));
+            }
+            ("POST", "/api/servers/{name}/oauth/start") => {
+                for name in ["bobs", "trap"] {
+                    let (status, v) = alice
+                        .post(
+                            &app.base,
+                            &format!("/api/servers/{name}/oauth/start"),
+                            &json!({}),
+                        )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("GET", "/oauth/mcp/callback") => {
+                // Bob has a login in flight whose token endpoint is the trap; alice brings
+                // his state with her session: refused, no code sent anywhere, and his
+                // login is still there for him.
+                let bobs_login = store
+                    .for_user(&bob.id)
+                    .start_server_login(
+                        &NewServerLogin {
+                            server_name: "trap".into(),
+                            server_url: trap_url.clone(),
+                            client: ServerLoginClient {
+                                client_id: "bob-client".into(),
+                                token_url: trap_url.clone(),
+                                redirect_uri: format!("{}/oauth/mcp/callback", app.origin()),
+                                resource: None,
+                                scopes: vec![],
+                            },
+                        },
+                        std::time::Duration::from_secs(600),
+                    )
+                    .await
+                    .unwrap();
+                for path in [
+                    format!(
+                        "/oauth/mcp/callback?code=stolen-code-5521&state={}",
+                        bobs_login.state
+                    ),
+                    "/oauth/mcp/callback?code=stolen-code-5521&state=guessed".to_owned(),
+                ] {
+                    let r = send(Method::GET, &path, None).send().await.unwrap();
+                    assert!(r.headers().get("set-cookie").is_none(), "{what}");
+                    let status = r.status().as_u16();
+                    assert_eq!(status, 400, "{what}");
+                    let page = r.text().await.unwrap();
+                    assert!(page.contains("\"ok\":false"), "{what}: {page}");
+                    answers.push((status, json!({"page": page})));
+                }
+                trap.assert_never_saw("stolen-code-5521");
+                assert!(
+                    store
+                        .for_user(&bob.id)
+                        .take_server_login(&bobs_login.state)
+                        .await
+                        .unwrap()
+                        .is_some(),
+                    "alice's attempt used bob's login up"
+                );
+            }
+            ("POST", "/api/servers/{name}/oauth/logout") => {
+                for name in ["bobs", "trap"] {
+                    let (status, v) = alice
+                        .post(
+                            &app.base,
+                            &format!("/api/servers/{name}/oauth/logout"),
+                            &json!({}),
+                        )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
             }
             _ => panic!(
                 "route {what} has no isolation case: add one to tests/team_isolation.rs proving alice cannot reach bob's data through it"

@@ -5,7 +5,9 @@
 //!
 //! Owns: the team router ([`team_app`], built from one route table, [`route_table`]),
 //! sign-in and sessions (`signin`, `session`), the per-user server API (`servers`), the
-//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`).
+//! per-instance MCP client cache (`cache`), per-user OAuth logins to servers and token
+//! refresh (`mcp_oauth`), `/healthz` and `/readyz` (`health`), the pages a browser uses
+//! (`pages`: `/` and `/assets/{file}`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -27,14 +29,19 @@
 //!   server of that name and only for the URL it was saved for;
 //! - cached MCP connections are keyed by user id + server name + a digest of the record
 //!   and credentials, so one user's request never finds another's connection;
-//! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`) answer
-//!   nothing about any user's data.
+//! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`, the pages
+//!   `/` and `/assets/{file}`) answer nothing about any user's data;
+//!   `/oauth/mcp/callback` is public only because the
+//!   authorization server redirects to it, and acts solely for the user whose session
+//!   cookie arrives (a pending server login is taken only by its own user).
 //!
 //! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
 //! without a case there fails it.
 
 mod cache;
 mod health;
+mod mcp_oauth;
+mod pages;
 mod servers;
 mod session;
 mod signin;
@@ -50,6 +57,9 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::error::ApiError;
 
 pub use cache::CacheLimits;
+pub use mcp_oauth::{
+    CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
+};
 pub use signin::{LOGIN_TTL, SignInOptions};
 pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
@@ -98,6 +108,20 @@ macro_rules! route {
 /// The one list the router is built from.
 fn routes() -> Vec<Route> {
     vec![
+        route!(
+            GET,
+            "/",
+            Public,
+            "reads whether the session cookie is live, to pick the static sign-in page or the static app shell (no user data in either)",
+            pages::page
+        ),
+        route!(
+            GET,
+            "/assets/{file}",
+            Public,
+            "nothing: the pages' embedded CSS, JavaScript and icon",
+            pages::asset
+        ),
         route!(
             GET,
             "/healthz",
@@ -188,6 +212,27 @@ fn routes() -> Vec<Route> {
             Session,
             "calls a tool on the caller's server `name` (cached connection)",
             servers::call
+        ),
+        route!(
+            POST,
+            "/api/servers/{name}/oauth/start",
+            Session,
+            "discovers the caller's server `name`'s authorization server; stores a pending server login of the caller's (state hash, sealed PKCE verifier, server name + URL); answers the authorization URL",
+            mcp_oauth::start
+        ),
+        route!(
+            GET,
+            "/oauth/mcp/callback",
+            Public,
+            "takes the pending server login of the user whose session cookie arrives (none without a session; another user's is left alone) once; exchanges the code and saves that user's tokens; answers a page for the opener, no token",
+            mcp_oauth::callback
+        ),
+        route!(
+            POST,
+            "/api/servers/{name}/oauth/logout",
+            Session,
+            "removes the caller's OAuth tokens for their server `name`",
+            mcp_oauth::logout
         ),
     ]
 }

@@ -10,7 +10,8 @@
 //!   (`test_conn::run_test`, GemiHub's contract, OAuth discovery hint on a 401); `name`
 //!   alone tests that saved server;
 //! - `GET /api/servers/{name}/tools`, `POST /api/servers/{name}/call` `{tool, args?}`:
-//!   through this instance's client cache.
+//!   through this instance's client cache, with saved OAuth tokens refreshed first when
+//!   they expire within five minutes (`mcp_oauth::usable_tokens`).
 //!
 //! HTTP and SSE only: a body with `command`, `args`, `env` or `cwd`, or transport
 //! `stdio`, is a 400 (a browser user never makes the server run a command). Every
@@ -31,6 +32,7 @@ use switchboard_mcp::{CallOptions, ConnectError, Connection, RequestError};
 use switchboard_store::{Secret, ServerRecord, Transport, UserStore};
 
 use super::cache::{PlannedTarget, target_options};
+use super::mcp_oauth::usable_tokens;
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
 use crate::KEEP_UNCHANGED;
@@ -228,11 +230,11 @@ fn view(record: &ServerRecord, signed_in: bool) -> Value {
     })
 }
 
-fn user_store(state: &TeamState, signed: &SignedIn) -> UserStore {
+pub(super) fn user_store(state: &TeamState, signed: &SignedIn) -> UserStore {
     state.store().for_user(&signed.user.id)
 }
 
-async fn server_or_404(us: &UserStore, name: &str) -> ApiResult<ServerRecord> {
+pub(super) async fn server_or_404(us: &UserStore, name: &str) -> ApiResult<ServerRecord> {
     us.server(name)
         .await
         .map_err(store_error)?
@@ -488,7 +490,7 @@ async fn connection(
 ) -> ApiResult<Arc<Connection>> {
     let us = user_store(state, signed);
     let record = server_or_404(&us, name).await?;
-    let tokens = us.oauth_tokens(name).await.map_err(store_error)?;
+    let tokens = usable_tokens(state, &us, name).await?;
     state
         .cache()
         .connection(&signed.user.id, &record, tokens.as_ref())

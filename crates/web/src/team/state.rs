@@ -46,9 +46,10 @@ impl TeamConfig {
         }
     }
 
-    /// The OAuth redirect URI of this app (the Test's discovery hint registers it).
+    /// The OAuth redirect URI of this app for MCP server logins (the Test's discovery
+    /// hint and `oauth/start` register it).
     pub fn oauth_redirect_uri(&self) -> String {
-        format!("{}{}", self.app_origin, crate::oauth::CALLBACK_PATH)
+        format!("{}{}", self.app_origin, super::mcp_oauth::CALLBACK_PATH)
     }
 }
 

@@ -1,0 +1,694 @@
+//! A signed-in user's OAuth login to one of their MCP servers, and the refresh of the
+//! tokens it gives, with nothing kept in the process (any instance answers any step):
+//! - `POST /api/servers/{name}/oauth/start` ([`start`]): discovery through
+//!   `switchboard-auth` (RFC 9728 → RFC 8414, dynamic client registration for this
+//!   app's callback, else the fixed fallback client, endpoints checked by the URL
+//!   guard), then a pending server login in the store (`state` hashed, PKCE verifier
+//!   sealed, bound to the user, the server's name and URL, [`LOGIN_TTL`]); answers
+//!   `{authorizeUrl}` for the page to open in a popup.
+//! - `GET /oauth/mcp/callback` ([`callback`], [`CALLBACK_PATH`]): public (the
+//!   authorization server's redirect), but it acts only for the user whose session
+//!   cookie arrives: the pending login is taken for that user (another user's, an
+//!   unknown or a used `state` finds nothing and uses nothing up), the code is exchanged
+//!   at the token endpoint and the tokens are saved through `for_user(..)
+//!   .put_oauth_tokens`. The answer is a small page that posts
+//!   `{type:"mcp-oauth-result", server, ok, error?}` to its opener (target origin: the
+//!   app's) and closes, or, with no opener (mobile, popup blocked), goes back to the app
+//!   (`/?mcpOAuth=ok|error&server=…`). No token is in any answer.
+//! - `POST /api/servers/{name}/oauth/logout` ([`logout`]): removes the user's tokens.
+//! - [`usable_tokens`]: before a connection uses saved tokens that expire within
+//!   [`REFRESH_BUFFER`], they are refreshed under the store's refresh lease, so one
+//!   instance at a time spends a (rotating) refresh token; an instance that finds the
+//!   lease taken waits for the holder's tokens and uses them.
+//!
+//! Must not: put a token, verifier or code in an answer or a log; reach tokens except
+//! through `Store::for_user` with the signed-in user's id; send a token request past
+//! the URL guard or without a time limit.
+
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use base64::Engine as _;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+use switchboard_auth::{BrowserClientOptions, DiscoveryClient, TokenSet, now_ms};
+use switchboard_net::{GuardedClient, LimitedBody, read_limited};
+use switchboard_store::{
+    NewServerLogin, PendingServerLogin, Secret, ServerLoginClient, StoredTokens, UserStore,
+};
+
+use super::servers::{server_or_404, user_store};
+use super::session::SignedIn;
+use super::state::{TeamState, store_error};
+use crate::access::cookie_value;
+use crate::error::{ApiError, ApiResult};
+
+/// The path of the team app's OAuth callback for MCP servers.
+pub const CALLBACK_PATH: &str = "/oauth/mcp/callback";
+/// How long a server login waits for its callback.
+pub const LOGIN_TTL: Duration = Duration::from_secs(600);
+/// Saved tokens expiring within this are refreshed before use.
+pub const REFRESH_BUFFER: Duration = Duration::from_secs(300);
+/// How long a refresh may hold the lease (a dead instance's lease runs out after it).
+const REFRESH_LEASE: Duration = Duration::from_secs(60);
+/// How long a request waits for another instance's refresh before using what it has.
+const REFRESH_WAIT: Duration = Duration::from_secs(20);
+const REFRESH_POLL: Duration = Duration::from_millis(150);
+/// Time limits of discovery and of each token request.
+const DISCOVERY_TIMEOUT: Duration = Duration::from_secs(30);
+const TOKEN_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest token endpoint answer read.
+const MAX_TOKEN_BODY: usize = 64 * 1024;
+
+/// What team mode saves as a user's tokens for a server: the token set (the shape the
+/// client cache reads its bearer from) and what a refresh needs (nothing secret beyond
+/// the tokens; the client is public).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TeamTokens {
+    #[serde(flatten)]
+    set: TokenSet,
+    #[serde(default)]
+    token_url: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+    #[serde(default)]
+    resource: Option<String>,
+}
+
+impl TeamTokens {
+    fn sealed(&self) -> ApiResult<(Secret, Option<i64>)> {
+        let text = serde_json::to_string(self)
+            .map_err(|e| ApiError::internal(format!("cannot encode the tokens: {e}")))?;
+        let secs = self
+            .set
+            .expires_at
+            .map(|ms| i64::try_from(ms / 1000).unwrap_or(i64::MAX));
+        Ok((Secret::new(text), secs))
+    }
+
+    fn refresh_due(&self, now: u64) -> bool {
+        let buffer = u64::try_from(REFRESH_BUFFER.as_millis()).unwrap_or(u64::MAX);
+        self.set
+            .expires_at
+            .is_some_and(|e| now.saturating_add(buffer) >= e)
+    }
+
+    fn is_expired(&self, now: u64) -> bool {
+        self.set.expires_at.is_some_and(|e| now >= e)
+    }
+}
+
+fn parse_tokens(t: &StoredTokens) -> Option<TeamTokens> {
+    serde_json::from_str(t.tokens.expose()).ok()
+}
+
+fn b64url(bytes: &[u8]) -> String {
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(bytes)
+}
+
+/// `POST /api/servers/{name}/oauth/start`: `{authorizeUrl}`.
+pub async fn start(
+    State(state): State<TeamState>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let us = user_store(&state, &signed);
+    let record = server_or_404(&us, &name).await?;
+    let redirect_uri = state.cfg().oauth_redirect_uri();
+    let found = tokio::time::timeout(
+        DISCOVERY_TIMEOUT,
+        DiscoveryClient::new(state.guard().clone()).browser_client(
+            &name,
+            &record.url,
+            None,
+            &redirect_uri,
+            &BrowserClientOptions::default(),
+        ),
+    )
+    .await
+    .map_err(|_| {
+        ApiError::upstream(format!(
+            "OAuth discovery for `{name}` took longer than {} s; check that its authorization server answers",
+            DISCOVERY_TIMEOUT.as_secs()
+        ))
+    })?
+    .map_err(|e| ApiError::upstream(format!("OAuth discovery for `{name}` failed: {e}")))?;
+    let config = found.config;
+    let client = ServerLoginClient {
+        client_id: config.client_id.clone(),
+        token_url: config.token_url.clone(),
+        redirect_uri: redirect_uri.clone(),
+        resource: config.resource.clone(),
+        scopes: config.scopes.clone(),
+    };
+    let started = us
+        .start_server_login(
+            &NewServerLogin {
+                server_name: name.clone(),
+                server_url: record.url.clone(),
+                client,
+            },
+            LOGIN_TTL,
+        )
+        .await
+        .map_err(store_error)?;
+    let challenge = b64url(&Sha256::digest(started.verifier.expose().as_bytes()));
+    let mut url = url::Url::parse(&config.authorization_url).map_err(|e| {
+        ApiError::upstream(format!(
+            "the authorization endpoint of `{name}` is not a URL: {e}"
+        ))
+    })?;
+    {
+        let mut q = url.query_pairs_mut();
+        q.append_pair("response_type", "code");
+        q.append_pair("client_id", &config.client_id);
+        q.append_pair("redirect_uri", &redirect_uri);
+        q.append_pair("code_challenge", &challenge);
+        q.append_pair("code_challenge_method", "S256");
+        q.append_pair("state", &started.state);
+        if !config.scopes.is_empty() {
+            q.append_pair("scope", &config.scopes.join(" "));
+        }
+        if let Some(r) = &config.resource {
+            q.append_pair("resource", r);
+        }
+    }
+    Ok(Json(json!({"authorizeUrl": url.to_string()})))
+}
+
+/// `POST /api/servers/{name}/oauth/logout`: `{ok, server, removed}`.
+pub async fn logout(
+    State(state): State<TeamState>,
+    Extension(signed): Extension<SignedIn>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let us = user_store(&state, &signed);
+    server_or_404(&us, &name).await?;
+    let removed = us.remove_oauth_tokens(&name).await.map_err(store_error)?;
+    state.cache().forget(&signed.user.id, &name);
+    Ok(Json(
+        json!({"ok": true, "server": name, "removed": removed}),
+    ))
+}
+
+/// The authorization server's redirect, as sent (step one: shape only).
+#[derive(Debug, Deserialize)]
+pub struct RawCallback {
+    #[serde(default)]
+    code: Option<String>,
+    #[serde(default)]
+    state: Option<String>,
+    #[serde(default)]
+    error: Option<String>,
+}
+
+/// The outcome the callback page reports.
+struct Outcome {
+    status: StatusCode,
+    server: Option<String>,
+    error: Option<String>,
+}
+
+impl Outcome {
+    fn refused(status: StatusCode, why: impl Into<String>) -> Self {
+        Self {
+            status,
+            server: None,
+            error: Some(why.into()),
+        }
+    }
+}
+
+/// `GET /oauth/mcp/callback`.
+pub async fn callback(
+    State(state): State<TeamState>,
+    headers: HeaderMap,
+    Query(raw): Query<RawCallback>,
+) -> Response {
+    let outcome = complete(&state, &headers, raw).await;
+    callback_page(&state.cfg().app_origin, outcome)
+}
+
+async fn complete(state: &TeamState, headers: &HeaderMap, raw: RawCallback) -> Outcome {
+    let Some(login_state) = raw.state.filter(|s| !s.is_empty() && s.len() <= 512) else {
+        return Outcome::refused(
+            StatusCode::BAD_REQUEST,
+            "the authorization server's answer has no `state`: start the login again",
+        );
+    };
+    // Only the user who started the login may complete it: the session cookie decides.
+    let cookie = cookie_value(headers, state.cfg().cookie_name());
+    let user = match cookie {
+        None => None,
+        Some(c) => match state.store().session_user(&c).await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!("team store: {e}");
+                return Outcome::refused(
+                    StatusCode::SERVICE_UNAVAILABLE,
+                    "the team database did not answer; try the login again in a moment",
+                );
+            }
+        },
+    };
+    let Some(user) = user else {
+        return Outcome::refused(
+            StatusCode::UNAUTHORIZED,
+            "not signed in to the team app in this browser: sign in, then start the login again",
+        );
+    };
+    let us = state.store().for_user(&user.id);
+    let pending = match us.take_server_login(&login_state).await {
+        Ok(Some(p)) => p,
+        Ok(None) => {
+            return Outcome::refused(
+                StatusCode::BAD_REQUEST,
+                "this login is unknown, expired, already used or was started by someone else: start it again from your servers",
+            );
+        }
+        Err(e) => {
+            tracing::warn!("team store: {e}");
+            return Outcome::refused(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the team database did not answer; start the login again in a moment",
+            );
+        }
+    };
+    let server = pending.server_name.clone();
+    let failed = |status: StatusCode, why: String| Outcome {
+        status,
+        server: Some(server.clone()),
+        error: Some(why),
+    };
+    if let Some(e) = raw.error {
+        return failed(
+            StatusCode::BAD_REQUEST,
+            format!(
+                "the authorization server refused the login ({}): start it again",
+                sanitize(&e)
+            ),
+        );
+    }
+    let Some(code) = raw.code.filter(|c| !c.is_empty()) else {
+        return failed(
+            StatusCode::BAD_REQUEST,
+            "the authorization server's answer has no `code`: start the login again".into(),
+        );
+    };
+    match exchange_and_save(state, &us, &pending, &code).await {
+        Ok(()) => {
+            state.cache().forget(&user.id, &server);
+            Outcome {
+                status: StatusCode::OK,
+                server: Some(server),
+                error: None,
+            }
+        }
+        Err(e) => failed(e.status, e.message),
+    }
+}
+
+async fn exchange_and_save(
+    state: &TeamState,
+    us: &UserStore,
+    pending: &PendingServerLogin,
+    code: &str,
+) -> ApiResult<()> {
+    // The server must still be there at the URL the login was started for.
+    let record = us
+        .server(&pending.server_name)
+        .await
+        .map_err(store_error)?
+        .filter(|r| r.url == pending.server_url)
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "server `{}` was removed or its URL changed during the login: start it again",
+                pending.server_name
+            ))
+        })?;
+    let c = &pending.client;
+    let mut form = vec![
+        ("grant_type", "authorization_code".to_owned()),
+        ("code", code.to_owned()),
+        ("redirect_uri", c.redirect_uri.clone()),
+        ("client_id", c.client_id.clone()),
+        ("code_verifier", pending.verifier.expose().to_owned()),
+    ];
+    if let Some(r) = &c.resource {
+        form.push(("resource", r.clone()));
+    }
+    let set = token_request(state.guard(), &c.token_url, &form)
+        .await
+        .map_err(|e| ApiError::upstream(format!("logging in to `{}`: {e}", record.name)))?;
+    let tokens = TeamTokens {
+        set,
+        token_url: Some(c.token_url.clone()),
+        client_id: Some(c.client_id.clone()),
+        resource: c.resource.clone(),
+    };
+    let (secret, expires_at) = tokens.sealed()?;
+    us.put_oauth_tokens(&record.name, &secret, expires_at)
+        .await
+        .map_err(store_error)
+}
+
+/// Why a token request failed (no token in it).
+#[derive(Debug)]
+struct TokenFailure {
+    /// The OAuth `error` code, when the endpoint sent one.
+    error: Option<String>,
+    message: String,
+}
+
+impl std::fmt::Display for TokenFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Printable, bounded text from an authorization server.
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .filter(|c| !c.is_control())
+        .take(200)
+        .collect::<String>()
+}
+
+/// A token request through the URL guard, under [`TOKEN_TIMEOUT`], reading at most
+/// [`MAX_TOKEN_BODY`].
+async fn token_request(
+    guard: &GuardedClient,
+    token_url: &str,
+    form: &[(&str, String)],
+) -> Result<TokenSet, TokenFailure> {
+    let fail = |message: String| TokenFailure {
+        error: None,
+        message,
+    };
+    let body = {
+        let mut ser = url::form_urlencoded::Serializer::new(String::new());
+        for (k, v) in form {
+            ser.append_pair(k, v);
+        }
+        ser.finish()
+    };
+    let shown = switchboard_net::redacted(token_url);
+    let request = guard
+        .post(token_url)
+        .header("Accept", "application/json")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body)
+        .timeout(TOKEN_TIMEOUT);
+    let response = guard
+        .send(request)
+        .await
+        .map_err(|e| fail(format!("the token endpoint {shown} did not answer: {e}")))?;
+    let status = response.status();
+    let bytes = match read_limited(response, MAX_TOKEN_BODY).await {
+        Ok(LimitedBody::Whole(b)) => b,
+        Ok(LimitedBody::Cut(_)) => {
+            return Err(fail(format!(
+                "the token endpoint {shown} answered more than {MAX_TOKEN_BODY} bytes"
+            )));
+        }
+        Err(_) => {
+            return Err(fail(format!(
+                "the token endpoint {shown} broke off its answer"
+            )));
+        }
+    };
+    let v: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+    if !status.is_success() {
+        let error = v.get("error").and_then(Value::as_str).map(sanitize);
+        let description = v
+            .get("error_description")
+            .and_then(Value::as_str)
+            .map(sanitize);
+        return Err(TokenFailure {
+            message: format!(
+                "the token endpoint {shown} answered {status}{}{}",
+                error
+                    .as_deref()
+                    .map(|e| format!(": {e}"))
+                    .unwrap_or_default(),
+                description.map(|d| format!(" ({d})")).unwrap_or_default()
+            ),
+            error,
+        });
+    }
+    let access_token = v
+        .get("access_token")
+        .and_then(Value::as_str)
+        .filter(|t| !t.is_empty())
+        .ok_or_else(|| {
+            fail(format!(
+                "the token endpoint {shown} answered without an `access_token`"
+            ))
+        })?
+        .to_owned();
+    let expires_at = v
+        .get("expires_in")
+        .and_then(Value::as_u64)
+        .map(|s| now_ms().saturating_add(s.saturating_mul(1000)));
+    Ok(TokenSet {
+        access_token,
+        refresh_token: v
+            .get("refresh_token")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        expires_at,
+        token_type: "Bearer".into(),
+        scope: v.get("scope").and_then(Value::as_str).map(str::to_owned),
+    })
+}
+
+/// The refresh-token grant for `old`; the new set keeps the old refresh token when the
+/// server sends none (no rotation).
+async fn refresh(guard: &GuardedClient, old: &TeamTokens) -> Result<TeamTokens, TokenFailure> {
+    let missing = |what: &str| TokenFailure {
+        error: None,
+        message: format!("the saved login has no {what}: log in again"),
+    };
+    let refresh_token = old
+        .set
+        .refresh_token
+        .clone()
+        .ok_or_else(|| missing("refresh token"))?;
+    let token_url = old.token_url.clone().ok_or_else(|| missing("token URL"))?;
+    let mut form = vec![
+        ("grant_type", "refresh_token".to_owned()),
+        ("refresh_token", refresh_token),
+    ];
+    if let Some(id) = &old.client_id {
+        form.push(("client_id", id.clone()));
+    }
+    if let Some(r) = &old.resource {
+        form.push(("resource", r.clone()));
+    }
+    let mut set = token_request(guard, &token_url, &form).await?;
+    if set.refresh_token.is_none() {
+        set.refresh_token = old.set.refresh_token.clone();
+    }
+    if set.scope.is_none() {
+        set.scope = old.set.scope.clone();
+    }
+    Ok(TeamTokens {
+        set,
+        token_url: Some(token_url),
+        client_id: old.client_id.clone(),
+        resource: old.resource.clone(),
+    })
+}
+
+fn login_again(name: &str, why: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "needs_oauth",
+        format!("the login to `{name}` has expired ({why}): log in to it again"),
+    )
+}
+
+/// The user's tokens for server `name`, ready to use: when they expire within
+/// [`REFRESH_BUFFER`] and can be refreshed, refreshed first under the store's lease (one
+/// instance at a time; an instance that finds the lease taken waits for the holder's
+/// tokens). A refresh that fails leaves the tokens as they are while they still work.
+///
+/// # Errors
+/// A store failure, or tokens that have expired and could not be refreshed.
+pub(crate) async fn usable_tokens(
+    state: &TeamState,
+    us: &UserStore,
+    name: &str,
+) -> ApiResult<Option<StoredTokens>> {
+    let Some(mut seen) = us.oauth_tokens(name).await.map_err(store_error)? else {
+        return Ok(None);
+    };
+    let needs = |t: &StoredTokens| {
+        parse_tokens(t).filter(|p| {
+            p.refresh_due(now_ms()) && p.set.refresh_token.is_some() && p.token_url.is_some()
+        })
+    };
+    if needs(&seen).is_none() {
+        return Ok(Some(seen));
+    }
+    let deadline = Instant::now() + REFRESH_WAIT;
+    loop {
+        match us
+            .begin_refresh(name, REFRESH_LEASE)
+            .await
+            .map_err(store_error)?
+        {
+            Some(lease) => {
+                // Under the lease: another instance may have written new tokens just
+                // before it was ours; those are used, never refreshed again.
+                let current = us.oauth_tokens(name).await.map_err(store_error)?;
+                let Some(current) = current else {
+                    us.abandon_refresh(lease).await.map_err(store_error)?;
+                    return Ok(None);
+                };
+                if current.tokens != seen.tokens {
+                    us.abandon_refresh(lease).await.map_err(store_error)?;
+                    return Ok(Some(current));
+                }
+                let Some(old) = needs(&current) else {
+                    us.abandon_refresh(lease).await.map_err(store_error)?;
+                    return Ok(Some(current));
+                };
+                match refresh(state.guard(), &old).await {
+                    Ok(new) => {
+                        let (secret, expires_at) = new.sealed()?;
+                        let written = us
+                            .finish_refresh(lease, &secret, expires_at)
+                            .await
+                            .map_err(store_error)?;
+                        if !written {
+                            tracing::info!(server = name, "a newer login replaced a refresh");
+                        }
+                        return us.oauth_tokens(name).await.map_err(store_error);
+                    }
+                    Err(e) => {
+                        us.abandon_refresh(lease).await.map_err(store_error)?;
+                        tracing::warn!(server = name, "refreshing the token failed: {e}");
+                        if old.is_expired(now_ms()) || e.error.as_deref() == Some("invalid_grant") {
+                            return Err(login_again(name, &e.message));
+                        }
+                        return Ok(Some(current));
+                    }
+                }
+            }
+            None => {
+                // Another instance (or request) is refreshing: wait for its tokens.
+                tokio::time::sleep(REFRESH_POLL).await;
+                let Some(current) = us.oauth_tokens(name).await.map_err(store_error)? else {
+                    return Ok(None);
+                };
+                if current.tokens != seen.tokens {
+                    return Ok(Some(current));
+                }
+                seen = current;
+                if Instant::now() >= deadline {
+                    return Ok(Some(seen));
+                }
+            }
+        }
+    }
+}
+
+/// The callback page's script: it reads the outcome from the JSON block and posts it to
+/// the opener (the app's origin only), or goes back to the app when there is none.
+const CALLBACK_SCRIPT: &str = r#"(function(){var d=JSON.parse(document.getElementById('outcome').textContent);var m={type:'mcp-oauth-result',server:d.server,ok:d.ok};if(d.error){m.error=d.error;}if(window.opener&&!window.opener.closed){try{window.opener.postMessage(m,d.origin);}catch(e){}window.close();}var q='?mcpOAuth='+(d.ok?'ok':'error')+(d.server?'&server='+encodeURIComponent(d.server):'');setTimeout(function(){window.location.replace(d.origin+'/'+q);},window.opener?300:0);})();"#;
+
+fn callback_page(app_origin: &str, outcome: Outcome) -> Response {
+    let ok = outcome.error.is_none();
+    let data = json!({
+        "origin": app_origin,
+        "ok": ok,
+        "server": outcome.server,
+        "error": outcome.error,
+    })
+    .to_string()
+    .replace('<', "\\u003c")
+    .replace('>', "\\u003e")
+    .replace('&', "\\u0026");
+    let title = if ok {
+        "Signed in"
+    } else {
+        "The sign-in did not complete"
+    };
+    let html = format!(
+        "<!doctype html><html><head><meta charset=\"utf-8\"><title>{title}</title></head>\
+         <body><p>{title}. You can close this window.</p>\
+         <script type=\"application/json\" id=\"outcome\">{data}</script>\
+         <script>{CALLBACK_SCRIPT}</script></body></html>"
+    );
+    let script_hash =
+        base64::engine::general_purpose::STANDARD.encode(Sha256::digest(CALLBACK_SCRIPT));
+    let csp = format!(
+        "default-src 'none'; script-src 'sha256-{script_hash}'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+    );
+    let mut resp = (outcome.status, html).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    if let Ok(v) = HeaderValue::from_str(&csp) {
+        h.insert(header::CONTENT_SECURITY_POLICY, v);
+    }
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    resp
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refresh_is_due_within_five_minutes_of_expiry() {
+        let t = |expires_at: Option<u64>| TeamTokens {
+            set: TokenSet {
+                access_token: "a".into(),
+                refresh_token: Some("r".into()),
+                expires_at,
+                token_type: "Bearer".into(),
+                scope: None,
+            },
+            token_url: None,
+            client_id: None,
+            resource: None,
+        };
+        let now = 1_000_000_000;
+        assert!(!t(None).refresh_due(now));
+        assert!(!t(Some(now + 301_000)).refresh_due(now));
+        assert!(t(Some(now + 299_000)).refresh_due(now));
+        assert!(t(Some(now - 1)).is_expired(now));
+    }
+
+    #[test]
+    fn the_page_carries_no_markup_from_its_data_and_allows_only_its_script() {
+        let resp = callback_page(
+            "https://team.example",
+            Outcome::refused(StatusCode::BAD_REQUEST, "</script><script>alert(1)"),
+        );
+        let csp = resp.headers()[header::CONTENT_SECURITY_POLICY]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(csp.contains("script-src 'sha256-"), "{csp}");
+        assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+    }
+}

@@ -1,0 +1,132 @@
+//! Team mode's pages in real headless Chromium (Debian's `/usr/bin/chromium`, through
+//! playwright-core, `tests/browser/run.mjs` scenario `team`): a team app on SQLite with
+//! the real OpenID provider (npm `oidc-provider`, default account alice, so the
+//! browser's login needs no hint), the demo MCP server over Streamable HTTP, and a
+//! server that wants OAuth (a listener answering 401). In the browser: `/` shows the
+//! sign-in page; Sign in goes through the provider and back signed in as alice; she adds
+//! the demo server with a secret header (shown masked), Tests it (connected, its tools
+//! listed), opens its tools and calls `echo` with markup in the message (shown as text,
+//! not as HTML); Test on a server answering 401 shows the sign-in hint; on an
+//! OAuth-protected server (the Python MCP SDK's auth peer) "Sign in to this server"
+//! opens a popup that completes the login and closes, after which the server is listed
+//! signed in and its Test connects, and "Sign out of server" forgets it; Sign out shows the
+//! sign-in page again, and after signing in again "Sign out everywhere" does too.
+//! Afterwards the store holds alice's server with the header, and no session of hers.
+//! Screenshots go to `target/screenshots/team-*.png`.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
+
+mod team_support;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use switchboard_net::UrlPolicy;
+use switchboard_testkit::{
+    CannedReply, OidcPeerOptions, RecordingListener, ensure_peers, free_port, repo_root,
+    spawn_oauth_python, spawn_oidc_provider_with,
+};
+use switchboard_web::{TeamOptions, start_team};
+use team_support::{Db, demo_http, sign_in_options};
+
+const CHROMIUM: &str = "/usr/bin/chromium";
+
+fn browser_dir() -> PathBuf {
+    repo_root().join("tests").join("browser")
+}
+
+/// Runs scenario `team` of `tests/browser/run.mjs` against `app_url`.
+async fn run_scenario(app_url: &str, extra: &[(&str, String)]) {
+    ensure_peers();
+    assert!(
+        Path::new(CHROMIUM).exists(),
+        "{CHROMIUM} is missing: install Debian's Chromium (`apt-get install -y chromium`; .ci/run does this)"
+    );
+    assert!(
+        browser_dir()
+            .join("node_modules")
+            .join("playwright-core")
+            .exists(),
+        "playwright-core is not installed: run scripts/install-peers.sh"
+    );
+    let shots = repo_root().join("target").join("screenshots");
+    let mut cmd = Command::new("node");
+    cmd.arg(browser_dir().join("run.mjs"))
+        .current_dir(browser_dir())
+        .env("APP_URL", app_url)
+        .env("SCENARIO", "team")
+        .env("SCREENSHOT_DIR", &shots)
+        .env("CHROMIUM", CHROMIUM);
+    for (k, v) in extra {
+        cmd.env(k, v);
+    }
+    let output = tokio::task::spawn_blocking(move || cmd.output())
+        .await
+        .unwrap()
+        .expect("run node");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    eprintln!("{stderr}");
+    assert!(
+        output.status.success(),
+        "browser scenario `team` failed ({}):\n{stdout}\n{stderr}",
+        output.status
+    );
+    assert!(stdout.contains("[team] ok"), "{stdout}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn team_browser_sign_in_add_test_call_and_sign_out() {
+    // The app's port is chosen first: the provider registers its callback.
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let peer = spawn_oidc_provider_with(OidcPeerOptions {
+        redirect_uris: vec![format!("{origin}/auth/callback")],
+        default_account: Some("alice".into()),
+    })
+    .await;
+    let db = Db::sqlite();
+    let mut opts = TeamOptions::new(db.store().await);
+    opts.port = port;
+    opts.url_policy = UrlPolicy::Local;
+    opts.sign_in = Some(sign_in_options(&peer, "admin@example.com"));
+    let running = start_team(opts).await.unwrap();
+    assert_eq!(running.app_origin, origin);
+    let demo = demo_http().await;
+    let mut locked = CannedReply::new(401, r#"{"error":"invalid_token"}"#);
+    locked
+        .headers
+        .push(("WWW-Authenticate".into(), "Bearer".into()));
+    let locked = RecordingListener::with_reply(locked).await;
+    let secure = spawn_oauth_python(&[]).await;
+
+    run_scenario(
+        &origin,
+        &[
+            ("DEMO_URL", demo.clone()),
+            ("LOCKED_URL", locked.url("/mcp")),
+            ("SECURE_URL", secure.url.clone()),
+        ],
+    )
+    .await;
+
+    // What the browser did is in the store: alice's server with its header, and no
+    // session of hers left after "sign out everywhere".
+    let store = db.store().await;
+    let alice = store
+        .sign_in_user("alice@example.com", "Alice Example", false)
+        .await
+        .unwrap();
+    let server = store
+        .for_user(&alice.id)
+        .server("demo")
+        .await
+        .unwrap()
+        .expect("alice's demo server");
+    assert_eq!(server.url, demo);
+    assert_eq!(server.headers["X-Team-Key"].expose(), "browser-secret-5c1e");
+    let ended = store.end_all_sessions(&alice.id).await.unwrap();
+    assert_eq!(ended, 0, "signed out everywhere: no session left");
+    running.shutdown().await;
+}

@@ -1,0 +1,286 @@
+//! Per-user OAuth login to an MCP server in team mode, against the Python MCP SDK's
+//! authorization and resource server, with two instances on one PostgreSQL database:
+//! - a login started on instance A completes on instance B (the pending login is in the
+//!   store), the user's tool calls then carry the user's token, and no answer (start,
+//!   callback page, server list) shows a token;
+//! - the callback refuses, storing nothing: bob's session on alice's `state` (and alice
+//!   can still complete it afterwards: bob's attempt used nothing up), no session, an
+//!   unknown `state`, and a replayed one;
+//! - logout removes the user's tokens;
+//! - refresh with the 5-minute buffer: tokens that expire in 2 minutes are refreshed
+//!   before use, and two instances using them at once send ONE refresh request to the
+//!   token endpoint (the peer rotates refresh tokens: a second refresh with the spent
+//!   one would fail), after which the stored token works on both.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
+
+mod team_support;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use switchboard_store::{Store, UserId};
+use team_support::{Browser, Db, Instance, InstanceOptions, sign_in};
+
+/// Two instances of one deployment (one public origin) on `db`.
+async fn pair(db: &Db) -> (Instance, Instance) {
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let opts = || InstanceOptions {
+        public_origin: Some(origin.clone()),
+        ..Default::default()
+    };
+    (
+        Instance::start(db, opts()).await,
+        Instance::start(db, opts()).await,
+    )
+}
+
+/// Start a login on `on`, let the peer approve it, and return the callback path
+/// (`/oauth/mcp/callback?code=…&state=…`) the browser would be sent to.
+async fn start_login(b: &Browser, on: &Instance, server: &str) -> String {
+    let (status, v) = b
+        .post(
+            &on.base,
+            &format!("/api/servers/{server}/oauth/start"),
+            &json!({}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let authorize = v["authorizeUrl"].as_str().unwrap().to_owned();
+    let u = url::Url::parse(&authorize).unwrap();
+    let q: std::collections::HashMap<_, _> = u.query_pairs().into_owned().collect();
+    assert_eq!(
+        q["redirect_uri"],
+        format!("{}/oauth/mcp/callback", on.origin())
+    );
+    assert_eq!(q["code_challenge_method"], "S256");
+    assert!(!q.contains_key("code_verifier"));
+    let r = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+        .get(&authorize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 302);
+    let location = url::Url::parse(r.headers()["location"].to_str().unwrap()).unwrap();
+    assert_eq!(location.path(), "/oauth/mcp/callback");
+    format!("{}?{}", location.path(), location.query().unwrap())
+}
+
+/// GET the callback page as `b` on `on`: status and body.
+async fn callback(b: &Browser, on: &Instance, path: &str) -> (u16, String) {
+    let r = b.request(Method::GET, &on.base, path).send().await.unwrap();
+    let status = r.status().as_u16();
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.contains("script-src 'sha256-"), "{csp}");
+    (status, r.text().await.unwrap())
+}
+
+async fn saved_access(store: &Store, user: &UserId) -> Option<String> {
+    let t = store.for_user(user).oauth_tokens("secure").await.unwrap()?;
+    let v: Value = serde_json::from_str(t.tokens.expose()).unwrap();
+    Some(v["accessToken"].as_str().unwrap().to_owned())
+}
+
+async fn stats(peer_base: &str) -> Value {
+    reqwest::get(format!("{peer_base}/test/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_started_on_one_instance_completes_on_the_other_for_its_user_only() {
+    let peer = switchboard_testkit::spawn_oauth_python(&[]).await;
+    let db = Db::postgres();
+    let (a, b) = pair(&db).await;
+    let store = db.store().await;
+    let (alice_id, alice_cookie) = sign_in(&store, "alice@example.com", false).await;
+    let (bob_id, bob_cookie) = sign_in(&store, "bob@example.com", false).await;
+    let alice = Browser::new(a.origin(), Some(&alice_cookie));
+    let bob = Browser::new(a.origin(), Some(&bob_cookie));
+    let nobody = Browser::new(a.origin(), None);
+    for user in [&alice, &bob] {
+        let (status, v) = user
+            .post(
+                &a.base,
+                "/api/servers",
+                &json!({"name": "secure", "url": peer.url}),
+            )
+            .await;
+        assert_eq!(status, 201, "{v}");
+    }
+    // Bob cannot start a login for a server he does not have; nobody cannot start one.
+    let (status, _) = bob
+        .post(&a.base, "/api/servers/other/oauth/start", &json!({}))
+        .await;
+    assert_eq!(status, 404);
+    let (status, _) = nobody
+        .post(&a.base, "/api/servers/secure/oauth/start", &json!({}))
+        .await;
+    assert_eq!(status, 401);
+
+    let path = start_login(&alice, &a, "secure").await;
+
+    // Refused, nothing stored, nothing used up: bob's session, no session.
+    let (status, page) = callback(&bob, &b, &path).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("\"ok\":false"), "{page}");
+    let (status, page) = callback(&nobody, &b, &path).await;
+    assert_eq!(status, 401, "{page}");
+    assert_eq!(saved_access(&store, &alice_id).await, None);
+    assert_eq!(saved_access(&store, &bob_id).await, None);
+    // An unknown state.
+    let (status, _) = callback(
+        &alice,
+        &b,
+        "/oauth/mcp/callback?code=x&state=not-a-state-anyone-started",
+    )
+    .await;
+    assert_eq!(status, 400);
+    assert_eq!(saved_access(&store, &alice_id).await, None);
+
+    // Alice completes on instance B.
+    let (status, page) = callback(&alice, &b, &path).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(
+        page.contains("mcp-oauth-result") && page.contains("\"ok\":true"),
+        "{page}"
+    );
+    assert!(page.contains("postMessage(m,d.origin)"), "{page}");
+    assert!(
+        page.contains(&format!("\"origin\":\"{}\"", a.origin())),
+        "{page}"
+    );
+    let access = saved_access(&store, &alice_id)
+        .await
+        .expect("alice's tokens");
+    assert!(!page.contains(&access), "the page showed the token");
+    assert_eq!(saved_access(&store, &bob_id).await, None, "bob got nothing");
+
+    // Replayed: refused, and the saved tokens are unchanged.
+    let (status, _) = callback(&alice, &a, &path).await;
+    assert_eq!(status, 400);
+    assert_eq!(saved_access(&store, &alice_id).await, Some(access.clone()));
+
+    // Her calls on instance A carry her token; bob's server is still not signed in.
+    let (status, v) = alice
+        .post(
+            &a.base,
+            "/api/servers/secure/call",
+            &json!({"tool": "whoami"}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("client="),
+        "{v}"
+    );
+    assert!(!v.to_string().contains(&access));
+    let (status, v) = alice.get(&b.base, "/api/servers").await;
+    assert_eq!(
+        (status, &v["servers"][0]["oauth"]),
+        (200, &json!({"signedIn": true}))
+    );
+    assert!(!v.to_string().contains(&access));
+    let (status, v) = bob.get(&b.base, "/api/servers/secure/tools").await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (502, Some("needs_oauth")),
+        "{v}"
+    );
+
+    // Bob cannot log alice out; alice logs out on B.
+    let (status, v) = bob
+        .post(&a.base, "/api/servers/secure/oauth/logout", &json!({}))
+        .await;
+    assert_eq!((status, v["removed"].as_bool()), (200, Some(false)), "{v}");
+    assert_eq!(saved_access(&store, &alice_id).await, Some(access.clone()));
+    let (status, v) = alice
+        .post(&b.base, "/api/servers/secure/oauth/logout", &json!({}))
+        .await;
+    assert_eq!((status, v["removed"].as_bool()), (200, Some(true)), "{v}");
+    assert_eq!(saved_access(&store, &alice_id).await, None);
+    let (status, v) = alice.get(&b.base, "/api/servers/secure/tools").await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (502, Some("needs_oauth")),
+        "{v}"
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_instances_refreshing_at_once_send_one_refresh_and_keep_a_working_token() {
+    // Access tokens live 2 minutes: inside the 5-minute buffer from the start.
+    let peer = switchboard_testkit::spawn_oauth_python(&["--access-ttl", "120"]).await;
+    let peer_base = peer.url.trim_end_matches("/mcp").to_owned();
+    let db = Db::postgres();
+    let (a, b) = pair(&db).await;
+    let store = db.store().await;
+    let (alice_id, alice_cookie) = sign_in(&store, "alice@example.com", false).await;
+    let alice = Browser::new(a.origin(), Some(&alice_cookie));
+    let (status, _) = alice
+        .post(
+            &a.base,
+            "/api/servers",
+            &json!({"name": "secure", "url": peer.url}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let path = start_login(&alice, &a, "secure").await;
+    let (status, page) = callback(&alice, &b, &path).await;
+    assert_eq!(status, 200, "{page}");
+    let first = saved_access(&store, &alice_id).await.unwrap();
+    let before = stats(&peer_base).await;
+    assert_eq!(before["refreshes"], 0, "{before}");
+
+    // Both instances use the due token at once.
+    let call = |on: &Instance| {
+        let (alice, base) = (alice.clone(), on.base.clone());
+        async move {
+            alice
+                .post(
+                    &base,
+                    "/api/servers/secure/call",
+                    &json!({"tool": "whoami"}),
+                )
+                .await
+        }
+    };
+    let ((sa, va), (sb, vb)) = tokio::join!(call(&a), call(&b));
+    assert_eq!((sa, sb), (200, 200), "{va} {vb}");
+    let after = stats(&peer_base).await;
+    assert_eq!(
+        after["refreshes"], 1,
+        "one refresh reached the token endpoint: {after}"
+    );
+    assert_eq!(after["refresh_failures"], 0, "{after}");
+    let second = saved_access(&store, &alice_id).await.unwrap();
+    assert_ne!(first, second, "the refreshed token was stored");
+
+    // The stored (rotated) refresh token is the live one: each next use refreshes again
+    // (the new token is due too) and the peer accepts it, on either instance.
+    for on in [&a, &b] {
+        let (status, v) = call(on).await;
+        assert_eq!(status, 200, "{v}");
+    }
+    let last = stats(&peer_base).await;
+    assert_eq!(
+        (&last["refreshes"], &last["refresh_failures"]),
+        (&json!(3), &json!(0)),
+        "{last}"
+    );
+    a.stop().await;
+    b.stop().await;
+}

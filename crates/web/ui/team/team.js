@@ -1,0 +1,443 @@
+// Switchboard team app: the signed-in user's servers (list, add, edit, remove, Test)
+// and each server's tools (list, call with JSON arguments). Plain JavaScript, no build
+// step. Everything a server or the store sends is put on the page with textContent
+// (or as a validated data: image), never as HTML.
+"use strict";
+
+(function () {
+  var view = document.getElementById("view");
+
+  // ---------- DOM helpers ----------
+  function el(tag, attrs) {
+    var node = document.createElement(tag);
+    if (attrs) {
+      Object.keys(attrs).forEach(function (k) {
+        var v = attrs[k];
+        if (v === undefined || v === null || v === false) return;
+        if (k === "class") node.className = v;
+        else if (k.slice(0, 2) === "on" && typeof v === "function") node.addEventListener(k.slice(2), v);
+        else if (k === "dataset") Object.keys(v).forEach(function (d) { node.dataset[d] = v[d]; });
+        else if (v === true) node.setAttribute(k, "");
+        else node.setAttribute(k, String(v));
+      });
+    }
+    for (var i = 2; i < arguments.length; i++) append(node, arguments[i]);
+    return node;
+  }
+
+  function append(node, child) {
+    if (child === null || child === undefined || child === false) return node;
+    if (Array.isArray(child)) { child.forEach(function (c) { append(node, c); }); return node; }
+    node.appendChild(typeof child === "string" || typeof child === "number" ? document.createTextNode(String(child)) : child);
+    return node;
+  }
+
+  function clear(node) { while (node.firstChild) node.removeChild(node.firstChild); return node; }
+
+  function pretty(v) { try { return JSON.stringify(v, null, 2); } catch (e) { return String(v); } }
+
+  function pre(text) { return el("pre", { class: "code" }, text); }
+
+  function toast(text, isError) {
+    var t = el("div", { class: "toast" + (isError ? " error" : "") }, text);
+    document.getElementById("toasts").appendChild(t);
+    setTimeout(function () { t.remove(); }, isError ? 8000 : 4000);
+  }
+
+  // ---------- API ----------
+  // Resolves to {status, ok, body} whatever the status (the Test answers 4xx/5xx with a
+  // result to show); a 401 means the session ended: back to the sign-in page.
+  function request(method, path, body) {
+    var opts = { method: method, credentials: "same-origin", headers: {} };
+    if (body !== undefined) {
+      opts.headers["Content-Type"] = "application/json";
+      opts.body = JSON.stringify(body);
+    }
+    return fetch(path, opts).then(function (resp) {
+      return resp.text().then(function (text) {
+        var data = null;
+        try { data = text ? JSON.parse(text) : null; } catch (e) { data = { message: text }; }
+        if (resp.status === 401) {
+          window.location.assign("/");
+          throw new Error("signed out");
+        }
+        return { status: resp.status, ok: resp.ok, body: data };
+      });
+    });
+  }
+
+  // Resolves to the body of a 2xx answer, else rejects with the answer's message.
+  function api(method, path, body) {
+    return request(method, path, body).then(function (r) {
+      if (!r.ok) {
+        var err = new Error((r.body && r.body.message) || ("HTTP " + r.status));
+        err.status = r.status;
+        err.code = r.body && r.body.error;
+        throw err;
+      }
+      return r.body;
+    });
+  }
+
+  function serverPath(name) { return "/api/servers/" + encodeURIComponent(name); }
+
+  // ---------- header: who, sign out ----------
+  function signOut(everywhere) {
+    request("POST", "/auth/logout" + (everywhere ? "?everywhere=1" : "")).then(function (r) {
+      if (!r.ok) toast((r.body && r.body.message) || "signing out failed", true);
+      else window.location.assign("/");
+    }).catch(function (e) { toast(e.message, true); });
+  }
+  document.getElementById("sign-out").addEventListener("click", function () { signOut(false); });
+  document.getElementById("sign-out-everywhere").addEventListener("click", function () { signOut(true); });
+
+  api("GET", "/api/me").then(function (me) {
+    var who = document.getElementById("who");
+    who.textContent = me.email;
+    who.title = (me.name || me.email) + (me.admin ? " (admin)" : "");
+    if (me.admin) who.appendChild(el("span", { class: "badge" }, "admin"));
+  }).catch(function (e) { toast("Who am I? " + e.message, true); });
+
+  // ---------- OAuth sign-in to a server (popup, or a full-page redirect) ----------
+  var oauthDone = {};
+
+  // Opens the popup at once (inside the click, so it is not blocked), asks the app for
+  // the authorization URL, and sends the popup there; without a popup the whole page
+  // goes, and the callback brings it back to /?mcpOAuth=….
+  function serverSignIn(name, onDone) {
+    var popup = window.open("", "switchboard-mcp-oauth", "popup,width=520,height=700");
+    oauthDone[name] = onDone;
+    api("POST", serverPath(name) + "/oauth/start", {}).then(function (r) {
+      if (popup && !popup.closed) popup.location.href = r.authorizeUrl;
+      else window.location.assign(r.authorizeUrl);
+    }).catch(function (e) {
+      if (popup && !popup.closed) popup.close();
+      delete oauthDone[name];
+      toast("Cannot sign in to " + name + ": " + e.message, true);
+    });
+  }
+
+  window.addEventListener("message", function (e) {
+    if (e.origin !== window.location.origin || !e.data || e.data.type !== "mcp-oauth-result") return;
+    var name = String(e.data.server || "");
+    if (e.data.ok) toast("Signed in to " + name);
+    else toast("Signing in to " + name + " failed" + (e.data.error ? ": " + e.data.error : ""), true);
+    var done = oauthDone[name];
+    delete oauthDone[name];
+    if (done) done(!!e.data.ok);
+  });
+
+  // Back from a full-page sign-in: say how it went, and clean the address.
+  (function () {
+    var q = new URLSearchParams(window.location.search);
+    var outcome = q.get("mcpOAuth");
+    if (!outcome) return;
+    var name = q.get("server") || "the server";
+    if (outcome === "ok") toast("Signed in to " + name);
+    else toast("Signing in to " + name + " failed", true);
+    window.history.replaceState(null, "", "/" + window.location.hash);
+  })();
+
+  // ---------- Test results ----------
+  // `saved`: the saved server the result is for (then a needs-OAuth result offers the sign-in).
+  function testResult(r, saved) {
+    var kind = r.success ? "success" : (r.needsOAuth ? "needs-oauth" : "failure");
+    var box = el("div", { class: "test-result " + (r.success ? "ok" : (r.needsOAuth ? "oauth" : "fail")), dataset: { testResult: kind } });
+    box.appendChild(el("div", { class: "test-message" }, (r.success ? "✓ " : "✗ ") + (r.message || "")));
+    if (r.error && !r.success) box.appendChild(el("div", { class: "muted" }, "(" + r.error + ")"));
+    if (r.needsOAuth) {
+      var hint = el("div", { class: "hint", dataset: { oauthHint: "" } },
+        "This server wants you to sign in to it (OAuth) before it lists its tools.");
+      box.appendChild(hint);
+      var d = r.oauthDiscovery && r.oauthDiscovery.config;
+      if (d && d.authorizationUrl) {
+        var host = d.authorizationUrl;
+        try { host = new URL(d.authorizationUrl).origin; } catch (e) { /* shown as sent */ }
+        box.appendChild(el("div", { class: "hint" }, "Its authorization server: ", el("code", null, host)));
+      }
+      if (r.oauthDiscoveryError) box.appendChild(el("div", { class: "hint" }, "Discovery: " + r.oauthDiscoveryError));
+      if (saved) {
+        box.appendChild(el("div", { class: "buttons" }, el("button", {
+          type: "button", class: "primary", dataset: { serverSignIn: saved.name },
+          onclick: function () { serverSignIn(saved.name, saved.after); },
+        }, "Sign in to this server")));
+      } else {
+        box.appendChild(el("div", { class: "hint" }, "Save the server, then sign in to it from the Test button in its row."));
+      }
+    }
+    if (r.success && Array.isArray(r.tools) && r.tools.length) {
+      var ul = el("ul", { class: "tool-names" });
+      r.tools.forEach(function (t) {
+        ul.appendChild(el("li", null, el("code", null, t.name), t.description ? el("span", { class: "muted" }, " — " + t.description) : null));
+      });
+      box.appendChild(ul);
+    }
+    return box;
+  }
+
+  function runTest(out, body, button, saved) {
+    clear(out).appendChild(el("div", { class: "muted" }, "Testing…"));
+    if (button) button.disabled = true;
+    return request("POST", "/api/mcp-test", body).then(function (r) {
+      clear(out).appendChild(testResult(r.body || { success: false, message: "HTTP " + r.status }, saved));
+    }).catch(function (e) {
+      clear(out).appendChild(testResult({ success: false, message: e.message }));
+    }).then(function () { if (button) button.disabled = false; });
+  }
+
+  // ---------- Servers view ----------
+  var MASK = "<unchanged>";
+
+  function headerLines(headers) {
+    var names = Object.keys(headers || {});
+    if (!names.length) return null;
+    return el("div", { class: "srv-headers" }, names.map(function (n) {
+      return el("span", { class: "header-chip", title: "Saved; the value is never sent back to this page" }, el("code", null, n + ": ••••••"));
+    }));
+  }
+
+  function serverRow(s, reload) {
+    var out = el("div", { class: "test-out", dataset: { testOut: s.name } });
+    // After signing in to the server: the list again (its "signed in" badge) and its Test.
+    function testSaved(button) {
+      runTest(out, { name: s.name }, button, { name: s.name, after: function (ok) {
+        if (!ok) return;
+        reload().then(function () {
+          var b = document.querySelector('[data-server-row="' + CSS.escape(s.name) + '"] [data-test]');
+          if (b) b.click();
+        });
+      } });
+    }
+    var row = el("li", { class: "srv-row", dataset: { serverRow: s.name } },
+      el("div", null,
+        el("div", { class: "srv-line" },
+          el("strong", { class: "srv-name" }, s.name),
+          el("span", { class: "badge" }, s.transport === "sse" ? "SSE" : "HTTP"),
+          s.enabled ? null : el("span", { class: "badge" }, "disabled"),
+          s.oauth && s.oauth.signedIn ? el("span", { class: "badge status-connected" }, "signed in") : null),
+        el("div", { class: "srv-target mono" }, s.url),
+        headerLines(s.headers)),
+      el("div", { class: "actions" },
+        el("a", { class: "button", href: "#/servers/" + encodeURIComponent(s.name) + "/tools", dataset: { tools: s.name } }, "Tools"),
+        el("button", { type: "button", dataset: { test: s.name }, onclick: function (e) { testSaved(e.currentTarget); } }, "Test"),
+        s.oauth && s.oauth.signedIn ? el("button", { type: "button", dataset: { serverSignOut: s.name }, title: "Forget your OAuth tokens for this server", onclick: function () {
+          api("POST", serverPath(s.name) + "/oauth/logout", {}).then(function () { toast("Signed out of " + s.name); reload(); })
+            .catch(function (e) { toast(e.message, true); });
+        } }, "Sign out of server") : null,
+        el("button", { type: "button", dataset: { edit: s.name }, onclick: function () { showForm(s, reload); } }, "Edit"),
+        el("button", { type: "button", class: "danger", dataset: { remove: s.name }, onclick: function () {
+          if (!window.confirm("Remove server “" + s.name + "” and your sign-in to it?")) return;
+          api("DELETE", serverPath(s.name)).then(function () { toast("Removed " + s.name); reload(); })
+            .catch(function (e) { toast(e.message, true); });
+        } }, "Remove")),
+      out);
+    return row;
+  }
+
+  var formSlot = null;
+
+  function field(label, input, help) {
+    return el("label", { class: "field" }, el("span", { class: "field-label" }, label), input, help ? el("div", { class: "field-help" }, help) : null);
+  }
+
+  // The add form (server null) or the edit form of server `s`.
+  function showForm(s, reload) {
+    var editing = !!s;
+    var name = el("input", { type: "text", name: "name", required: true, autocomplete: "off", placeholder: "e.g. github", readonly: editing });
+    var transport = el("select", { name: "transport" },
+      el("option", { value: "http" }, "Streamable HTTP"), el("option", { value: "sse" }, "SSE"));
+    var url = el("input", { type: "url", name: "url", required: true, placeholder: "https://example.com/mcp" });
+    var headers = el("textarea", { name: "headers", rows: "3", placeholder: '{"Authorization": "Bearer …"}' });
+    if (editing) {
+      name.value = s.name;
+      transport.value = s.transport === "sse" ? "sse" : "http";
+      url.value = s.url;
+      headers.value = Object.keys(s.headers || {}).length ? pretty(s.headers) : "";
+    }
+    var error = el("div", { class: "form-error" });
+    var out = el("div", { class: "test-out" });
+
+    function values() {
+      var h = {};
+      var text = headers.value.trim();
+      if (text) {
+        try { h = JSON.parse(text); } catch (e) { throw new Error("Headers: not JSON (" + e.message + ")"); }
+        if (!h || typeof h !== "object" || Array.isArray(h)) throw new Error("Headers: a JSON object of name → value");
+        Object.keys(h).forEach(function (k) { if (typeof h[k] !== "string") throw new Error("Headers: the value of " + k + " must be a string"); });
+      }
+      return { name: name.value.trim(), url: url.value.trim(), transport: transport.value, headers: h };
+    }
+
+    var testButton = el("button", { type: "button", dataset: { formTest: "" } }, "Test");
+    testButton.addEventListener("click", function () {
+      error.textContent = "";
+      var v;
+      try { v = values(); } catch (e) { error.textContent = e.message; return; }
+      var body = { url: v.url, transport: v.transport, headers: v.headers };
+      if (editing) body.name = s.name;
+      runTest(out, body, testButton);
+    });
+
+    var form = el("form", { class: "card server-form", dataset: { serverForm: editing ? s.name : "new" } },
+      el("h2", null, editing ? "Edit " + s.name : "Add a server"),
+      field("Name", name, editing ? "A server cannot be renamed: add it again under the new name." : "Letters, digits, - and _; unique among your servers."),
+      field("Transport", transport),
+      field("URL", url, "http:// or https:// only: team mode runs no commands."),
+      field("Headers (JSON, optional)", headers, editing ? "Saved values show as " + MASK + " and are kept as they are; type a new value to replace one." : "Sent with every request to this server, e.g. an API key. Never shown again."),
+      error,
+      el("div", { class: "buttons" },
+        el("button", { type: "submit", class: "primary" }, editing ? "Save" : "Add"),
+        testButton,
+        el("button", { type: "button", onclick: function () { clear(formSlot); } }, "Cancel")),
+      out);
+
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      error.textContent = "";
+      var v;
+      try { v = values(); } catch (err) { error.textContent = err.message; return; }
+      var done = editing
+        ? api("PUT", serverPath(s.name), { url: v.url, transport: v.transport, headers: v.headers })
+        : api("POST", "/api/servers", v);
+      done.then(function () {
+        toast(editing ? "Saved " + s.name : "Added " + v.name);
+        clear(formSlot);
+        reload();
+      }).catch(function (err) { error.textContent = err.message; });
+    });
+    clear(formSlot).appendChild(form);
+    (editing ? url : name).focus();
+  }
+
+  function serversView() {
+    var list = el("ul", { class: "srv-list", dataset: { servers: "" } });
+    formSlot = el("div");
+    var status = el("div", { class: "muted" }, "Loading…");
+    function reload() {
+      return api("GET", "/api/servers").then(function (r) {
+        clear(list);
+        status.textContent = r.servers.length ? "" : "No servers yet: add the URL of an MCP server (Streamable HTTP or SSE).";
+        r.servers.forEach(function (s) { list.appendChild(serverRow(s, reload)); });
+        list.dataset.loaded = "true";
+      }).catch(function (e) { status.textContent = ""; status.appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    clear(view).appendChild(el("div", { class: "settings" },
+      el("div", { class: "section-head" },
+        el("h1", null, "Your servers"),
+        el("span", { class: "spacer" }),
+        el("button", { type: "button", class: "primary", dataset: { addServer: "" }, onclick: function () { showForm(null, reload); } }, "Add server")),
+      el("p", { class: "muted" }, "Only you see these servers and their tools. Header values you save are kept encrypted and never shown again."),
+      formSlot, status, list));
+    reload();
+  }
+
+  // ---------- Tools view ----------
+  // A starting value for each argument of the tool's input schema.
+  function skeleton(schema) {
+    var out = {};
+    var props = (schema && schema.properties) || {};
+    Object.keys(props).forEach(function (k) {
+      var p = props[k] || {};
+      if (p.default !== undefined) out[k] = p.default;
+      else if (p.type === "string") out[k] = "";
+      else if (p.type === "number" || p.type === "integer") out[k] = 0;
+      else if (p.type === "boolean") out[k] = false;
+      else if (p.type === "array") out[k] = [];
+      else if (p.type === "object") out[k] = {};
+      else out[k] = null;
+    });
+    return out;
+  }
+
+  var BASE64 = /^[A-Za-z0-9+/=\s]*$/;
+  var IMAGE_MIME = /^image\/(png|jpeg|gif|webp)$/;
+
+  function contentBlock(c) {
+    if (c && c.type === "text" && typeof c.text === "string") return pre(c.text);
+    if (c && c.type === "image" && IMAGE_MIME.test(c.mimeType || "") && typeof c.data === "string" && BASE64.test(c.data)) {
+      return el("img", { class: "image-block", alt: "image from the tool", src: "data:" + c.mimeType + ";base64," + c.data });
+    }
+    return el("div", null, el("div", { class: "muted" }, (c && c.type) || "content"), pre(pretty(c)));
+  }
+
+  function callResult(res) {
+    var isError = !!res.isError;
+    var box = el("div", { class: "call-result", dataset: { callResult: isError ? "error" : "ok" } },
+      el("div", { class: "result-head " + (isError ? "is-error" : "is-ok") }, isError ? "The tool reported an error" : "Result"));
+    (Array.isArray(res.content) ? res.content : []).forEach(function (c) { box.appendChild(contentBlock(c)); });
+    if (res.structuredContent !== undefined) {
+      box.appendChild(el("div", { class: "result-head" }, "Structured content"));
+      box.appendChild(el("div", { dataset: { structured: "" } }, pre(pretty(res.structuredContent))));
+    }
+    box.appendChild(el("details", { class: "raw" }, el("summary", null, "Raw result"), pre(pretty(res))));
+    return box;
+  }
+
+  function toolItem(server, t) {
+    var args = el("textarea", { class: "mono", rows: "4", dataset: { args: t.name }, spellcheck: "false" }, pretty(skeleton(t.inputSchema)));
+    var out = el("div", { dataset: { result: t.name } });
+    var call = el("button", { type: "button", class: "primary", dataset: { call: t.name } }, "Call");
+    call.addEventListener("click", function () {
+      var a;
+      var text = args.value.trim();
+      try { a = text ? JSON.parse(text) : {}; } catch (e) {
+        clear(out).appendChild(el("div", { class: "error-box" }, "Arguments: not JSON (" + e.message + ")"));
+        return;
+      }
+      if (!a || typeof a !== "object" || Array.isArray(a)) {
+        clear(out).appendChild(el("div", { class: "error-box" }, "Arguments: a JSON object of name → value"));
+        return;
+      }
+      call.disabled = true;
+      clear(out).appendChild(el("div", { class: "muted" }, "Calling…"));
+      api("POST", serverPath(server) + "/call", { tool: t.name, args: a }).then(function (r) {
+        clear(out).appendChild(callResult(r.result || {}));
+      }).catch(function (e) {
+        clear(out).appendChild(el("div", { class: "error-box", dataset: { callError: e.code || "error" } }, e.message));
+      }).then(function () { call.disabled = false; });
+    });
+    return el("details", { class: "item", dataset: { tool: t.name } },
+      el("summary", null, el("span", { class: "item-name" }, t.name),
+        t.title ? el("span", { class: "muted" }, t.title) : null,
+        t.description ? el("span", { class: "muted tool-desc" }, t.description) : null),
+      el("div", { class: "item-body" },
+        t.description ? el("p", { class: "desc" }, t.description) : null,
+        el("label", { class: "field" }, el("span", { class: "field-label" }, "Arguments (JSON)"), args),
+        el("div", { class: "buttons" }, call),
+        out));
+  }
+
+  function toolsView(server) {
+    var list = el("div", { dataset: { toolsOf: server } }, el("div", { class: "muted" }, "Connecting…"));
+    clear(view).appendChild(el("div", { class: "settings" },
+      el("a", { href: "#/servers", class: "back" }, "← Your servers"),
+      el("div", { class: "section-head" }, el("h1", null, "Tools of ", el("code", null, server))),
+      list));
+    api("GET", serverPath(server) + "/tools").then(function (r) {
+      clear(list);
+      if (!r.tools.length) list.appendChild(el("div", { class: "muted" }, "This server has no tools."));
+      r.tools.forEach(function (t) { list.appendChild(toolItem(server, t)); });
+      list.dataset.loaded = "true";
+    }).catch(function (e) {
+      clear(list).appendChild(el("div", { class: "error-box", dataset: { toolsError: e.code || "error" } }, e.message));
+      if (e.code === "needs_oauth") list.appendChild(el("div", { class: "hint" }, "Go back to your servers and press Test on this one to see how to sign in to it."));
+    });
+  }
+
+  // ---------- router ----------
+  function route() {
+    var h = window.location.hash || "#/servers";
+    var m = /^#\/servers\/([^/]+)\/tools$/.exec(h);
+    var nav = document.querySelector('[data-nav="servers"]');
+    if (nav) nav.classList.add("active");
+    if (m) {
+      var name;
+      try { name = decodeURIComponent(m[1]); } catch (e) { name = m[1]; }
+      toolsView(name);
+    } else {
+      serversView();
+    }
+  }
+  window.addEventListener("hashchange", route);
+  route();
+})();
