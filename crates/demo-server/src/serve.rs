@@ -2,6 +2,7 @@
 
 use std::{future::Future, sync::Arc};
 
+use axum::serve::ListenerExt;
 use rmcp::{
     ServiceExt,
     service::ServerInitializeError,
@@ -68,6 +69,13 @@ where
     );
     let router = axum::Router::new().nest_service(HTTP_PATH, service);
     tracing::info!(%local, "serving MCP over Streamable HTTP at {HTTP_PATH}");
+    // TCP_NODELAY: an answer is an SSE stream of small writes; with Nagle's algorithm the
+    // second waits for the client's delayed ACK (~40 ms per call on a kept-alive connection).
+    let listener = listener.tap_io(|tcp| {
+        if let Err(e) = tcp.set_nodelay(true) {
+            tracing::debug!("cannot set TCP_NODELAY: {e}");
+        }
+    });
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
