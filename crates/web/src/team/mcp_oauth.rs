@@ -17,7 +17,8 @@
 //!   (`/?mcpOAuth=ok|error&server=…`). No token is in any answer.
 //! - `POST /api/servers/{name}/oauth/logout` ([`logout`]): removes the user's tokens.
 //! - [`usable_tokens`]: before a connection uses saved tokens that expire within
-//!   [`REFRESH_BUFFER`], they are refreshed under the store's refresh lease, so one
+//!   [`REFRESH_BUFFER`] (half its lifetime for a token that lives under ten minutes),
+//!   they are refreshed under the store's refresh lease, so one
 //!   instance at a time spends a (rotating) refresh token; an instance that finds the
 //!   lease taken waits for the holder's tokens and uses them.
 //!
@@ -78,6 +79,9 @@ struct TeamTokens {
     client_id: Option<String>,
     #[serde(default)]
     resource: Option<String>,
+    /// When the access token was issued (ms since the epoch).
+    #[serde(default)]
+    obtained_at: Option<u64>,
 }
 
 impl TeamTokens {
@@ -91,11 +95,19 @@ impl TeamTokens {
         Ok((Secret::new(text), secs))
     }
 
+    /// [`REFRESH_BUFFER`] before expiry, or at half its lifetime when the token lives
+    /// less than twice that (as the personal app's `StoredLogin::refresh_due`), so a
+    /// token just refreshed is not due again at once.
     fn refresh_due(&self, now: u64) -> bool {
+        let Some(expires_at) = self.set.expires_at else {
+            return false;
+        };
         let buffer = u64::try_from(REFRESH_BUFFER.as_millis()).unwrap_or(u64::MAX);
-        self.set
-            .expires_at
-            .is_some_and(|e| now.saturating_add(buffer) >= e)
+        let margin = match self.obtained_at {
+            Some(at) => expires_at.saturating_sub(at).saturating_div(2).min(buffer),
+            None => buffer,
+        };
+        now.saturating_add(margin) >= expires_at
     }
 
     fn is_expired(&self, now: u64) -> bool {
@@ -350,6 +362,7 @@ async fn exchange_and_save(
         token_url: Some(c.token_url.clone()),
         client_id: Some(c.client_id.clone()),
         resource: c.resource.clone(),
+        obtained_at: Some(now_ms()),
     };
     let (secret, expires_at) = tokens.sealed()?;
     us.put_oauth_tokens(&record.name, &secret, expires_at)
@@ -502,6 +515,7 @@ async fn refresh(guard: &GuardedClient, old: &TeamTokens) -> Result<TeamTokens, 
         token_url: Some(token_url),
         client_id: old.client_id.clone(),
         resource: old.resource.clone(),
+        obtained_at: Some(now_ms()),
     })
 }
 
@@ -670,16 +684,31 @@ mod tests {
             token_url: None,
             client_id: None,
             resource: None,
+            obtained_at: None,
         };
         let now = 1_000_000_000;
         assert!(!t(None).refresh_due(now));
         assert!(!t(Some(now + 301_000)).refresh_due(now));
         assert!(t(Some(now + 299_000)).refresh_due(now));
         assert!(t(Some(now - 1)).is_expired(now));
+        // A token living 4 s is due after 2 s, not at once.
+        let short = |issued: u64| TeamTokens {
+            obtained_at: Some(issued),
+            ..t(Some(issued + 4_000))
+        };
+        assert!(!short(now).refresh_due(now + 1_000));
+        assert!(short(now).refresh_due(now + 2_000));
+        // A long-lived one keeps the 5-minute buffer.
+        let long = TeamTokens {
+            obtained_at: Some(now),
+            ..t(Some(now + 3_600_000))
+        };
+        assert!(!long.refresh_due(now + 3_290_000));
+        assert!(long.refresh_due(now + 3_300_000));
     }
 
-    #[test]
-    fn the_page_carries_no_markup_from_its_data_and_allows_only_its_script() {
+    #[tokio::test]
+    async fn the_page_carries_no_markup_from_its_data_and_allows_only_its_script() {
         let resp = callback_page(
             "https://team.example",
             Outcome::refused(StatusCode::BAD_REQUEST, "</script><script>alert(1)"),
@@ -688,7 +717,19 @@ mod tests {
             .to_str()
             .unwrap()
             .to_owned();
-        assert!(csp.contains("script-src 'sha256-"), "{csp}");
+        let hash =
+            base64::engine::general_purpose::STANDARD.encode(Sha256::digest(CALLBACK_SCRIPT));
+        assert!(
+            csp.contains(&format!("script-src 'sha256-{hash}'")),
+            "{csp}"
+        );
         assert_eq!(resp.status(), StatusCode::BAD_REQUEST);
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let page = String::from_utf8(body.to_vec()).unwrap();
+        assert!(!page.contains("</script><script>alert"), "{page}");
+        assert!(page.contains("\\u003c/script\\u003e"), "{page}");
+        assert_eq!(page.matches("<script").count(), 2, "{page}");
     }
 }
