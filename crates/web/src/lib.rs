@@ -50,6 +50,7 @@ pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
 pub use team::{
-    CacheLimits, LOGIN_TTL, RouteAccess, RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH,
-    SignInOptions, TeamOptions, TeamState, route_table, serve_team, start_team, team_app,
+    CacheLimits, LOGIN_TTL, METRICS_TOKEN_MIN_LEN, MetricsToken, RouteAccess, RouteInfo,
+    RunningTeam, SIGNIN_CALLBACK_PATH, SignInOptions, TeamOptions, TeamState, route_table,
+    serve_team, start_team, team_app,
 };

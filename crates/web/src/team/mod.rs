@@ -5,7 +5,8 @@
 //!
 //! Owns: the team router ([`team_app`], built from one route table, [`route_table`]),
 //! sign-in and sessions (`signin`, `session`), the per-user server API (`servers`), the
-//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`).
+//! per-instance MCP client cache (`cache`), `/healthz` and `/readyz` (`health`),
+//! Prometheus `/metrics` for the operator's scraper (`metrics`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -28,13 +29,16 @@
 //! - cached MCP connections are keyed by user id + server name + a digest of the record
 //!   and credentials, so one user's request never finds another's connection;
 //! - public routes (`/healthz`, `/readyz`, `/auth/login`, `/auth/callback`) answer
-//!   nothing about any user's data.
+//!   nothing about any user's data;
+//! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
+//!   session), with counts whose labels name no user, server, URL or tool.
 //!
 //! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
 //! without a case there fails it.
 
 mod cache;
 mod health;
+mod metrics;
 mod servers;
 mod session;
 mod signin;
@@ -50,6 +54,7 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::error::ApiError;
 
 pub use cache::CacheLimits;
+pub use metrics::{METRICS_TOKEN_MIN_LEN, MetricsToken};
 pub use signin::{LOGIN_TTL, SignInOptions};
 pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
@@ -61,6 +66,9 @@ pub enum RouteAccess {
     Public,
     /// A signed-in user (a session cookie the store knows), acting only on their own data.
     Session,
+    /// The operator's monitoring: the metrics bearer token (no session); answers counts
+    /// only, never a user's data.
+    Operator,
 }
 
 /// One route of the team app, as [`route_table`] lists it.
@@ -111,6 +119,13 @@ fn routes() -> Vec<Route> {
             Public,
             "one cheap query on the store",
             health::readyz
+        ),
+        route!(
+            GET,
+            "/metrics",
+            Operator,
+            "this instance's counters, histograms and open MCP sessions (labels: route templates, methods, status classes, outcomes)",
+            metrics::scrape
         ),
         route!(
             GET,
@@ -207,7 +222,7 @@ pub fn team_app(state: TeamState) -> Router {
     let mut router = Router::new();
     for r in routes() {
         let handler = match r.info.access {
-            RouteAccess::Public => r.handler,
+            RouteAccess::Public | RouteAccess::Operator => r.handler,
             RouteAccess::Session => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 session::require_session,
@@ -215,5 +230,11 @@ pub fn team_app(state: TeamState) -> Router {
         };
         router = router.route(r.info.path, handler);
     }
-    router.fallback(not_found).with_state(state)
+    router
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .with_state(state)
 }
