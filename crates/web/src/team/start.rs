@@ -165,8 +165,9 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             // Discovered now to report a wrong issuer at once; an issuer that is down is
             // asked again at the first sign-in.
             if let Err(e) = sign_in.client().await {
-                tracing::warn!("sign-in: {e}");
-                eprintln!("warning: sign-in: {e} (asked again at the first sign-in)");
+                // A log event only (shown at the default level): stderr stays one JSON
+                // object per line under `--log-format json`.
+                tracing::warn!("sign-in: {e} (asked again at the first sign-in)");
             }
             Some(sign_in)
         }
