@@ -21,6 +21,7 @@ mod gateway;
 mod hooks;
 mod import;
 mod list;
+mod logging;
 mod pins;
 mod progress;
 mod registry;
@@ -32,7 +33,6 @@ mod serve;
 mod team;
 mod tool_names;
 
-use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -54,6 +54,10 @@ struct Cli {
     /// More logging on stderr (repeat for more).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     verbose: u8,
+    /// How log lines on stderr look: text (for people) or json (one JSON object per
+    /// line, for a log collector; starts at the info level).
+    #[arg(long, global = true, value_enum, value_name = "FORMAT", env = "SWITCHBOARD_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -220,22 +224,6 @@ enum McpCommand {
     },
 }
 
-fn init_logging(verbose: u8, color: color::ColorChoice) {
-    let default = match verbose {
-        0 => "warn,rmcp=off",
-        1 => "info,rmcp=error",
-        _ => "debug",
-    };
-    let filter = tracing_subscriber::EnvFilter::try_from_env("SWITCHBOARD_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(color.enabled(std::io::stderr().is_terminal()))
-        .with_target(false)
-        .try_init();
-}
-
 fn main() -> ExitCode {
     // A shell asking for completions (`COMPLETE=bash switchboard -- …`) is answered here
     // and the process exits.
@@ -258,7 +246,7 @@ fn main() -> ExitCode {
         } => return complete::print(*shell, *static_script, Cli::command()),
         _ => {}
     }
-    init_logging(cli.verbose, cli.color);
+    logging::init(cli.verbose, cli.color, cli.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .worker_threads(2)
@@ -266,7 +254,7 @@ fn main() -> ExitCode {
     {
         Ok(rt) => rt,
         Err(e) => {
-            errln!("error: cannot start the async runtime: {e}");
+            error_line(&format!("error: cannot start the async runtime: {e}"));
             return ExitCode::from(1);
         }
     };
@@ -280,9 +268,18 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            errln!("error: {e:#}");
+            error_line(&format!("error: {e:#}"));
             ExitCode::from(1)
         }
+    }
+}
+
+/// The final error: as always in text mode (coloured like the rest), a log event in JSON.
+fn error_line(text: &str) {
+    if logging::json() {
+        logging::notice(logging::Level::Error, text);
+    } else {
+        errln!("{text}");
     }
 }
 

@@ -3,7 +3,9 @@
 //! `~/.switchboard/team.db`), the secret key (`SWITCHBOARD_SECRET_KEY[_FILE]`), the
 //! OpenID Connect issuer and client (`--oidc-issuer`, `SWITCHBOARD_OIDC_CLIENT_ID`,
 //! `SWITCHBOARD_OIDC_CLIENT_SECRET[_FILE]`), who may sign in (`--allow-domain`,
-//! `--allow-email`, `--admin`), and `--public-origin`. Migrations run at start.
+//! `--allow-email`, `--admin`), `--public-origin`, and the token a scraper needs for
+//! `/metrics` (`SWITCHBOARD_METRICS_TOKEN[_FILE]`). Migrations run at start. Messages to
+//! the operator go through `logging::notice` (JSON lines with `--log-format json`).
 //!
 //! Must not: take a secret (key, client secret) from the command line, where other
 //! users of the machine can read it.
@@ -17,15 +19,20 @@ use clap::Args;
 use switchboard_auth::{ClientSecret, SignInPolicy};
 use switchboard_net::UrlPolicy;
 use switchboard_store::{DatabaseUrl, SecretKeys, Store};
-use switchboard_web::{SignInOptions, TeamOptions};
+use switchboard_web::{MetricsToken, SignInOptions, TeamOptions};
 
 use crate::ctx::{self, Globals};
+use crate::logging::{Level, notice};
 use crate::serve::ServeArgs;
 
 /// The client secret, inline.
 const CLIENT_SECRET_ENV: &str = "SWITCHBOARD_OIDC_CLIENT_SECRET";
 /// A file holding the client secret.
 const CLIENT_SECRET_FILE_ENV: &str = "SWITCHBOARD_OIDC_CLIENT_SECRET_FILE";
+/// The bearer token `/metrics` asks of a scraper, inline.
+const METRICS_TOKEN_ENV: &str = "SWITCHBOARD_METRICS_TOKEN";
+/// A file holding it.
+const METRICS_TOKEN_FILE_ENV: &str = "SWITCHBOARD_METRICS_TOKEN_FILE";
 
 /// Team mode's flags (with `--team`). Those also read from the environment are ignored
 /// without `--team` (a shell may export them for `switchboard db`), the others need it.
@@ -61,35 +68,47 @@ pub struct TeamArgs {
 /// The client secret from the environment: inline or from a 0600 file; `None` for a
 /// public client.
 fn client_secret(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<ClientSecret>> {
-    let inline = env(CLIENT_SECRET_ENV).filter(|v| !v.trim().is_empty());
-    let file = env(CLIENT_SECRET_FILE_ENV).filter(|v| !v.trim().is_empty());
+    Ok(
+        secret_from_env(env, CLIENT_SECRET_ENV, CLIENT_SECRET_FILE_ENV)?
+            .map(|s| ClientSecret::new(s.trim())),
+    )
+}
+
+/// The metrics token from the environment (inline or from a 0600 file); `None`: no
+/// `/metrics`.
+fn metrics_token(env: &dyn Fn(&str) -> Option<String>) -> Result<Option<MetricsToken>> {
+    secret_from_env(env, METRICS_TOKEN_ENV, METRICS_TOKEN_FILE_ENV)?
+        .map(|t| MetricsToken::new(&t).context(METRICS_TOKEN_ENV))
+        .transpose()
+}
+
+/// A secret from `inline_env`, or from the 0600 file `file_env` names (not both).
+fn secret_from_env(
+    env: &dyn Fn(&str) -> Option<String>,
+    inline_env: &str,
+    file_env: &str,
+) -> Result<Option<String>> {
+    let inline = env(inline_env).filter(|v| !v.trim().is_empty());
+    let file = env(file_env).filter(|v| !v.trim().is_empty());
     match (inline, file) {
         (Some(_), Some(_)) => {
-            bail!("both {CLIENT_SECRET_ENV} and {CLIENT_SECRET_FILE_ENV} are set: keep one")
+            bail!("both {inline_env} and {file_env} are set: keep one")
         }
-        (Some(s), None) => Ok(Some(ClientSecret::new(s.trim()))),
+        (Some(s), None) => Ok(Some(s.trim().to_owned())),
         (None, Some(path)) => {
             let path = Path::new(&path);
-            let meta = std::fs::metadata(path).with_context(|| {
-                format!(
-                    "{CLIENT_SECRET_FILE_ENV}={}: cannot read it",
-                    path.display()
-                )
-            })?;
+            let meta = std::fs::metadata(path)
+                .with_context(|| format!("{file_env}={}: cannot read it", path.display()))?;
             if meta.permissions().mode() & 0o077 != 0 {
                 bail!(
-                    "{CLIENT_SECRET_FILE_ENV}={}: other users may read it: run `chmod 600 {}`",
+                    "{file_env}={}: other users may read it: run `chmod 600 {}`",
                     path.display(),
                     path.display()
                 );
             }
-            let s = std::fs::read_to_string(path).with_context(|| {
-                format!(
-                    "{CLIENT_SECRET_FILE_ENV}={}: cannot read it",
-                    path.display()
-                )
-            })?;
-            Ok(Some(ClientSecret::new(s.trim())))
+            let s = std::fs::read_to_string(path)
+                .with_context(|| format!("{file_env}={}: cannot read it", path.display()))?;
+            Ok(Some(s.trim().to_owned()))
         }
         (None, None) => Ok(None),
     }
@@ -136,8 +155,12 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     let keys = SecretKeys::from_env(&|k| std::env::var(k).ok())
         .context("switchboard serve --team needs the secret key that encrypts tokens and keys in the database")?;
     let sign_in = sign_in_options(t)?;
+    let metrics_token = metrics_token(&|k| std::env::var(k).ok())?;
     if t.allow_domains.is_empty() && t.allow_emails.is_empty() && t.admins.is_empty() {
-        eprintln!("warning: no --allow-domain, --allow-email or --admin: nobody can sign in yet");
+        notice(
+            Level::Warn,
+            "warning: no --allow-domain, --allow-email or --admin: nobody can sign in yet",
+        );
     }
     let url_policy = match &g.url_policy {
         Some(p) => p
@@ -146,8 +169,11 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
         None => UrlPolicy::Strict,
     };
     if url_policy.is_weaker_than(UrlPolicy::Strict) {
-        eprintln!(
-            "warning: URL policy `{url_policy}` is weaker than team mode's default `strict`: servers people add may reach this machine's private network"
+        notice(
+            Level::Warn,
+            &format!(
+                "warning: URL policy `{url_policy}` is weaker than team mode's default `strict`: servers people add may reach this machine's private network"
+            ),
         );
     }
     let shown = url.to_string();
@@ -161,10 +187,16 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.public_origin = a.public_origin.clone();
     opts.url_policy = url_policy;
     opts.sign_in = Some(sign_in);
-    eprintln!("team database: {shown}");
-    switchboard_web::serve_team(opts)
+    opts.metrics_token = metrics_token;
+    notice(Level::Info, &format!("team database: {shown}"));
+    let running = switchboard_web::start_team(opts)
         .await
         .context("switchboard serve --team")?;
+    println!("Switchboard (team) is running at {}", running.app_origin);
+    tracing::info!(target: "switchboard", origin = %running.app_origin, address = %running.addr, "team instance listening");
+    let _ = tokio::signal::ctrl_c().await;
+    notice(Level::Info, "Stopping…");
+    running.shutdown().await;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -27,6 +27,7 @@ on_both!(alice_reaches_nothing_of_bobs_by_any_route);
 
 const BOB_HEADER: &str = "Bearer bob-header-secret-91f2";
 const BOB_ACCESS: &str = "bob-access-token-77ac";
+const METRICS_TOKEN: &str = "isolation-metrics-token-5d1c0e9a";
 
 fn bob_server(name: &str, url: &str) -> ServerRecord {
     ServerRecord {
@@ -90,6 +91,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         InstanceOptions {
             public_origin: Some(origin),
             sign_in: Some(sign_in_options(&peer, "admin@example.com")),
+            metrics_token: Some(METRICS_TOKEN.into()),
             ..Default::default()
         },
     )
@@ -198,6 +200,35 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                 let (status, v) = alice.send(send(Method::GET, route.path, None)).await;
                 assert_eq!(status, 200, "{what}: {v}");
                 answers.push((status, v));
+            }
+            ("GET", "/metrics") => {
+                // A session is not the metrics token...
+                let (status, v) = alice.get(&app.base, "/metrics").await;
+                assert_eq!(status, 401, "{what}: {v}");
+                answers.push((status, v));
+                // ...and what the scraper reads names nobody: bob's email, URL, server
+                // names and secrets (he has a connection open) appear nowhere in it.
+                let r = alice
+                    .http
+                    .get(format!("{}/metrics", app.base))
+                    .bearer_auth(METRICS_TOKEN)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200, "{what}");
+                let text = r.text().await.unwrap();
+                assert!(
+                    text.contains("switchboard_mcp_sessions_open 1"),
+                    "{what}: {text}"
+                );
+                bob.assert_no_leak(&what, &text);
+                for name in [
+                    "/api/servers/bobs",
+                    "/api/servers/trap",
+                    "alice@example.com",
+                ] {
+                    assert!(!text.contains(name), "{what} shows `{name}`: {text}");
+                }
             }
             ("GET", "/auth/login") => {
                 // A redirect to the issuer and a login cookie, whoever asks; never a session.

@@ -4,7 +4,8 @@
 //! key: the stale connection is closed when the new one is stored. Entries idle longer
 //! than [`CacheLimits::idle`] are closed by a sweep; past [`CacheLimits::max_entries`]
 //! the least recently used is closed. Losing the cache (a restart, another instance)
-//! costs a reconnect, never data.
+//! costs a reconnect, never data. The open-sessions gauge of `/metrics` follows the
+//! number of entries.
 //!
 //! Must not: hold its lock across `.await` (connecting happens outside it), or print a
 //! key (its digest covers secrets).
@@ -13,6 +14,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use prometheus_client::metrics::gauge::Gauge;
 use sha2::{Digest, Sha256};
 use switchboard_mcp::{ConnectError, ConnectOptions, Connection};
 use switchboard_net::GuardedClient;
@@ -61,6 +63,8 @@ pub struct ClientCache {
     limits: CacheLimits,
     guard: GuardedClient,
     entries: Mutex<HashMap<Key, Entry>>,
+    /// Open connections, for `/metrics` (set under the lock, after each change).
+    open: Gauge,
 }
 
 /// SHA-256 over the record and credentials, each field length-prefixed.
@@ -156,7 +160,18 @@ impl ClientCache {
             limits,
             guard,
             entries: Mutex::new(HashMap::new()),
+            open: Gauge::default(),
         }
+    }
+
+    /// The gauge of open connections (a handle on the same value).
+    pub(crate) fn open_gauge(&self) -> Gauge {
+        self.open.clone()
+    }
+
+    fn publish(&self, entries: &HashMap<Key, Entry>) {
+        self.open
+            .set(i64::try_from(entries.len()).unwrap_or(i64::MAX));
     }
 
     fn lock(&self) -> MutexGuard<'_, HashMap<Key, Entry>> {
@@ -190,7 +205,11 @@ impl ClientCache {
                     e.last_used = Instant::now();
                     return Ok(e.conn.clone());
                 }
-                Some(_) => entries.remove(&key).map(|e| e.conn),
+                Some(_) => {
+                    let closed = entries.remove(&key).map(|e| e.conn);
+                    self.publish(&entries);
+                    closed
+                }
                 None => None,
             }
         };
@@ -247,6 +266,7 @@ impl ClientCache {
                 last_used: now,
             },
         );
+        self.publish(&entries);
         (fresh, evicted)
     }
 
@@ -259,9 +279,12 @@ impl ClientCache {
                 .filter(|k| k.user == user.as_str() && k.server == name)
                 .cloned()
                 .collect();
-            keys.iter()
+            let gone = keys
+                .iter()
                 .filter_map(|k| entries.remove(k).map(|e| e.conn))
-                .collect()
+                .collect();
+            self.publish(&entries);
+            gone
         };
         close_all(gone);
     }
@@ -278,9 +301,12 @@ impl ClientCache {
                 })
                 .map(|(k, _)| k.clone())
                 .collect();
-            keys.iter()
+            let gone = keys
+                .iter()
                 .filter_map(|k| entries.remove(k).map(|e| e.conn))
-                .collect()
+                .collect();
+            self.publish(&entries);
+            gone
         };
         close_all(gone);
     }
@@ -292,7 +318,12 @@ impl ClientCache {
 
     /// Close everything (shutdown).
     pub(crate) fn clear(&self) {
-        let all: Vec<Arc<Connection>> = self.lock().drain().map(|(_, e)| e.conn).collect();
+        let all: Vec<Arc<Connection>> = {
+            let mut entries = self.lock();
+            let all = entries.drain().map(|(_, e)| e.conn).collect();
+            self.publish(&entries);
+            all
+        };
         close_all(all);
     }
 }

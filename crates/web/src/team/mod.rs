@@ -7,7 +7,8 @@
 //! sign-in and sessions (`signin`, `session`), the per-user server API (`servers`), the
 //! per-instance MCP client cache (`cache`), per-user OAuth logins to servers and token
 //! refresh (`mcp_oauth`), `/healthz` and `/readyz` (`health`), the pages a browser uses
-//! (`pages`: `/` and `/assets/{file}`).
+//! (`pages`: `/` and `/assets/{file}`);
+//! Prometheus `/metrics` for the operator's scraper (`metrics`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -34,6 +35,8 @@
 //!   `/oauth/mcp/callback` is public only because the
 //!   authorization server redirects to it, and acts solely for the user whose session
 //!   cookie arrives (a pending server login is taken only by its own user).
+//! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
+//!   session), with counts whose labels name no user, server, URL or tool.
 //!
 //! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
 //! without a case there fails it.
@@ -41,6 +44,7 @@
 mod cache;
 mod health;
 mod mcp_oauth;
+mod metrics;
 mod pages;
 mod servers;
 mod session;
@@ -60,6 +64,7 @@ pub use cache::CacheLimits;
 pub use mcp_oauth::{
     CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
 };
+pub use metrics::{METRICS_TOKEN_MIN_LEN, MetricsToken};
 pub use signin::{LOGIN_TTL, SignInOptions};
 pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
@@ -71,6 +76,9 @@ pub enum RouteAccess {
     Public,
     /// A signed-in user (a session cookie the store knows), acting only on their own data.
     Session,
+    /// The operator's monitoring: the metrics bearer token (no session); answers counts
+    /// only, never a user's data.
+    Operator,
 }
 
 /// One route of the team app, as [`route_table`] lists it.
@@ -135,6 +143,13 @@ fn routes() -> Vec<Route> {
             Public,
             "one cheap query on the store",
             health::readyz
+        ),
+        route!(
+            GET,
+            "/metrics",
+            Operator,
+            "this instance's counters, histograms and open MCP sessions (labels: route templates, methods, status classes, outcomes)",
+            metrics::scrape
         ),
         route!(
             GET,
@@ -252,7 +267,7 @@ pub fn team_app(state: TeamState) -> Router {
     let mut router = Router::new();
     for r in routes() {
         let handler = match r.info.access {
-            RouteAccess::Public => r.handler,
+            RouteAccess::Public | RouteAccess::Operator => r.handler,
             RouteAccess::Session => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 session::require_session,
@@ -260,5 +275,11 @@ pub fn team_app(state: TeamState) -> Router {
         };
         router = router.route(r.info.path, handler);
     }
-    router.fallback(not_found).with_state(state)
+    router
+        .fallback(not_found)
+        .layer(middleware::from_fn_with_state(
+            state.clone(),
+            metrics::track,
+        ))
+        .with_state(state)
 }

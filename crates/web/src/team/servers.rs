@@ -11,7 +11,8 @@
 //!   alone tests that saved server;
 //! - `GET /api/servers/{name}/tools`, `POST /api/servers/{name}/call` `{tool, args?}`:
 //!   through this instance's client cache, with saved OAuth tokens refreshed first when
-//!   they expire within five minutes (`mcp_oauth::usable_tokens`).
+//!   they expire within five minutes (`mcp_oauth::usable_tokens`);
+//!   each counted and timed in `/metrics` by outcome (`metrics::McpOutcome`).
 //!
 //! HTTP and SSE only: a body with `command`, `args`, `env` or `cwd`, or transport
 //! `stdio`, is a 400 (a browser user never makes the server run a command). Every
@@ -20,6 +21,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Instant;
 
 use axum::Json;
 use axum::extract::{Extension, Path, State};
@@ -33,6 +35,7 @@ use switchboard_store::{Secret, ServerRecord, Transport, UserStore};
 
 use super::cache::{PlannedTarget, target_options};
 use super::mcp_oauth::usable_tokens;
+use super::metrics::{McpMethod, McpOutcome};
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
 use crate::KEEP_UNCHANGED;
@@ -482,11 +485,13 @@ fn request_error(e: RequestError) -> ApiError {
     }
 }
 
-/// The caller's server `name`, connected (from the cache when it is current).
+/// The caller's server `name`, connected (from the cache when it is current) for an MCP
+/// request `method` started at `started`; a failed connection is counted as its outcome.
 async fn connection(
     state: &TeamState,
     signed: &SignedIn,
     name: &str,
+    (method, started): (McpMethod, Instant),
 ) -> ApiResult<Arc<Connection>> {
     let us = user_store(state, signed);
     let record = server_or_404(&us, name).await?;
@@ -495,7 +500,12 @@ async fn connection(
         .cache()
         .connection(&signed.user.id, &record, tokens.as_ref())
         .await
-        .map_err(|e| connect_error(name, e))
+        .map_err(|e| {
+            state
+                .metrics()
+                .mcp_call(method, McpOutcome::of_connect(&e), started);
+            connect_error(name, e)
+        })
 }
 
 /// `GET /api/servers/{name}/tools`.
@@ -504,11 +514,15 @@ pub async fn tools(
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let conn = connection(&state, &signed, &name).await?;
-    let tools = conn
-        .list_tools(&CallOptions::default())
-        .await
-        .map_err(request_error)?;
+    let started = Instant::now();
+    let conn = connection(&state, &signed, &name, (McpMethod::ListTools, started)).await?;
+    let tools = conn.list_tools(&CallOptions::default()).await;
+    state.metrics().mcp_call(
+        McpMethod::ListTools,
+        McpOutcome::of_answer(&tools, |_| false),
+        started,
+    );
+    let tools = tools.map_err(request_error)?;
     let tools: Vec<Value> = tools
         .iter()
         .filter_map(|t| serde_json::to_value(t).ok())
@@ -541,11 +555,17 @@ pub async fn call(
     if raw.tool.trim().is_empty() {
         return Err(ApiError::bad_request("name the `tool` to call"));
     }
-    let conn = connection(&state, &signed, &name).await?;
+    let started = Instant::now();
+    let conn = connection(&state, &signed, &name, (McpMethod::CallTool, started)).await?;
     let result = conn
         .call_tool(&raw.tool, args, &CallOptions::default())
-        .await
-        .map_err(request_error)?;
+        .await;
+    state.metrics().mcp_call(
+        McpMethod::CallTool,
+        McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
+        started,
+    );
+    let result = result.map_err(request_error)?;
     Ok(Json(json!({
         "server": name,
         "tool": raw.tool,

@@ -17,6 +17,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::{CacheLimits, ClientCache};
+use super::metrics::{MetricsToken, TeamMetrics};
 use super::signin::{SignIn, SignInOptions};
 use super::state::{TeamConfig, TeamShared, TeamState};
 use crate::error::WebError;
@@ -47,10 +48,13 @@ pub struct TeamOptions {
     pub cache: CacheLimits,
     /// How long a session lasts.
     pub session_ttl: Duration,
+    /// The bearer token `/metrics` asks of a scraper; `None`: `/metrics` answers 404.
+    pub metrics_token: Option<MetricsToken>,
 }
 
 impl TeamOptions {
-    /// Defaults: 127.0.0.1:8765, strict URL policy, 12-hour sessions, no sign-in.
+    /// Defaults: 127.0.0.1:8765, strict URL policy, 12-hour sessions, no sign-in, `/metrics`
+    /// off.
     pub fn new(store: Store) -> Self {
         Self {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -61,6 +65,7 @@ impl TeamOptions {
             sign_in: None,
             cache: CacheLimits::default(),
             session_ttl: Duration::from_secs(12 * 60 * 60),
+            metrics_token: None,
         }
     }
 }
@@ -160,17 +165,21 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             // Discovered now to report a wrong issuer at once; an issuer that is down is
             // asked again at the first sign-in.
             if let Err(e) = sign_in.client().await {
-                tracing::warn!("sign-in: {e}");
-                eprintln!("warning: sign-in: {e} (asked again at the first sign-in)");
+                // A log event only (shown at the default level): stderr stays one JSON
+                // object per line under `--log-format json`.
+                tracing::warn!("sign-in: {e} (asked again at the first sign-in)");
             }
             Some(sign_in)
         }
         None => None,
     };
+    let cache = ClientCache::new(guard.clone(), opts.cache);
+    let metrics = TeamMetrics::new(opts.metrics_token, cache.open_gauge());
     let state = TeamState {
         inner: Arc::new(TeamShared {
             store: opts.store,
-            cache: ClientCache::new(guard.clone(), opts.cache),
+            cache,
+            metrics,
             guard,
             cfg,
             sign_in,

@@ -9,6 +9,7 @@ use switchboard_net::GuardedClient;
 use switchboard_store::{Store, StoreError};
 
 use super::cache::ClientCache;
+use super::metrics::TeamMetrics;
 use super::signin::SignIn;
 use crate::error::ApiError;
 
@@ -59,6 +60,7 @@ pub(crate) struct TeamShared {
     pub cfg: TeamConfig,
     pub sign_in: Option<SignIn>,
     pub cache: ClientCache,
+    pub metrics: TeamMetrics,
 }
 
 /// The team app's state; cheap to clone.

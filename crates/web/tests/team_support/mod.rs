@@ -14,7 +14,9 @@ use serde_json::Value;
 use switchboard_net::UrlPolicy;
 use switchboard_store::{SecretKeys, Store, UserId};
 use switchboard_testkit::PgCluster;
-use switchboard_web::{CacheLimits, RunningTeam, SignInOptions, TeamOptions, start_team};
+use switchboard_web::{
+    CacheLimits, MetricsToken, RunningTeam, SignInOptions, TeamOptions, start_team,
+};
 
 /// A database for one test.
 pub enum Db {
@@ -66,6 +68,8 @@ pub struct InstanceOptions {
     pub public_origin: Option<String>,
     pub cache: CacheLimits,
     pub sign_in: Option<SignInOptions>,
+    /// The bearer token `/metrics` asks for (`None`: `/metrics` is off).
+    pub metrics_token: Option<String>,
 }
 
 /// A running team instance and how to reach it.
@@ -83,6 +87,7 @@ impl Instance {
         o.public_origin = opts.public_origin;
         o.cache = opts.cache;
         o.sign_in = opts.sign_in;
+        o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }
