@@ -3,7 +3,11 @@
 //! are `switchboard-registry`'s; this module picks the registry URL and the URL policy
 //! from the flags and settings, prints results (terminal-safe), takes `--env` /
 //! `--header` values, asks on a terminal for the required ones (secrets without echo),
-//! words errors with the CLI's flags, and writes the entry.
+//! words errors with the CLI's flags, and writes the entry. An mcpb package (when it is
+//! the first stdio package) is installed here only: downloaded through the guarded
+//! client, its SHA-256 checked, unpacked into `$SWITCHBOARD_HOME/bundles/NAME-SHA12/`
+//! and its manifest's command written (the terminal user chose to run it; the web app
+//! refuses bundles).
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
@@ -12,7 +16,9 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
 use switchboard_registry::{
-    Choice, DEFAULT_REGISTRY, InputKind, Plan, Registry, RegistryError, split_id,
+    BUNDLE_TIMEOUT, BundleError, Choice, DEFAULT_REGISTRY, Input, InputKind, Limits, Package,
+    PackageKind, Plan, Registry, RegistryError, ServerJson, check_sha256, download_bundle,
+    read_manifest, split_id, unpack,
 };
 
 use crate::ctx::{self, Globals};
@@ -218,6 +224,14 @@ pub async fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
     let reg = registry(g, a.registry.as_deref())?;
     let listing = reg.server(id, version).await.map_err(cli_error)?;
     let server = &listing.server;
+    if let Some(p) = server.packages.iter().find(|p| p.transport == "stdio")
+        && p.registry_type == PackageKind::Mcpb
+    {
+        if !headers_given.is_empty() {
+            bail!("--header is for remote servers; this one runs as a bundle");
+        }
+        return add_bundle(g, &a, server, p, env_given).await;
+    }
     let plan = Plan::new(server, Choice::Auto, &a.args).map_err(cli_error)?;
     let mut values = if plan.runs_locally() {
         if !headers_given.is_empty() {
@@ -233,8 +247,14 @@ pub async fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
         }
         headers_given
     };
-    // Ask on a terminal for what is required and has no value yet.
-    for input in plan.inputs() {
+    ask_required(plan.inputs(), &mut values)?;
+    let entry = plan.entry(&values).map_err(cli_error)?;
+    finish(g, &a, server, entry, plan.transport())
+}
+
+/// Asks on a terminal for what is required and has no value yet.
+fn ask_required(inputs: &[Input], values: &mut Vec<(String, String)>) -> Result<()> {
+    for input in inputs {
         if input.needs_value()
             && !values.iter().any(|(k, _)| *k == input.name)
             && let Some(v) = ask(&input.name, input.description.as_deref(), input.secret)?
@@ -242,7 +262,62 @@ pub async fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
             values.push((input.name.clone(), v));
         }
     }
-    let mut entry = plan.entry(&values).map_err(cli_error)?;
+    Ok(())
+}
+
+/// An mcpb package: download, check, unpack, and write its manifest's command.
+async fn add_bundle(
+    g: &Globals,
+    a: &AddArgs,
+    server: &ServerJson,
+    p: &Package,
+    mut values: Vec<(String, String)>,
+) -> Result<ExitCode> {
+    if !a.args.is_empty() {
+        bail!(
+            "arguments after `--` are not used for a bundle: its manifest gives the command line"
+        );
+    }
+    let settings = ctx::read_settings(g)?;
+    let client = ctx::guard(g, Some(&settings))?;
+    if p.file_sha256.is_none() {
+        return Err(anyhow::Error::new(BundleError::NoDigest));
+    }
+    errln!("Downloading the bundle {} …", p.identifier);
+    let bytes = download_bundle(&client, &p.identifier, BUNDLE_TIMEOUT).await?;
+    let sha = check_sha256(&bytes, p.file_sha256.as_deref())?;
+    let dir = ctx::home_dir()?
+        .join("bundles")
+        .join(format!("{}-{}", a.name, &sha[..12]));
+    if !dir.join("manifest.json").is_file() {
+        unpack(&bytes, &dir, Limits::default())?;
+    }
+    let manifest = read_manifest(&dir)
+        .with_context(|| format!("the bundle unpacked at {} cannot be used", dir.display()))?;
+    if let Some(rt) = manifest.missing_runtime() {
+        bail!(
+            "this bundle's server runs on `{rt}`, which is not on PATH; install {} and run this command again",
+            if rt == "node" { "Node.js" } else { "Python 3" }
+        );
+    }
+    ask_required(&manifest.user_config, &mut values)?;
+    let entry = manifest.entry(&dir, &values).map_err(|e| match e {
+        BundleError::Missing { names } => anyhow::anyhow!(
+            "the bundle needs {names}; give each with --env KEY=VALUE (or --env KEY='${{VAR}}' to store a reference to your environment instead of the value)"
+        ),
+        other => anyhow::Error::new(other),
+    })?;
+    finish(g, a, server, entry, "stdio")
+}
+
+/// Adds `--timeout`, `--trust` and the description, and writes the entry.
+fn finish(
+    g: &Globals,
+    a: &AddArgs,
+    server: &ServerJson,
+    mut entry: serde_json::Map<String, Value>,
+    transport: &str,
+) -> Result<ExitCode> {
     if let Some(t) = a.timeout {
         entry.insert("timeout".into(), json!(t));
     }
@@ -261,7 +336,7 @@ pub async fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
         &a.name,
         a.scope.as_deref(),
         Value::Object(entry),
-        plan.transport(),
+        transport,
         true,
     )?;
     Ok(ExitCode::SUCCESS)

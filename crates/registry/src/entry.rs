@@ -6,8 +6,8 @@
 //!
 //! npm runs through `npx -y id@version`, pypi through `uvx id==version`, oci through
 //! `docker run -i --rm … -e NAME image`, each unless the package's `runtimeHint` names
-//! another runner; mcpb bundles are not run (the message says how to install one by
-//! hand, with its SHA-256 when given).
+//! another runner; an mcpb bundle is not planned here (`bundle.rs` installs it for the
+//! CLI; the message says how, and how by hand with its SHA-256).
 //!
 //! Every string that comes from the registry is written with `$` escaped
 //! (`switchboard_config::escape_vars`), so a registry cannot make an entry expand this
@@ -82,7 +82,7 @@ pub fn package_support(p: &Package) -> Result<(), String> {
     match &p.registry_type {
         PackageKind::Npm | PackageKind::Pypi | PackageKind::Oci => Ok(()),
         PackageKind::Mcpb => Err(format!(
-            "mcpb (bundles are not supported yet: download {}{}, unpack it and add its command by hand)",
+            "mcpb (a bundle is code downloaded and run on this machine, so only the command line installs it, after checking its SHA-256: `switchboard mcp add NAME --from-registry ID`; or download {}{}, unpack it and add its command by hand)",
             p.identifier,
             p.file_sha256
                 .as_deref()

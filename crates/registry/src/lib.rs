@@ -6,17 +6,25 @@
 //!   limit and a size limit on every answer;
 //! - [`ServerJson`] (`server_json.rs`): a `server.json` parsed in two steps (raw serde
 //!   shape, then the validated type);
+//! - [`download_bundle`], [`check_sha256`], [`unpack`], [`read_manifest`]
+//!   (`bundle.rs`): an mcpb package, downloaded, checked, unpacked safely and turned into
+//!   a stdio entry (the CLI installs bundles; the web app does not);
 //! - [`Plan`] (`entry.rs`): a chosen package or remote → a settings entry, registry
 //!   text escaped so it never expands the environment.
 //!
 //! Must not: open a socket or build an HTTP client (only `switchboard-net`'s), ask a
 //! person anything (the CLI prompts, the web app shows a form), or write settings.
 
+mod bundle;
 mod client;
 mod entry;
 mod error;
 mod server_json;
 
+pub use bundle::{
+    BUNDLE_TIMEOUT, BundleError, Limits, MAX_BUNDLE, Manifest, ServerType, check_sha256,
+    download_bundle, read_manifest, unpack,
+};
 pub use client::{DEFAULT_REGISTRY, Found, MAX_BODY, REQUEST_TIMEOUT, Registry, split_id};
 pub use entry::{Choice, InputKind, Plan, image, known_runners, package_support, remote_support};
 pub use error::RegistryError;

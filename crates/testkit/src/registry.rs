@@ -4,7 +4,8 @@
 //! bodies) over `server.json` examples from the registry's docs
 //! (`fixtures/registry/`), plus hostile registries under their own prefixes:
 //! `/huge` (a 9 MiB answer), `/endless` (a body that never ends), `/malformed` (not
-//! JSON) and `/slow` (a body that trickles one byte a second). Stopped on drop.
+//! JSON) and `/slow` (a body that trickles one byte a second); MCPB bundles given by a
+//! test are served at `/bundles/FILE`. Stopped on drop.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -79,6 +80,7 @@ pub fn default_registry_servers() -> Vec<(Value, String)> {
 #[derive(Clone)]
 struct Reg {
     servers: Arc<Vec<(Value, String)>>,
+    bundles: Arc<HashMap<String, Vec<u8>>>,
     seen: Arc<Mutex<Vec<String>>>,
 }
 
@@ -185,13 +187,34 @@ impl RegistryServer {
     /// The registry over `servers` (`server.json`, status), on its own thread and
     /// runtime, so that blocking and async tests can use it alike.
     pub fn with_servers(servers: Vec<(Value, String)>) -> Self {
-        let reg = Reg {
-            servers: Arc::new(servers),
-            seen: Arc::default(),
-        };
+        Self::with_bundles(servers, Vec::new())
+    }
+
+    /// The registry over `servers`, also serving each `(file, bytes)` of `bundles` at
+    /// `/bundles/FILE` (MCPB downloads; any other file is a 404). A package
+    /// `identifier` written as a path (`/bundles/FILE`) is listed as this registry's
+    /// URL of it.
+    pub fn with_bundles(
+        mut servers: Vec<(Value, String)>,
+        bundles: Vec<(String, Vec<u8>)>,
+    ) -> Self {
         let std_listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         std_listener.set_nonblocking(true).unwrap();
         let addr = std_listener.local_addr().unwrap();
+        for (server, _) in &mut servers {
+            if let Some(packages) = server.get_mut("packages").and_then(Value::as_array_mut) {
+                for p in packages {
+                    if let Some(path) = p["identifier"].as_str().filter(|i| i.starts_with('/')) {
+                        p["identifier"] = json!(format!("http://{addr}{path}"));
+                    }
+                }
+            }
+        }
+        let reg = Reg {
+            servers: Arc::new(servers),
+            bundles: Arc::new(bundles.into_iter().collect()),
+            seen: Arc::default(),
+        };
         let app = Router::new()
             .route("/v0.1/servers", get(list))
             .route("/v0.1/servers/{name}/versions/{version}", get(version))
@@ -217,6 +240,17 @@ impl RegistryServer {
                 get(|| async { "<html>not a registry</html>" }),
             )
             .route("/slow/v0.1/servers", get(|| async { slow() }))
+            .route(
+                "/bundles/{file}",
+                get(
+                    |State(reg): State<Reg>, UrlPath(file): UrlPath<String>| async move {
+                        match reg.bundles.get(&file) {
+                            Some(b) => b.clone().into_response(),
+                            None => StatusCode::NOT_FOUND.into_response(),
+                        }
+                    },
+                ),
+            )
             .with_state(reg.clone());
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let thread = std::thread::spawn(move || {

@@ -136,7 +136,7 @@ async fn search_lists_active_servers_with_the_ways_each_runs() {
         mcpb["options"][0]["why"]
             .as_str()
             .unwrap()
-            .contains("not supported yet")
+            .contains("only the command line installs it")
     );
     let fs = by("io.modelcontextprotocol.anonymous/mcp-fs");
     assert_eq!(fs["options"][0]["kind"], "remote");
