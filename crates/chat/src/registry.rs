@@ -25,7 +25,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
+use switchboard_host::{cut_middle, identity_hash};
 use switchboard_mcp::model::Tool;
 
 use crate::schema::{Normalized, to_openapi};
@@ -207,36 +207,16 @@ pub fn sanitize(part: &str) -> String {
         .collect()
 }
 
-/// Cuts an ASCII name to `max` characters in the middle: the head and the tail around
-/// `___`.
-fn fit(name: &str, max: usize) -> String {
-    if name.len() <= max {
-        return name.to_string();
-    }
-    let keep = max.saturating_sub(3);
-    let head = keep / 2;
-    let tail = keep - head;
-    format!("{}___{}", &name[..head], &name[name.len() - tail..])
-}
-
-fn identity_hash(server: &str, tool: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(server.as_bytes());
-    h.update([0u8]);
-    h.update(tool.as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The model-facing name for `(server, tool)` at a collision level (0 = no suffix).
 fn name_at_level(server: &str, tool: &str, level: usize) -> String {
     let base = format!("mcp_{}_{}", sanitize(server), sanitize(tool));
     let hex_len = HASH_LEVELS[level.min(HASH_LEVELS.len() - 1)];
     if hex_len == 0 {
-        return fit(&base, MAX_NAME_LEN);
+        return cut_middle(&base, MAX_NAME_LEN);
     }
     let hash = identity_hash(server, tool);
     let suffix = &hash[..hex_len];
-    format!("{}_{suffix}", fit(&base, MAX_NAME_LEN - 1 - hex_len))
+    format!("{}_{suffix}", cut_middle(&base, MAX_NAME_LEN - 1 - hex_len))
 }
 
 /// Assigns names to a sorted, deduplicated list of identities. Collision groups are

@@ -17,7 +17,7 @@
 
 use std::collections::HashMap;
 
-use sha2::{Digest, Sha256};
+use switchboard_host::{cut_middle, identity_hash};
 
 /// Longest downstream name.
 pub const MAX_NAME_LEN: usize = 64;
@@ -41,36 +41,17 @@ pub fn sanitize(part: &str) -> String {
         .collect()
 }
 
-fn cut(name: &str, max: usize) -> String {
-    if name.len() <= max {
-        return name.to_string();
-    }
-    // ASCII only after `sanitize`, so byte indices are character indices.
-    let keep = max.saturating_sub(3);
-    let head = keep / 2;
-    let tail = keep - head;
-    format!("{}___{}", &name[..head], &name[name.len() - tail..])
-}
-
-fn hash_hex(server: &str, item: &str) -> String {
-    let mut h = Sha256::new();
-    h.update(server.as_bytes());
-    h.update([0u8]);
-    h.update(item.as_bytes());
-    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// The downstream name of `(server, item)` at a collision level (0: no suffix).
 pub fn name_at(server: &str, item: &str, level: usize) -> String {
     let base = format!("{}{SEPARATOR}{}", sanitize(server), sanitize(item));
     let hash_len = HASH_LEVELS[level.min(HASH_LEVELS.len() - 1)];
     if hash_len == 0 {
-        return cut(&base, MAX_NAME_LEN);
+        return cut_middle(&base, MAX_NAME_LEN);
     }
-    let hash = hash_hex(server, item);
+    let hash = identity_hash(server, item);
     format!(
         "{}_{}",
-        cut(&base, MAX_NAME_LEN - hash_len - 1),
+        cut_middle(&base, MAX_NAME_LEN - hash_len - 1),
         &hash[..hash_len]
     )
 }

@@ -9,11 +9,13 @@
 
 mod cache;
 mod host;
+mod names;
 mod pins;
 mod status;
 mod targets;
 
 pub use host::{Host, HostEvent, HostOptions, ServerSpec};
+pub use names::{cut_middle, identity_hash};
 pub use pins::{
     Accept, MAX_TOOLS_PER_SERVER, PINS_FILE, PinError, PinStore, PinnedDefinition, Review,
     ServerKey, ServerPins, ToolPin, WithheldReason, WithheldTool, definition, fingerprint,
