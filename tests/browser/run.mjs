@@ -511,7 +511,7 @@ async function registryScenario(page) {
   assert((await brave.textContent()).includes("MCP server for Brave Search API integration"), "description shown");
   assert((await brave.locator('[data-registry-version]').textContent()) === "v1.0.2", "version shown");
   const editor = page.locator('[data-registry-result="io.modelcontextprotocol/text-editor"]');
-  assert((await editor.locator(".reg-why").textContent()).includes("not supported yet"), "mcpb explained");
+  assert((await editor.locator(".reg-why").textContent()).includes("only the command line installs it"), "mcpb explained");
   assert((await editor.locator("[data-registry-add]").count()) === 0, "mcpb has no Add button");
   await shot(page, "01-search");
 
