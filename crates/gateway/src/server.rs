@@ -226,6 +226,15 @@ impl GatewayServer {
         (opts, prx)
     }
 
+    /// Whether the audit log keeps arguments and results (`--audit-payloads`).
+    fn audit_payloads(&self) -> bool {
+        self.shared
+            .opts
+            .audit
+            .as_ref()
+            .is_some_and(|a| a.payloads())
+    }
+
     fn audit(&self, ctx: &RequestContext<RoleServer>, call: Call<'_>, outcome: Outcome) {
         let Some(audit) = &self.shared.opts.audit else {
             return;
@@ -342,12 +351,7 @@ impl ServerHandler for GatewayServer {
         let catalog = self
             .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
             .await;
-        let keep = self
-            .shared
-            .opts
-            .audit
-            .as_ref()
-            .is_some_and(|a| a.payloads());
+        let keep = self.audit_payloads();
         let args_value = request.arguments.clone().map(serde_json::Value::Object);
         let Some((server, tool)) = catalog.tool_names.resolve(&requested) else {
             let err = ErrorData::invalid_params(
@@ -417,12 +421,7 @@ impl ServerHandler for GatewayServer {
         let catalog = self
             .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
             .await;
-        let keep = self
-            .shared
-            .opts
-            .audit
-            .as_ref()
-            .is_some_and(|a| a.payloads());
+        let keep = self.audit_payloads();
         let args_value = request.arguments.clone().map(serde_json::Value::Object);
         let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -485,12 +484,7 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let started = Instant::now();
-        let keep = self
-            .shared
-            .opts
-            .audit
-            .as_ref()
-            .is_some_and(|a| a.payloads());
+        let keep = self.audit_payloads();
         let catalog = self
             .catalog_with(|c| c.uris.route(&request.uri).is_ok())
             .await;
