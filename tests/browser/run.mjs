@@ -707,12 +707,46 @@ async function teamScenario(page) {
   await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
 }
 
+// A tool whose definition changed since pinned is shown as withheld with the reason;
+// "Accept change" offers it again and it can be called.
+async function pinsScenario(page) {
+  step = "open explorer";
+  await page.goto(APP_URL);
+  await selectServer(page, "demo");
+  step = "withheld card";
+  const card = page.locator('[data-withheld-tool="echo"]');
+  await card.waitFor({ timeout: TIMEOUT });
+  const text = await card.innerText();
+  assert(text.includes("changed since pinned") && text.includes("Accept change"), text);
+  assert((await page.locator('details[data-tool="echo"]').count()) === 0, "echo is offered while withheld");
+  step = "show change";
+  await card.locator("button", { hasText: "Show change" }).click();
+  const diff = card.locator('[data-pin-diff="echo"]');
+  await diff.waitFor({ timeout: TIMEOUT });
+  const diffText = await diff.innerText();
+  assert(diffText.includes("-") && diffText.includes("An older echo.") && diffText.includes("Echo a message back"), diffText);
+  assert((await diff.locator(".diff-del").count()) > 0 && (await diff.locator(".diff-add").count()) > 0, "diff lines are marked");
+  await shot(page, "withheld");
+  step = "accept";
+  await card.locator("button", { hasText: "Accept change" }).click();
+  await page.locator('details[data-tool="echo"]').waitFor({ timeout: TIMEOUT });
+  assert((await page.locator('[data-withheld-tool="echo"]').count()) === 0, "still withheld after accepting");
+  step = "call echo";
+  const item = page.locator('details[data-tool="echo"]');
+  await item.locator(":scope > summary").click();
+  await item.locator('[name="message"]').fill("accepted");
+  await item.locator('[data-call="echo"]').click();
+  await item.getByText("Echo: accepted").first().waitFor({ timeout: TIMEOUT });
+  await shot(page, "accepted");
+}
+
 // ---------------------------------------------------------------- main
 
 const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
 scenarios.workflows = workflowsScenario;
 scenarios.registry = registryScenario;
 scenarios.team = teamScenario;
+scenarios.pins = pinsScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {
   console.error("usage: APP_URL=… SCENARIO=settings|apps|chat|oauth|oauth-callback node run.mjs");

@@ -201,25 +201,21 @@ pub fn human(store: &PinStore, shown: &[&ServerPins], current: Option<&ServerKey
             );
             continue;
         }
-        for (name, pending) in &waiting {
+        for change in p.pending_changes() {
+            let name = &change.name;
             let _ = writeln!(out);
-            match &pending.renamed_from {
-                Some(from) => {
-                    let _ = writeln!(
-                        out,
-                        "  {name}: new name of the pinned tool `{from}` (withheld until accepted)"
-                    );
-                    let old = p.tools.get(from).and_then(|t| t.pinned.as_ref());
-                    diff(&mut out, old, pending, from, name);
-                }
-                None => {
-                    let _ = writeln!(
-                        out,
-                        "  {name}: changed since pinned (withheld until accepted)"
-                    );
-                    let old = p.tools.get(*name).and_then(|t| t.pinned.as_ref());
-                    diff(&mut out, old, pending, name, name);
-                }
+            let _ = match &change.renamed_from {
+                Some(from) => writeln!(
+                    out,
+                    "  {name}: new name of the pinned tool `{from}` (withheld until accepted)"
+                ),
+                None => writeln!(
+                    out,
+                    "  {name}: changed since pinned (withheld until accepted)"
+                ),
+            };
+            for line in change.diff.lines() {
+                let _ = writeln!(out, "    {line}");
             }
             if !other {
                 let _ = writeln!(
@@ -244,26 +240,4 @@ pub fn human(store: &PinStore, shown: &[&ServerPins], current: Option<&ServerKey
 
 fn plural(n: usize, word: &str) -> String {
     format!("{n} {word}{}", if n == 1 { "" } else { "s" })
-}
-
-/// A unified diff of the pinned and the new definition (pretty JSON, keys sorted).
-fn diff(
-    out: &mut String,
-    old: Option<&PinnedDefinition>,
-    new: &PinnedDefinition,
-    old_name: &str,
-    new_name: &str,
-) {
-    let pretty = |d: &Value| serde_json::to_string_pretty(d).unwrap_or_default() + "\n";
-    let old_text = old.map(|d| pretty(&d.definition)).unwrap_or_default();
-    let new_text = pretty(&new.definition);
-    let text = similar::TextDiff::from_lines(&old_text, &new_text);
-    let unified = text
-        .unified_diff()
-        .context_radius(2)
-        .header(&format!("pinned {old_name}"), &format!("now {new_name}"))
-        .to_string();
-    for line in unified.lines() {
-        let _ = writeln!(out, "    {line}");
-    }
 }

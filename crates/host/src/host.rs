@@ -30,7 +30,9 @@ use switchboard_mcp::{
 };
 use tokio::sync::broadcast;
 
-use crate::pins::{Accept, PinError, PinStore, Review, ServerKey, WithheldTool};
+use crate::pins::{
+    Accept, PendingChange, PinError, PinStore, Review, ServerKey, ServerPins, WithheldTool,
+};
 use crate::status::{AuthStatus, ServerSnapshot, ServerStatus};
 
 /// How a server starts out, before any connection attempt.
@@ -492,6 +494,29 @@ impl Host {
             })??;
         review_slot(&self.inner, &slot).await;
         Ok(accepted)
+    }
+
+    /// The waiting changes of `server`'s tools with their diffs (none when pinning is
+    /// off for it or nothing waits). Reads the pins file off the async threads.
+    pub async fn pending_changes(&self, server: &str) -> Result<Vec<PendingChange>, PinError> {
+        let Some(slot) = self.inner.slot(server) else {
+            return Ok(Vec::new());
+        };
+        let (Some(store), Some(key)) = (self.inner.opts.pins.clone(), pin_key(&slot.spec)) else {
+            return Ok(Vec::new());
+        };
+        let path = store.path().to_path_buf();
+        let servers = tokio::task::spawn_blocking(move || store.servers())
+            .await
+            .map_err(|e| PinError::Lock {
+                path,
+                reason: format!("the reading task failed: {e}"),
+            })??;
+        Ok(servers
+            .iter()
+            .find(|p| p.name == key.name && p.identity == key.identity)
+            .map(ServerPins::pending_changes)
+            .unwrap_or_default())
     }
 
     /// Closes every connection concurrently and stops every stdio server.

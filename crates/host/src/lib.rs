@@ -17,8 +17,8 @@ mod targets;
 pub use host::{Host, HostEvent, HostOptions, ServerSpec};
 pub use names::{cut_middle, identity_hash};
 pub use pins::{
-    Accept, MAX_TOOLS_PER_SERVER, PINS_FILE, PinError, PinStore, PinnedDefinition, Review,
-    ServerKey, ServerPins, ToolPin, WithheldReason, WithheldTool, definition, fingerprint,
+    Accept, MAX_TOOLS_PER_SERVER, PINS_FILE, PendingChange, PinError, PinStore, PinnedDefinition,
+    Review, ServerKey, ServerPins, ToolPin, WithheldReason, WithheldTool, definition, fingerprint,
     fingerprint_of,
 };
 pub use status::{AuthStatus, ServerSnapshot, ServerStatus};

@@ -3,7 +3,14 @@
 //! - `POST /api/mcp/tool-call` `{server, tool, args}` → `{result, ui}`;
 //! - `POST /api/mcp/resource-read` `{server, uri}` → `{result}`;
 //! - `POST /api/mcp/prompt-get` `{server, name, args}` → `{result}`;
-//! - `POST /api/mcp/servers/{name}/restart`.
+//! - `POST /api/mcp/servers/{name}/restart`;
+//! - `GET /api/mcp/servers/{name}/pins` → `{changes: [{name, renamedFrom?, diff}]}`:
+//!   the tools withheld because their definition changed since pinned, each with a
+//!   unified diff of the pinned and the new definition (what `switchboard mcp pins`
+//!   shows);
+//! - `POST /api/mcp/servers/{name}/pins/accept` `{tool}` or `{all: true}` accepts a
+//!   tool whose definition changed since pinned (what `switchboard mcp pins accept`
+//!   does) and offers it again at once → `{accepted: [names]}`.
 //!
 //! `tool-call` and `resource-read` also serve MCP Apps: with `appId` instead of
 //! `server`, the server is the one the app session is bound to (see [`crate::apps`]),
@@ -241,4 +248,53 @@ pub async fn restart(
         host.restart(&name).await;
     });
     Ok(Json(json!({"ok": true})))
+}
+
+/// `GET /api/mcp/servers/{name}/pins`: the explorer's "Show change".
+pub async fn pending_pins(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let host = state.host();
+    if host.server(&name).is_none() {
+        return Err(ApiError::not_found(format!("no server named `{name}`")));
+    }
+    let changes = host
+        .pending_changes(&name)
+        .await
+        .map_err(|e| ApiError::internal(e.to_string()))?;
+    Ok(Json(json!({"changes": changes})))
+}
+
+#[derive(Deserialize)]
+pub struct AcceptPinsReq {
+    tool: Option<String>,
+    #[serde(default)]
+    all: bool,
+}
+
+/// `POST /api/mcp/servers/{name}/pins/accept`: the explorer's "Accept change" button.
+pub async fn accept_pins(
+    State(state): State<AppState>,
+    Path(name): Path<String>,
+    ApiJson(req): ApiJson<AcceptPinsReq>,
+) -> ApiResult<Json<Value>> {
+    let host = state.host();
+    if host.server(&name).is_none() {
+        return Err(ApiError::not_found(format!("no server named `{name}`")));
+    }
+    let which = match (req.tool, req.all) {
+        (Some(tool), false) => switchboard_host::Accept::Tool(tool),
+        (None, true) => switchboard_host::Accept::All,
+        _ => {
+            return Err(ApiError::bad_request(
+                "name one changed tool (`{\"tool\": NAME}`) or send `{\"all\": true}`",
+            ));
+        }
+    };
+    let accepted = host.accept_pins(&name, which).await.map_err(|e| match e {
+        switchboard_host::PinError::NothingToAccept { .. } => ApiError::conflict(e.to_string()),
+        other => ApiError::internal(other.to_string()),
+    })?;
+    Ok(Json(json!({"accepted": accepted})))
 }

@@ -468,6 +468,11 @@ pub fn app(state: AppState) -> Router {
         .route("/settings/mcp-oauth-token", post(oauth::token))
         .route("/mcp/servers", get(explorer::servers))
         .route("/mcp/servers/{name}/restart", post(explorer::restart))
+        .route("/mcp/servers/{name}/pins", get(explorer::pending_pins))
+        .route(
+            "/mcp/servers/{name}/pins/accept",
+            post(explorer::accept_pins),
+        )
         .route("/mcp/tool-call", post(explorer::tool_call))
         .route("/mcp/resource-read", post(explorer::resource_read))
         .route("/mcp/prompt-get", post(explorer::prompt_get))

@@ -236,3 +236,32 @@ async fn browser_settings_finds_and_adds_a_server_from_the_registry() {
     );
     app.shutdown().await;
 }
+
+/// Tool pinning in the explorer: `echo` pinned with another definition is shown as
+/// withheld with the reason; "Accept change" offers it again and it is called.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn browser_explorer_shows_a_withheld_tool_and_accepts_its_change() {
+    let demo = demo_http().await;
+    let home = Home::new(Some(&json!({"mcpServers": {"demo": {"httpUrl": demo}}})));
+    let store = switchboard_host::PinStore::in_home(&home.load().home);
+    let pinned: switchboard_mcp::model::Tool = serde_json::from_value(json!({
+        "name": "echo",
+        "description": "An older echo.",
+        "inputSchema": {"type": "object"}
+    }))
+    .unwrap();
+    let key = switchboard_host::ServerKey::new(
+        "demo",
+        &switchboard_mcp::Target::Http {
+            url: demo.clone(),
+            headers: Vec::new(),
+        },
+    );
+    store.review(&key, &[pinned]).unwrap();
+    let app = start_app(&home, None).await;
+    wait_connected(&app, &["demo"]).await;
+    run_scenario("pins", &app.url, &[]).await;
+    let pins = std::fs::read_to_string(store.path()).unwrap();
+    assert!(!pins.contains("An older echo."), "{pins}");
+    app.shutdown().await;
+}

@@ -156,6 +156,48 @@
       el("div", { class: "item-body" }, form.node, el("div", { class: "row" }, btn), out));
   }
 
+  // A tool the server lists but the host withholds: its definition changed since it
+  // was pinned (or it looks like a renamed pinned tool). Accepting it is the same as
+  // `switchboard mcp pins accept SERVER TOOL`; `switchboard mcp pins` shows the diff.
+  function withheldCard(s, w) {
+    var out = el("div", { class: "item-out" });
+    var btn = el("button", { type: "button", class: "primary" }, "Accept change");
+    btn.addEventListener("click", function () {
+      btn.disabled = true;
+      SB.api("POST", "/mcp/servers/" + encodeURIComponent(s.name) + "/pins/accept", { tool: w.name }).then(function (d) {
+        SB.toast("Accepted " + (d.accepted || []).join(", ") + "; the tool is offered again.");
+        SB.refreshServers().catch(function () {});
+      }, function (e) {
+        btn.disabled = false;
+        SB.clear(out).appendChild(el("div", { class: "error-box" }, e.message));
+      });
+    });
+    var diffBox = el("div", { class: "pin-diff" });
+    var show = el("button", { type: "button" }, "Show change");
+    show.addEventListener("click", function () {
+      show.disabled = true;
+      SB.api("GET", "/mcp/servers/" + encodeURIComponent(s.name) + "/pins").then(function (d) {
+        var c = (d.changes || []).filter(function (x) { return x.name === w.name; })[0];
+        SB.clear(diffBox);
+        if (!c) { diffBox.appendChild(el("p", { class: "muted" }, "No change is waiting any more.")); return; }
+        var pre = el("pre", { class: "diff mono", dataset: { pinDiff: w.name } });
+        c.diff.split("\n").forEach(function (line) {
+          var kind = line.indexOf("+++") === 0 || line.indexOf("---") === 0 ? "head" : line.charAt(0) === "+" ? "add" : line.charAt(0) === "-" ? "del" : line.indexOf("@@") === 0 ? "hunk" : "same";
+          pre.appendChild(el("span", { class: "diff-" + kind }, line + "\n"));
+        });
+        diffBox.appendChild(pre);
+      }, function (e) {
+        show.disabled = false;
+        SB.clear(diffBox).appendChild(el("div", { class: "error-box" }, e.message));
+      });
+    });
+    return el("div", { class: "item withheld", dataset: { withheldTool: w.name } },
+      el("div", { class: "withheld-head" }, el("span", { class: "item-name" }, w.name), el("span", { class: "badge danger" }, "withheld: " + w.why)),
+      el("p", { class: "muted" }, "Its definition changed since you first used it, so it is not offered until you accept the change. Read what changed first: a server that rewrites a tool's description can steer the model."),
+      diffBox,
+      el("div", { class: "row" }, show, btn), out);
+  }
+
   function renderMain(main) {
     var s = selectedServer();
     SB.clear(main);
@@ -172,6 +214,7 @@
       if (!s.tools.length) panel.appendChild(el("p", { class: "muted" }, s.status === "connected" ? "This server offers no tools." : "Tools appear once the server is connected."));
       s.tools.forEach(function (t) { panel.appendChild(toolCard(s, t)); });
       if (s.filteredOutTools.length) panel.appendChild(el("p", { class: "muted" }, "Left out by includeTools/excludeTools: " + s.filteredOutTools.join(", ")));
+      (s.withheldTools || []).forEach(function (w) { panel.appendChild(withheldCard(s, w)); });
     } else if (state.tab === "resources") {
       if (!s.resources.length && !s.resourceTemplates.length) panel.appendChild(el("p", { class: "muted" }, "No resources."));
       s.resources.forEach(function (r) { panel.appendChild(resourceCard(s, r)); });

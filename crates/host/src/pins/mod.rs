@@ -19,6 +19,7 @@
 //! It must not decide anything else about a tool (filters are the host's, confirmation
 //! the front end's) and never talks to a server: the host hands it the lists.
 
+mod changes;
 mod file;
 mod fingerprint;
 
@@ -28,6 +29,7 @@ use serde::Serialize;
 use switchboard_mcp::Target;
 use switchboard_mcp::model::Tool;
 
+pub use changes::PendingChange;
 pub use file::{PinnedDefinition, ServerPins, ToolPin};
 pub use fingerprint::{definition, fingerprint, fingerprint_of};
 
