@@ -3,7 +3,10 @@
 //! binary pinned beside it): over stdio (Inspector spawns the gateway from a session
 //! config file) and over Streamable HTTP with the bearer token, it lists the demo
 //! server's tools under their gateway names, calls `echo`, reads a resource and gets a
-//! prompt; without the token the HTTP gateway refuses it.
+//! prompt; without the token the HTTP gateway refuses it. Through the gateway,
+//! Inspector also reaches an OAuth-protected upstream (the Python SDK's auth server)
+//! with the login `switchboard mcp login` made, refreshed when the access token runs
+//! out, and no token ever reaches the client.
 // Test code drives real processes and reads their output.
 #![allow(clippy::disallowed_methods, clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,7 +17,9 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use switchboard_testkit::{PeerProcess, ensure_peers, free_port, peers_dir};
+use switchboard_testkit::{
+    PeerProcess, ensure_peers, fake_browser_command, free_port, peers_dir, spawn_oauth_python,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 const TOKEN: &str = "inspector-test-token-0123456789abcdef";
@@ -148,11 +153,8 @@ async fn inspector_cli_lists_and_calls_through_the_stdio_gateway() {
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn inspector_cli_lists_and_calls_through_the_http_gateway_with_its_token() {
-    ensure_peers();
-    let env = common::Env::new();
-    let config = settings(env.project.path());
+/// `switchboard gateway --http` on a free port with the test token.
+async fn http_gateway(env: &common::Env, config: &Path) -> (PeerProcess, String) {
     let port = free_port();
     let mut cmd = Command::new(BIN);
     cmd.args([
@@ -171,7 +173,15 @@ async fn inspector_cli_lists_and_calls_through_the_http_gateway_with_its_token()
     .current_dir(env.project.path());
     let mut gateway = PeerProcess::spawn("gateway-http", cmd);
     gateway.wait_for_port(port, Duration::from_secs(30)).await;
-    let url = format!("http://127.0.0.1:{port}/mcp");
+    (gateway, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspector_cli_lists_and_calls_through_the_http_gateway_with_its_token() {
+    ensure_peers();
+    let env = common::Env::new();
+    let config = settings(env.project.path());
+    let (_gateway, url) = http_gateway(&env, &config).await;
     let header = format!("Authorization: Bearer {TOKEN}");
 
     list_call_read_prompt(
@@ -190,4 +200,166 @@ async fn inspector_cli_lists_and_calls_through_the_http_gateway_with_its_token()
         !refused.status.success() || stdout.contains("\"error\""),
         "{stdout}"
     );
+}
+
+fn text(out: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+async fn oauth_stats(url: &str) -> Value {
+    let base = url.trim_end_matches("/mcp");
+    reqwest::get(format!("{base}/test/stats"))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
+/// An OAuth-protected upstream through the gateway: before `switchboard mcp login` the
+/// gateway offers the demo server's tools only; after it, Inspector calls the protected
+/// server's `echo` through the gateway, the gateway refreshes the short-lived access
+/// token by itself when it runs out, and neither token shows up in anything the
+/// client or the gateway printed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inspector_reaches_an_oauth_protected_upstream_through_the_gateway() {
+    ensure_peers();
+    // Access tokens live 4 s, so the second call needs a refresh.
+    let oauth = spawn_oauth_python(&["--access-ttl", "4"]).await;
+    let env = common::Env::new();
+    let callback = free_port();
+    let config = env.project.path().join("settings.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {
+            "demo": {"command": BIN, "args": ["demo-server"]},
+            "py": {"httpUrl": oauth.url, "timeout": 20000,
+                   "oauth": {"redirectUri": format!("http://localhost:{callback}/oauth/callback")}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let header = format!("Authorization: Bearer {TOKEN}");
+    let home = env.home.path();
+
+    // Not logged in: the protected server is simply absent, the others are served.
+    let (gateway, url) = http_gateway(&env, &config).await;
+    let list = answer(&inspector(
+        home,
+        &[
+            &url,
+            "--transport",
+            "http",
+            "--header",
+            &header,
+            "--method",
+            "tools/list",
+        ],
+    ));
+    let names = tool_names(&list);
+    assert!(names.contains(&"demo__echo".to_string()), "{names:?}");
+    assert!(!names.iter().any(|n| n.starts_with("py__")), "{names:?}");
+    drop(gateway);
+
+    let login = Command::new(BIN)
+        .args(["--config"])
+        .arg(&config)
+        .args(["mcp", "login", "py", "--timeout", "30"])
+        .env("HOME", home)
+        .env("SWITCHBOARD_HOME", env.sb.path())
+        .env("BROWSER", fake_browser_command())
+        .env_remove("SWITCHBOARD_LOG")
+        .current_dir(env.project.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(login.status.success(), "{}", text(&login));
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sb.path().join("mcp-oauth-tokens.json")).unwrap(),
+    )
+    .unwrap();
+    let entry = saved
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| e["serverName"] == "py")
+        .unwrap();
+    let mut secrets = vec![
+        entry["token"]["accessToken"].as_str().unwrap().to_string(),
+        entry["token"]["refreshToken"].as_str().unwrap().to_string(),
+    ];
+
+    let (gateway, url) = http_gateway(&env, &config).await;
+    let call = |message: &str| {
+        inspector(
+            home,
+            &[
+                &url,
+                "--transport",
+                "http",
+                "--header",
+                &header,
+                "--method",
+                "tools/call",
+                "--tool-name",
+                "py__echo",
+                "--tool-arg",
+                &format!("message={message}"),
+            ],
+        )
+    };
+    let first = call("first");
+    let v = answer(&first);
+    assert!(v.to_string().contains("first"), "{v}");
+    let before = oauth_stats(&oauth.url).await;
+
+    // The access token runs out; the gateway refreshes it by itself.
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    let second = call("second");
+    let v = answer(&second);
+    assert!(v.to_string().contains("second"), "{v}");
+    let after = oauth_stats(&oauth.url).await;
+    assert!(
+        after["refreshes"].as_u64() > before["refreshes"].as_u64(),
+        "no refresh happened: {before} → {after}"
+    );
+    // The rotated tokens count as secrets too.
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(env.sb.path().join("mcp-oauth-tokens.json")).unwrap(),
+    )
+    .unwrap();
+    for e in saved.as_array().unwrap() {
+        for k in ["accessToken", "refreshToken"] {
+            if let Some(t) = e["token"][k].as_str() {
+                secrets.push(t.to_string());
+            }
+        }
+    }
+
+    let list = inspector(
+        home,
+        &[
+            &url,
+            "--transport",
+            "http",
+            "--header",
+            &header,
+            "--method",
+            "tools/list",
+        ],
+    );
+    let gateway_log = gateway.stderr();
+    drop(gateway);
+    for seen in [text(&first), text(&second), text(&list), gateway_log] {
+        for secret in &secrets {
+            assert!(
+                !seen.contains(secret.as_str()),
+                "a token reached the client or the gateway's output"
+            );
+        }
+    }
 }
