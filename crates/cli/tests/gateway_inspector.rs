@@ -166,7 +166,7 @@ async fn http_gateway(env: &common::Env, config: &Path) -> (PeerProcess, String)
         &port.to_string(),
     ])
     .arg("--config")
-    .arg(&config)
+    .arg(config)
     .env("HOME", env.home.path())
     .env("SWITCHBOARD_HOME", env.sb.path())
     .env("SWITCHBOARD_GATEWAY_TOKEN", TOKEN)
