@@ -212,6 +212,8 @@ pub(crate) fn write_entry(
 pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> {
     let path = settings_path(g, scope)?;
     let mut doc = SettingsDoc::open(&path)?;
+    let bundles = ctx::home_dir()?.join("bundles");
+    let bundle = doc.server(name).and_then(|e| bundle_dir_of(e, &bundles));
     if !doc.remove_server(name) {
         bail!(
             "no server `{name}` in {} (try --scope user or --scope project)",
@@ -220,7 +222,74 @@ pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> 
     }
     doc.save()?;
     outln!("Removed server `{name}` from {}", path.display());
+    if let Some(dir) = bundle {
+        remove_bundle(g, &dir, &bundles)?;
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The bundle folder (`$SWITCHBOARD_HOME/bundles/NAME-SHA12`) a settings entry runs
+/// from, when its command, an argument or its cwd lies inside one. Only a direct child
+/// of `bundles` counts (a `..` in the path does not lead out of it).
+fn bundle_dir_of(entry: &Value, bundles: &std::path::Path) -> Option<PathBuf> {
+    let mut texts: Vec<&str> = Vec::new();
+    for key in ["command", "cwd"] {
+        if let Some(t) = entry.get(key).and_then(Value::as_str) {
+            texts.push(t);
+        }
+    }
+    if let Some(args) = entry.get("args").and_then(Value::as_array) {
+        texts.extend(args.iter().filter_map(Value::as_str));
+    }
+    texts.into_iter().find_map(|t| {
+        // Settings store a literal `$` as `$$`.
+        let path = PathBuf::from(t.replace("$$", "$"));
+        let rest = path.strip_prefix(bundles).ok()?;
+        match rest.components().next()? {
+            std::path::Component::Normal(first) => Some(bundles.join(first)),
+            _ => None,
+        }
+    })
+}
+
+/// Deletes an unpacked bundle once no server in the user or project settings (or the
+/// `--config` file) runs from it any more.
+fn remove_bundle(g: &Globals, dir: &std::path::Path, bundles: &std::path::Path) -> Result<()> {
+    let mut files = vec![user_settings_path(&ctx::home_dir()?)];
+    files.push(project_settings_path(&ctx::project_dir()?));
+    if let Some(file) = &g.config {
+        files.push(file.clone());
+    }
+    for file in files.iter().filter(|f| f.is_file()) {
+        let doc = SettingsDoc::open(file)?;
+        let users: Vec<String> = doc
+            .server_names()
+            .into_iter()
+            .filter(|n| {
+                doc.server(n)
+                    .and_then(|e| bundle_dir_of(e, bundles))
+                    .is_some_and(|d| d == dir)
+            })
+            .collect();
+        if let Some(other) = users.first() {
+            outln!(
+                "Kept the bundle in {} (server `{other}` in {} still runs from it)",
+                dir.display(),
+                file.display()
+            );
+            return Ok(());
+        }
+    }
+    if dir.is_dir() {
+        std::fs::remove_dir_all(dir).with_context(|| {
+            format!(
+                "could not delete the bundle in {}; delete it by hand",
+                dir.display()
+            )
+        })?;
+        outln!("Deleted the bundle's files in {}", dir.display());
+    }
+    Ok(())
 }
 
 pub fn set_enabled(

@@ -163,6 +163,53 @@ fn a_bundle_is_installed_listed_and_called() {
         text.contains(&format!("hi you from hello-{}", &sha[..12])),
         "{text}"
     );
+
+    // A second server running from the same bundle keeps it when the first goes; the
+    // last one's removal deletes the unpacked files.
+    let mut settings = env.settings();
+    settings["mcpServers"]["hello2"] = entry.clone();
+    std::fs::write(env.user_settings(), settings.to_string()).unwrap();
+    let out = env.run(&["mcp", "remove", "hello", "--scope", "user"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(stdout(&out).contains("Kept the bundle"), "{}", stdout(&out));
+    assert!(dir.join("server/index.js").is_file());
+    let out = env.run(&["mcp", "remove", "hello2", "--scope", "user"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(
+        stdout(&out).contains("Deleted the bundle's files"),
+        "{}",
+        stdout(&out)
+    );
+    assert!(!dir.exists());
+    assert!(
+        env.sb.path().join("bundles").is_dir(),
+        "only the one bundle goes"
+    );
+}
+
+/// A settings entry whose path only pretends to be inside a bundle (`..`) deletes
+/// nothing when it is removed.
+#[test]
+fn removing_an_entry_with_a_path_out_of_bundles_deletes_nothing() {
+    let env = Env::new();
+    let victim = env.sb.path().join("keep-me");
+    std::fs::create_dir_all(&victim).unwrap();
+    let sneaky = env
+        .sb
+        .path()
+        .join("bundles")
+        .join("..")
+        .join("keep-me")
+        .join("x.js");
+    std::fs::write(
+        env.user_settings(),
+        json!({"mcpServers": {"sneaky": {"command": "node", "args": [sneaky]}}}).to_string(),
+    )
+    .unwrap();
+    let out = env.run(&["mcp", "remove", "sneaky", "--scope", "user"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    assert!(!stdout(&out).contains("bundle"), "{}", stdout(&out));
+    assert!(victim.is_dir());
 }
 
 #[test]
