@@ -100,16 +100,6 @@ fn list_entry(env: &Env, name: &str) -> Value {
         .unwrap()
 }
 
-async fn stats(url: &str) -> Value {
-    let base = url.trim_end_matches("/mcp");
-    reqwest::get(format!("{base}/test/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
-}
-
 #[tokio::test]
 async fn login_call_list_auth_logout() {
     let peer = spawn_oauth_python(&[]).await;
@@ -216,7 +206,7 @@ async fn two_processes_refreshing_at_once_keep_the_token() {
     let (a, b) = (a.wait_with_output().unwrap(), b.wait_with_output().unwrap());
     assert!(a.status.success(), "{}", stderr(&a));
     assert!(b.status.success(), "{}", stderr(&b));
-    let s = stats(&peer.url).await;
+    let s = switchboard_testkit::oauth_peer_stats(&peer.url).await;
     assert_eq!(
         s["refreshes"], 1,
         "one refresh, reused by the other process: {s}"
@@ -227,7 +217,10 @@ async fn two_processes_refreshing_at_once_keep_the_token() {
     tokio::time::sleep(Duration::from_millis(2300)).await;
     let out = env.run(&["mcp", "call", "py", "echo", "message=c"]);
     assert!(out.status.success(), "{}", stderr(&out));
-    assert_eq!(stats(&peer.url).await["refreshes"], 2);
+    assert_eq!(
+        switchboard_testkit::oauth_peer_stats(&peer.url).await["refreshes"],
+        2
+    );
 }
 
 #[tokio::test]

@@ -18,7 +18,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use switchboard_testkit::{
-    PeerProcess, ensure_peers, fake_browser_command, free_port, peers_dir, spawn_oauth_python,
+    PeerProcess, ensure_peers, fake_browser_command, free_port, oauth_peer_stats, peers_dir,
+    spawn_oauth_python,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
@@ -210,14 +211,21 @@ fn text(out: &Output) -> String {
     )
 }
 
-async fn oauth_stats(url: &str) -> Value {
-    let base = url.trim_end_matches("/mcp");
-    reqwest::get(format!("{base}/test/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
+/// Every access and refresh token in the home's `mcp-oauth-tokens.json`.
+fn saved_tokens(sb_home: &Path) -> Vec<String> {
+    let saved: Value = serde_json::from_str(
+        &std::fs::read_to_string(sb_home.join("mcp-oauth-tokens.json")).unwrap(),
+    )
+    .unwrap();
+    let mut out = Vec::new();
+    for e in saved.as_array().unwrap() {
+        for k in ["accessToken", "refreshToken"] {
+            if let Some(t) = e["token"][k].as_str() {
+                out.push(t.to_string());
+            }
+        }
+    }
+    out
 }
 
 /// An OAuth-protected upstream through the gateway: before `switchboard mcp login` the
@@ -278,20 +286,8 @@ async fn inspector_reaches_an_oauth_protected_upstream_through_the_gateway() {
         .output()
         .unwrap();
     assert!(login.status.success(), "{}", text(&login));
-    let saved: Value = serde_json::from_str(
-        &std::fs::read_to_string(env.sb.path().join("mcp-oauth-tokens.json")).unwrap(),
-    )
-    .unwrap();
-    let entry = saved
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|e| e["serverName"] == "py")
-        .unwrap();
-    let mut secrets = vec![
-        entry["token"]["accessToken"].as_str().unwrap().to_string(),
-        entry["token"]["refreshToken"].as_str().unwrap().to_string(),
-    ];
+    let mut secrets = saved_tokens(env.sb.path());
+    assert_eq!(secrets.len(), 2, "an access and a refresh token were saved");
 
     let (gateway, url) = http_gateway(&env, &config).await;
     let call = |message: &str| {
@@ -315,30 +311,20 @@ async fn inspector_reaches_an_oauth_protected_upstream_through_the_gateway() {
     let first = call("first");
     let v = answer(&first);
     assert!(v.to_string().contains("first"), "{v}");
-    let before = oauth_stats(&oauth.url).await;
+    let before = oauth_peer_stats(&oauth.url).await;
 
     // The access token runs out; the gateway refreshes it by itself.
     tokio::time::sleep(Duration::from_secs(5)).await;
     let second = call("second");
     let v = answer(&second);
     assert!(v.to_string().contains("second"), "{v}");
-    let after = oauth_stats(&oauth.url).await;
+    let after = oauth_peer_stats(&oauth.url).await;
     assert!(
         after["refreshes"].as_u64() > before["refreshes"].as_u64(),
         "no refresh happened: {before} → {after}"
     );
     // The rotated tokens count as secrets too.
-    let saved: Value = serde_json::from_str(
-        &std::fs::read_to_string(env.sb.path().join("mcp-oauth-tokens.json")).unwrap(),
-    )
-    .unwrap();
-    for e in saved.as_array().unwrap() {
-        for k in ["accessToken", "refreshToken"] {
-            if let Some(t) = e["token"][k].as_str() {
-                secrets.push(t.to_string());
-            }
-        }
-    }
+    secrets.extend(saved_tokens(env.sb.path()));
 
     let list = inspector(
         home,

@@ -41,8 +41,8 @@ mod registry;
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
 pub use oauth::{
-    fake_browser_command, fake_browser_script, oauth_server_script, spawn_oauth_python,
-    spawn_ts_oauth,
+    fake_browser_command, fake_browser_script, oauth_peer_stats, oauth_server_script,
+    spawn_oauth_python, spawn_ts_oauth,
 };
 pub use oidc::{
     OIDC_CLIENT_ID, OIDC_ES256_CLIENT_ID, OIDC_OTHER_CLIENT_ID, OidcPeer, OidcPeerOptions,

@@ -104,3 +104,16 @@ pub async fn spawn_ts_oauth() -> PeerProcess {
     peer.wait_for_port(auth_port, Duration::from_secs(30)).await;
     peer
 }
+
+/// The Python OAuth peer's counters (`GET /test/stats`: registrations, authorizations,
+/// code exchanges, refreshes, refresh failures), given its MCP URL or its base URL.
+pub async fn oauth_peer_stats(url: &str) -> serde_json::Value {
+    let base = url.trim_end_matches('/').trim_end_matches("/mcp");
+    let answer = reqwest::get(format!("{base}/test/stats"))
+        .await
+        .unwrap_or_else(|e| panic!("GET {base}/test/stats: {e}"));
+    answer
+        .json()
+        .await
+        .unwrap_or_else(|e| panic!("{base}/test/stats is not JSON: {e}"))
+}

@@ -8,20 +8,11 @@
 mod common;
 
 use common::{Api, Home, start_app};
-use serde_json::{Value, json};
+use serde_json::json;
 use switchboard_testkit::spawn_oauth_python;
 
 fn base_of(url: &str) -> String {
     url.trim_end_matches("/mcp").to_string()
-}
-
-async fn stats(base: &str) -> Value {
-    reqwest::get(format!("{base}/test/stats"))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]
@@ -66,7 +57,10 @@ async fn mcp_test_answers_401_with_the_oauth_discovery() {
         ],
         "{v}"
     );
-    assert_eq!(stats(&base).await["registrations"], 1);
+    assert_eq!(
+        switchboard_testkit::oauth_peer_stats(&base).await["registrations"],
+        1
+    );
 }
 
 #[tokio::test]
