@@ -5,11 +5,13 @@
 -- on/off for this chat (a server not named follows its own `enabled`); `approvals` is a
 -- JSON object {"tools": [[server, tool]], "servers": [server]} of "always allow" answers
 -- given in this chat. `cancel_requested_at` is set by a cancel on any instance and read
--- by the instance running the turn.
+-- by the instance running the turn. `marker_nonce` names this chat's tag around server
+-- text for the model (the same on every instance and turn; never sent to a server).
 CREATE TABLE conversations (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL REFERENCES users (id) ON DELETE CASCADE,
     title TEXT NOT NULL,
+    marker_nonce TEXT NOT NULL,
     server_toggles TEXT NOT NULL,
     approvals TEXT NOT NULL,
     cancel_requested_at BIGINT,

@@ -127,6 +127,9 @@ pub struct Conversation {
     pub created_at: i64,
     /// Last changed: a message, a rename, a toggle (unix seconds).
     pub updated_at: i64,
+    /// The nonce of this chat's marker around server text for the model (the same on
+    /// every instance; never sent to a server).
+    pub marker_nonce: String,
 }
 
 /// One saved message.
@@ -169,8 +172,8 @@ pub struct TeamKeyInfo {
     pub updated_at: i64,
 }
 
-const CONVERSATION_COLUMNS: &str =
-    "id, title, server_toggles, approvals, cancel_requested_at, created_at, updated_at";
+const CONVERSATION_COLUMNS: &str = "id, title, server_toggles, approvals, cancel_requested_at, \
+     created_at, updated_at, marker_nonce";
 
 fn conversation_from(row: &AnyRow) -> Result<Conversation> {
     let get = || StoreError::query("reading a conversation");
@@ -184,6 +187,7 @@ fn conversation_from(row: &AnyRow) -> Result<Conversation> {
         cancel_requested_at: row.try_get(4).map_err(get())?,
         created_at: row.try_get(5).map_err(get())?,
         updated_at: row.try_get(6).map_err(get())?,
+        marker_nonce: row.try_get(7).map_err(get())?,
     })
 }
 
@@ -226,11 +230,15 @@ impl UserStore {
     pub async fn create_conversation(&self, title: &str) -> Result<Conversation> {
         let title = check_title(title)?;
         let id = random_token(16)?;
+        let marker_nonce: String = random_token(24)?
+            .chars()
+            .filter(char::is_ascii_alphanumeric)
+            .collect();
         let t = now();
         sqlx::query(
             "INSERT INTO conversations \
-             (id, user_id, title, server_toggles, approvals, cancel_requested_at, created_at, updated_at) \
-             VALUES ($1, $2, $3, $4, $5, NULL, $6, $6)",
+             (id, user_id, title, server_toggles, approvals, cancel_requested_at, created_at, \
+             updated_at, marker_nonce) VALUES ($1, $2, $3, $4, $5, NULL, $6, $6, $7)",
         )
         .bind(id.clone())
         .bind(self.uid())
@@ -238,6 +246,7 @@ impl UserStore {
         .bind("{}".to_owned())
         .bind(Approvals::default().to_json())
         .bind(t)
+        .bind(marker_nonce.clone())
         .execute(&self.store.pool)
         .await
         .map_err(StoreError::query("creating a conversation"))?;
@@ -249,6 +258,7 @@ impl UserStore {
             cancel_requested_at: None,
             created_at: t,
             updated_at: t,
+            marker_nonce,
         })
     }
 
