@@ -77,8 +77,9 @@ const MAX_TOGGLES: usize = 200;
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// Listing a server's tools at the start of a turn.
 const LIST_TIMEOUT: Duration = Duration::from_secs(30);
-/// What the model is told about a call whose instance stopped before it ended.
-const INTERRUPTED: &str = "This tool call did not finish: the server running the chat stopped during it. Do not assume it ran; ask the user before calling it again.";
+/// What the model is told about a call whose turn was cancelled or whose instance
+/// stopped before it ended.
+const INTERRUPTED: &str = "This tool call did not finish: the turn was cancelled, or the server running the chat stopped during it. Do not assume it ran; ask the user before calling it again.";
 
 fn us(state: &TeamState, signed: &SignedIn) -> UserStore {
     state.store().for_user(&signed.user.id)
@@ -469,6 +470,10 @@ impl Turn {
                     return Err(Stop::Cancelled);
                 }
                 let answer = self.answer_call(i, &call).await;
+                if self.cancel.is_cancelled() {
+                    // Not saved: the next turn answers the call as unfinished.
+                    return Err(Stop::Cancelled);
+                }
                 // Each result is saved as soon as its call ends.
                 self.save(MessageRole::Tool, &Content::user(answer.clone()))
                     .await?;
