@@ -525,7 +525,10 @@ impl Turn {
             {
                 Ok(c) => c,
                 Err(e) => {
-                    self.emit(json!({"type": "notice", "text": format!("`{name}` is left out: it did not connect ({e})")}));
+                    let why = super::servers::connect_error(&name, e).message;
+                    self.emit(
+                        json!({"type": "notice", "text": format!("`{name}` is left out: {why}")}),
+                    );
                     continue;
                 }
             };
