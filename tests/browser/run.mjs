@@ -559,9 +559,10 @@ async function registryScenario(page) {
 // Team mode (crates/web/tests/team_browser.rs starts a team app, the OpenID provider
 // with default account alice, the demo server and a server that answers 401): sign in,
 // add a server, Test it, call echo, the OAuth hint, sign in to a server in a popup,
-// sign out, sign out everywhere.
+// chat (own model key, a confirmation, the tool's result), sign out, sign out everywhere.
 //   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
-//   OAuth-protected server whose authorization server approves at once)
+//   OAuth-protected server whose authorization server approves at once), MODEL_KEY
+//   (the key the fake Gemini the team app chats with accepts)
 async function teamSignedIn(page) {
   await page.waitForFunction(() => {
     const who = document.querySelector("[data-me]");
@@ -691,6 +692,30 @@ async function teamScenario(page) {
   await img.waitFor({ timeout: TIMEOUT });
   assert(await img.evaluate((i) => i.complete && i.naturalWidth === 16), "the PNG decodes under the CSP");
   await shot(page, "07-structured-and-image");
+
+  step = "chat: save a key, start a chat, confirm the tool call, see its result";
+  await page.click('[data-nav="chat"]');
+  const keyForm = page.locator("[data-model-key-form]");
+  await keyForm.waitFor({ timeout: TIMEOUT });
+  await keyForm.locator('input[name="model-key"]').fill(env.MODEL_KEY);
+  await keyForm.locator('button[type="submit"]').click();
+  await page.waitForSelector('[data-model-key="available"]', { timeout: TIMEOUT });
+  assert(!(await page.content()).includes(env.MODEL_KEY), "the key never comes back to the page");
+  await page.click("[data-new-chat]");
+  await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+  await page.locator('textarea[name="message"]').fill("please echo from the browser");
+  await page.click("[data-send]");
+  const ask = page.locator("[data-confirm]");
+  await ask.waitFor({ timeout: TIMEOUT });
+  await shot(page, "07b-chat-confirm");
+  await ask.locator('[data-decision="once"]').click();
+  await page.waitForFunction(() => {
+    const log = document.querySelector("[data-chat-log]");
+    return log && !document.querySelector(".chat-live") && log.textContent.includes("Echo: from the browser")
+      && log.textContent.includes("The echo answered.");
+  }, null, { timeout: TIMEOUT });
+  assert((await page.locator("[data-chat-item]").count()) === 1, "the chat is listed");
+  await shot(page, "07c-chat-done");
 
   step = "sign out";
   await page.click("[data-sign-out]");

@@ -4,7 +4,9 @@
 //! OpenID Connect issuer and client (`--oidc-issuer`, `SWITCHBOARD_OIDC_CLIENT_ID`,
 //! `SWITCHBOARD_OIDC_CLIENT_SECRET[_FILE]`), who may sign in (`--allow-domain`,
 //! `--allow-email`, `--admin`), `--public-origin`, and the token a scraper needs for
-//! `/metrics` (`SWITCHBOARD_METRICS_TOKEN[_FILE]`). Migrations run at start. Messages to
+//! `/metrics` (`SWITCHBOARD_METRICS_TOKEN[_FILE]`), how chats reach the model
+//! (`--chat-provider`, `--chat-model`, the base URL from `GEMINI_BASE_URL` /
+//! `OPENAI_BASE_URL`; keys only from the store). Migrations run at start. Messages to
 //! the operator go through `logging::notice` (JSON lines with `--log-format json`).
 //!
 //! Must not: take a secret (key, client secret) from the command line, where other
@@ -17,9 +19,10 @@ use std::process::ExitCode;
 use anyhow::{Context, Result, anyhow, bail};
 use clap::Args;
 use switchboard_auth::{ClientSecret, SignInPolicy};
+use switchboard_model::{ModelConfig, Provider};
 use switchboard_net::UrlPolicy;
 use switchboard_store::{DatabaseUrl, SecretKeys, Store};
-use switchboard_web::{MetricsToken, SignInOptions, TeamOptions};
+use switchboard_web::{MetricsToken, SignInOptions, TeamModel, TeamOptions};
 
 use crate::ctx::{self, Globals};
 use crate::logging::{Level, notice};
@@ -63,6 +66,19 @@ pub struct TeamArgs {
     /// An address that signs in as an admin (repeat for more).
     #[arg(long = "admin", value_name = "EMAIL", requires = "team")]
     pub admins: Vec<String>,
+    /// The model API chats use: gemini, or openai for an OpenAI-compatible server
+    /// (base URL from GEMINI_BASE_URL / OPENAI_BASE_URL; keys are set per user or by
+    /// an admin in the app, never from the environment).
+    #[arg(
+        long,
+        env = "SWITCHBOARD_CHAT_PROVIDER",
+        value_name = "PROVIDER",
+        default_value = "gemini"
+    )]
+    pub chat_provider: String,
+    /// The model chats use (default: Gemini's default model; openai needs one).
+    #[arg(long, env = "SWITCHBOARD_CHAT_MODEL", value_name = "MODEL")]
+    pub chat_model: Option<String>,
 }
 
 /// The client secret from the environment: inline or from a 0600 file; `None` for a
@@ -188,6 +204,17 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.url_policy = url_policy;
     opts.sign_in = Some(sign_in);
     opts.metrics_token = metrics_token;
+    let provider: Provider = t
+        .chat_provider
+        .parse()
+        .map_err(|e| anyhow!("--chat-provider: {e}"))?;
+    opts.model = Some(
+        TeamModel::new(
+            ModelConfig::from_env().with_provider(provider),
+            t.chat_model.clone(),
+        )
+        .map_err(|e| anyhow!("--chat-model: {e}"))?,
+    );
     notice(Level::Info, &format!("team database: {shown}"));
     let running = switchboard_web::start_team(opts)
         .await

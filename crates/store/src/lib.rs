@@ -11,11 +11,14 @@
 //! - Per user, only through [`Store::for_user`] ([`UserStore`]): MCP servers (HTTP/SSE),
 //!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
 //!   the model API key, and OAuth logins to a server in flight
-//!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user).
+//!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user),
+//!   chats (conversations, messages sealed, confirmations answered from any instance) and
+//!   the team model key an admin sets ([`UserStore::put_team_model_key`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
+mod chat;
 mod error;
 mod location;
 mod migrate;
@@ -25,6 +28,10 @@ mod store;
 mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use chat::{
+    Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,
+    MessageRole, PendingConfirmation, TeamKeyInfo,
+};
 pub use error::{Result, StoreError};
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};

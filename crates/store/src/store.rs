@@ -98,12 +98,33 @@ pub(crate) const SERVER_LOGIN_VERIFIER: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "state_hash",
 };
-const SEALED_COLUMNS: [SealedColumn; 5] = [
+pub(crate) const CHAT_CONTENT: SealedColumn = SealedColumn {
+    table: "chat_messages",
+    column: "content",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const CONFIRM_REQUEST: SealedColumn = SealedColumn {
+    table: "chat_confirmations",
+    column: "request",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const TEAM_MODEL_KEY: SealedColumn = SealedColumn {
+    table: "team_model_key",
+    column: "api_key",
+    user_column: None,
+    key_column: "slot",
+};
+const SEALED_COLUMNS: [SealedColumn; 8] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
     MODEL_KEY,
     SERVER_LOGIN_VERIFIER,
+    CHAT_CONTENT,
+    CONFIRM_REQUEST,
+    TEAM_MODEL_KEY,
 ];
 
 impl Store {

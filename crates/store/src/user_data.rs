@@ -130,7 +130,7 @@ fn check_server(server: &ServerRecord) -> Result<()> {
     Ok(())
 }
 
-fn text_of(plain: Vec<u8>, table: &'static str, column: &'static str) -> Result<String> {
+pub(crate) fn text_of(plain: Vec<u8>, table: &'static str, column: &'static str) -> Result<String> {
     String::from_utf8(plain).map_err(|_| StoreError::Unseal {
         table,
         column,

@@ -117,6 +117,8 @@ on_both!(
     a_raw_dump_holds_no_secret_in_clear,
     one_instance_at_a_time_refreshes_tokens,
     a_server_login_is_its_users_once_on_any_instance,
+    chats_are_their_users_and_sealed,
+    chats_migrate_from_schema_4,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -149,7 +151,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
         .put_server(&server("s", "https://x.example/mcp", "h"))
         .await
         .unwrap();
-    let report = one.migrate().await.unwrap();
+    let report = one.migrate_to(4).await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
         [4]
@@ -280,12 +282,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 5]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 4);
+    assert_eq!(first.version, 5);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 4);
+    assert_eq!(again.version, 5);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -298,8 +300,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 4, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (4, 4));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 5, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (5, 5));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -309,6 +311,10 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "oauth_tokens",
         "model_keys",
         "pending_server_logins",
+        "conversations",
+        "chat_messages",
+        "chat_confirmations",
+        "team_model_key",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -345,8 +351,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4]);
-    assert_eq!(report.version, 4);
+    assert_eq!(versions, [2, 3, 4, 5]);
+    assert_eq!(report.version, 5);
     let back = store
         .session_user(token.expose())
         .await
@@ -1089,7 +1095,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 2);
+    assert_eq!(one.migrate_to(4).await.unwrap().applied.len(), 2);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1222,4 +1228,283 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
             .unwrap()
             .is_none()
     );
+}
+
+async fn chats_are_their_users_and_sealed(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{Approvals, KeySource, MessageRole};
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", true)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
+
+    let chat = a.create_conversation("  Plans  ").await.unwrap();
+    assert_eq!(chat.title, "Plans");
+    assert!(a.create_conversation("").await.is_err());
+    assert!(a.create_conversation("a\u{7}b").await.is_err());
+    let user = json!({"role": "user", "parts": [{"text": "my pasted token chat-secret-1"}]});
+    let model = json!({"role": "model", "parts": [{"functionCall": {"name": "mcp_demo_echo", "args": {}}}]});
+    let tool = json!({"role": "user", "parts": [{"functionResponse": {"name": "mcp_demo_echo", "response": {"output": "tool-secret-2"}}}]});
+    assert_eq!(
+        a.append_message(&chat.id, MessageRole::User, &user)
+            .await
+            .unwrap(),
+        Some(1)
+    );
+    assert_eq!(
+        a.append_message(&chat.id, MessageRole::Model, &model)
+            .await
+            .unwrap(),
+        Some(2)
+    );
+    // Bob cannot write into, read, rename, toggle, cancel, confirm or delete Ann's chat.
+    assert_eq!(
+        b.append_message(&chat.id, MessageRole::Tool, &tool)
+            .await
+            .unwrap(),
+        None
+    );
+    assert_eq!(b.messages(&chat.id).await.unwrap(), None);
+    assert_eq!(b.conversation(&chat.id).await.unwrap(), None);
+    assert!(b.conversations().await.unwrap().is_empty());
+    assert!(!b.rename_conversation(&chat.id, "mine").await.unwrap());
+    assert!(
+        !b.set_server_toggles(&chat.id, &BTreeMap::from([("x".into(), false)]))
+            .await
+            .unwrap()
+    );
+    assert!(!b.request_cancel(&chat.id).await.unwrap());
+    assert!(!b.delete_conversation(&chat.id).await.unwrap());
+    assert_eq!(
+        a.append_message(&chat.id, MessageRole::Tool, &tool)
+            .await
+            .unwrap(),
+        Some(3)
+    );
+    let got = a.messages(&chat.id).await.unwrap().unwrap();
+    let roles: Vec<_> = got.iter().map(|m| (m.seq, m.role)).collect();
+    assert_eq!(
+        roles,
+        [
+            (1, MessageRole::User),
+            (2, MessageRole::Model),
+            (3, MessageRole::Tool)
+        ]
+    );
+    assert_eq!(got[2].content, tool);
+
+    // Rename, toggles, approvals, cancel.
+    assert!(a.rename_conversation(&chat.id, "Trip").await.unwrap());
+    assert!(
+        a.set_server_toggles(&chat.id, &BTreeMap::from([("demo".into(), false)]))
+            .await
+            .unwrap()
+    );
+    let approvals = Approvals {
+        tools: vec![("demo".into(), "echo".into())],
+        servers: vec!["docs".into()],
+    };
+    assert!(a.set_approvals(&chat.id, &approvals).await.unwrap());
+    assert!(a.request_cancel(&chat.id).await.unwrap());
+    let back = a.conversation(&chat.id).await.unwrap().unwrap();
+    assert_eq!(back.title, "Trip");
+    assert_eq!(
+        back.server_toggles,
+        BTreeMap::from([("demo".into(), false)])
+    );
+    assert_eq!(back.approvals, approvals);
+    assert!(back.approvals.allows("demo", "echo") && back.approvals.allows("docs", "any"));
+    assert!(!back.approvals.allows("demo", "other"));
+    assert!(back.cancel_requested_at.is_some());
+    assert!(a.clear_cancel(&chat.id).await.unwrap());
+    assert_eq!(
+        a.conversation(&chat.id)
+            .await
+            .unwrap()
+            .unwrap()
+            .cancel_requested_at,
+        None
+    );
+
+    // A confirmation asked on one instance, answered through another (another store).
+    let other = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&key(), None));
+    let request =
+        json!({"server": "demo", "tool": "echo", "args": {"message": "confirm-secret-3"}});
+    let cid = a
+        .ask_confirmation(&chat.id, &request, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        b.ask_confirmation(&chat.id, &request, Duration::from_secs(60))
+            .await
+            .unwrap(),
+        None
+    );
+    let pending = a.pending_confirmations(&chat.id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].id.as_str(), &pending[0].request),
+        (cid.as_str(), &request)
+    );
+    assert!(b.pending_confirmations(&chat.id).await.unwrap().is_empty());
+    assert!(!b.answer_confirmation(&chat.id, &cid, "once").await.unwrap());
+    assert!(
+        a.answer_confirmation(&chat.id, &cid, "maybe")
+            .await
+            .is_err()
+    );
+    assert_eq!(a.confirmation_decision(&cid).await.unwrap(), None);
+    // The other store needs no key to answer (the decision is not secret).
+    assert!(
+        other
+            .for_user(&ann.id)
+            .answer_confirmation(&chat.id, &cid, "server")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a.answer_confirmation(&chat.id, &cid, "once").await.unwrap(),
+        "answered once"
+    );
+    assert_eq!(
+        a.confirmation_decision(&cid).await.unwrap().as_deref(),
+        Some("server")
+    );
+    assert_eq!(b.confirmation_decision(&cid).await.unwrap(), None);
+    a.finish_confirmation(&cid).await.unwrap();
+    assert_eq!(a.confirmation_decision(&cid).await.unwrap(), None);
+    // An expired one cannot be answered.
+    let old = a
+        .ask_confirmation(&chat.id, &request, Duration::from_secs(0))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(!a.answer_confirmation(&chat.id, &old, "once").await.unwrap());
+
+    // Keys: the user's own wins over the team's; only an admin sets the team key.
+    assert!(b.chat_model_key().await.unwrap().is_none());
+    assert!(
+        !b.put_team_model_key("gemini", &Secret::new("not-an-admin"))
+            .await
+            .unwrap()
+    );
+    assert!(
+        a.put_team_model_key("gemini", &Secret::new("team-key-secret-4"))
+            .await
+            .unwrap()
+    );
+    let (k, source) = b.chat_model_key().await.unwrap().unwrap();
+    assert_eq!(
+        (k.key.expose(), k.provider.as_str(), source),
+        ("team-key-secret-4", "gemini", KeySource::Team)
+    );
+    assert_eq!(
+        b.team_model_key_info().await.unwrap().unwrap().provider,
+        "gemini"
+    );
+    b.put_model_key("gemini", &Secret::new("bob-key-secret-5"))
+        .await
+        .unwrap();
+    let (k, source) = b.chat_model_key().await.unwrap().unwrap();
+    assert_eq!(
+        (k.key.expose(), source),
+        ("bob-key-secret-5", KeySource::User)
+    );
+    assert!(!b.remove_team_model_key().await.unwrap());
+
+    // Nothing secret is in a dump; rotation reseals chat rows too.
+    let dump = dump_hex(&db).await;
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    assert!(dump.contains(&hex("Trip")));
+    for secret in [
+        "chat-secret-1",
+        "tool-secret-2",
+        "confirm-secret-3",
+        "team-key-secret-4",
+        "bob-key-secret-5",
+    ] {
+        assert!(!dump.contains(&hex(secret)), "{secret} is in the dump");
+    }
+
+    // Deleting removes the messages and confirmations with it.
+    assert!(a.delete_conversation(&chat.id).await.unwrap());
+    assert_eq!(a.messages(&chat.id).await.unwrap(), None);
+    let raw = db.raw().await;
+    for table in ["chat_messages", "chat_confirmations"] {
+        let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
+            .fetch_one(&raw)
+            .await
+            .unwrap()
+            .get(0);
+        assert_eq!(n, 0, "{table}");
+    }
+    assert!(a.remove_team_model_key().await.unwrap());
+    assert!(b.team_model_key_info().await.unwrap().is_none());
+}
+
+async fn chats_migrate_from_schema_4(db: Db) {
+    use serde_json::json;
+    use switchboard_store::MessageRole;
+    let k = key();
+    let store = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(store.migrate_to(4).await.unwrap().version, 4);
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    a.put_model_key("gemini", &Secret::new("AIza-kept"))
+        .await
+        .unwrap();
+    assert!(
+        a.create_conversation("x").await.is_err(),
+        "no chat tables at 4"
+    );
+    let report = store.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!((versions, report.version), (vec![5], 5));
+    assert_eq!(
+        a.model_key().await.unwrap().unwrap().key.expose(),
+        "AIza-kept"
+    );
+    let chat = a.create_conversation("after").await.unwrap();
+    a.append_message(
+        &chat.id,
+        MessageRole::User,
+        &json!({"parts": [{"text": "hi"}]}),
+    )
+    .await
+    .unwrap();
+    // Rotation: every chat row moves to the new key.
+    let k2 = key();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, Some(&k)));
+    let r = rotated.reencrypt().await.unwrap();
+    assert_eq!(r.resealed, 2, "{r:?}");
+    let only_new = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, None));
+    let msgs = only_new
+        .for_user(&ann.id)
+        .messages(&chat.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(msgs[0].content["parts"][0]["text"], "hi");
 }

@@ -30,6 +30,8 @@ use switchboard_web::{TeamOptions, start_team};
 use team_support::{Db, demo_http, sign_in_options};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
+/// Alice's own model key, typed into the chat page (what the fake Gemini accepts).
+const BROWSER_MODEL_KEY: &str = "browser-model-key-2f81";
 
 fn browser_dir() -> PathBuf {
     repo_root().join("tests").join("browser")
@@ -91,6 +93,21 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     opts.port = port;
     opts.url_policy = UrlPolicy::Local;
     opts.sign_in = Some(sign_in_options(&peer, "admin@example.com"));
+    let gemini = switchboard_model_fakes::gemini::FakeGemini::start_with(
+        switchboard_model_fakes::gemini::FakeOptions {
+            api_key: BROWSER_MODEL_KEY.into(),
+            ..Default::default()
+        },
+        vec![
+            switchboard_model_fakes::FakeTurn::call(
+                "mcp_demo_echo",
+                serde_json::json!({"message": "from the browser"}),
+            ),
+            switchboard_model_fakes::FakeTurn::text("The echo answered."),
+        ],
+    )
+    .await;
+    opts.model = Some(team_support::gemini_at(&gemini.base_url));
     let running = start_team(opts).await.unwrap();
     assert_eq!(running.app_origin, origin);
     let demo = demo_http().await;
@@ -107,6 +124,7 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
             ("DEMO_URL", demo.clone()),
             ("LOCKED_URL", locked.url("/mcp")),
             ("SECURE_URL", secure.url.clone()),
+            ("MODEL_KEY", BROWSER_MODEL_KEY.to_owned()),
         ],
     )
     .await;
@@ -126,6 +144,31 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         .expect("alice's demo server");
     assert_eq!(server.url, demo);
     assert_eq!(server.headers["X-Team-Key"].expose(), "browser-secret-5c1e");
+    assert_eq!(
+        store
+            .for_user(&alice.id)
+            .model_key()
+            .await
+            .unwrap()
+            .unwrap()
+            .key
+            .expose(),
+        BROWSER_MODEL_KEY
+    );
+    let chats = store.for_user(&alice.id).conversations().await.unwrap();
+    assert_eq!(chats.len(), 1);
+    let saved = store
+        .for_user(&alice.id)
+        .messages(&chats[0].id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        saved.len(),
+        4,
+        "user, model call, tool result, model answer"
+    );
+    assert_eq!(gemini.remaining(), 0);
     let ended = store.end_all_sessions(&alice.id).await.unwrap();
     assert_eq!(ended, 0, "signed out everywhere: no session left");
     running.shutdown().await;

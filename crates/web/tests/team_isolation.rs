@@ -28,6 +28,9 @@ on_both!(alice_reaches_nothing_of_bobs_by_any_route);
 const BOB_HEADER: &str = "Bearer bob-header-secret-91f2";
 const BOB_ACCESS: &str = "bob-access-token-77ac";
 const METRICS_TOKEN: &str = "isolation-metrics-token-5d1c0e9a";
+const BOB_CHAT_TEXT: &str = "bob-chat-secret-6e1d";
+const BOB_MODEL_KEY: &str = "bob-model-key-secret-a4c2";
+const TEAM_KEY: &str = "team-model-key-secret-0b7e";
 
 fn bob_server(name: &str, url: &str) -> ServerRecord {
     ServerRecord {
@@ -45,6 +48,8 @@ struct Bob {
     cookie: String,
     servers: Vec<ServerRecord>,
     leaks: Vec<String>,
+    chat: String,
+    confirmation: String,
 }
 
 impl Bob {
@@ -64,6 +69,38 @@ impl Bob {
                 .expect("bob's tokens are gone");
             assert!(t.tokens.expose().contains(BOB_ACCESS));
         }
+        let msgs = us
+            .messages(&self.chat)
+            .await
+            .unwrap()
+            .expect("bob's chat is gone");
+        assert_eq!(msgs.len(), 1, "bob's chat changed");
+        assert_eq!(
+            us.conversation(&self.chat).await.unwrap().unwrap().title,
+            "Bob's plans"
+        );
+        assert!(
+            us.conversation(&self.chat)
+                .await
+                .unwrap()
+                .unwrap()
+                .cancel_requested_at
+                .is_none(),
+            "bob's turn was cancelled"
+        );
+        let pending = us.pending_confirmations(&self.chat).await.unwrap();
+        assert_eq!(pending.len(), 1, "bob's confirmation was answered");
+        assert_eq!(pending[0].id, self.confirmation);
+        assert_eq!(
+            us.model_key().await.unwrap().unwrap().key.expose(),
+            BOB_MODEL_KEY
+        );
+        let (team, _) = us.chat_model_key().await.unwrap().unwrap();
+        assert_eq!(team.key.expose(), BOB_MODEL_KEY, "bob's own key wins");
+        assert_eq!(
+            us.team_model_key_info().await.unwrap().unwrap().provider,
+            "gemini"
+        );
         let bob = Browser::new(app.origin(), Some(&self.cookie));
         let (status, v) = bob.get(&app.base, "/api/me").await;
         assert_eq!(
@@ -92,6 +129,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             public_origin: Some(origin),
             sign_in: Some(sign_in_options(&peer, "admin@example.com")),
             metrics_token: Some(METRICS_TOKEN.into()),
+            model: Some(team_support::gemini_at("http://127.0.0.1:9")),
             ..Default::default()
         },
     )
@@ -117,6 +155,36 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
     let (status, v) = bob_browser.get(&app.base, "/api/servers/bobs/tools").await;
     assert_eq!(status, 200, "{v}");
     assert_eq!(app.running.state.open_connections(), 1);
+    // Bob's chat (a message, a confirmation waiting), his model key; the team key.
+    let bs = store.for_user(&bob_id);
+    let chat = bs.create_conversation("Bob's plans").await.unwrap();
+    bs.append_message(
+        &chat.id,
+        switchboard_store::MessageRole::User,
+        &json!({"role": "user", "parts": [{"text": BOB_CHAT_TEXT}]}),
+    )
+    .await
+    .unwrap();
+    let confirmation = bs
+        .ask_confirmation(
+            &chat.id,
+            &json!({"server": "bobs", "tool": "echo", "args": {"message": BOB_CHAT_TEXT}}),
+            std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    bs.put_model_key("gemini", &Secret::new(BOB_MODEL_KEY))
+        .await
+        .unwrap();
+    let (admin_id, _) = sign_in(&store, "admin@example.com", true).await;
+    assert!(
+        store
+            .for_user(&admin_id)
+            .put_team_model_key("gemini", &Secret::new(TEAM_KEY))
+            .await
+            .unwrap()
+    );
     let bob = Bob {
         id: bob_id,
         cookie: bob_cookie,
@@ -126,8 +194,15 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             demo.clone(),
             "bob-header-secret".into(),
             BOB_ACCESS.into(),
+            BOB_CHAT_TEXT.into(),
+            BOB_MODEL_KEY.into(),
+            TEAM_KEY.into(),
+            "Bob's plans".into(),
         ],
+        chat: chat.id.clone(),
+        confirmation,
     };
+    let bob_chat = format!("/api/chats/{}", bob.chat);
 
     // Alice has a server of her own, on another demo server.
     let alice_demo = demo_http().await;
@@ -472,14 +547,150 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     answers.push((status, v));
                 }
             }
+            ("GET", "/api/model-key") => {
+                // Her status only: bob's own key is not hers; the team key is set.
+                let (status, v) = alice.get(&app.base, "/api/model-key").await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert_eq!(
+                    (&v["own"]["set"], &v["team"]["set"], &v["available"]),
+                    (&json!(false), &json!(true), &json!(true)),
+                    "{what}: {v}"
+                );
+                answers.push((status, v));
+            }
+            ("PUT", "/api/model-key") => {
+                let (status, v) = alice
+                    .put(
+                        &app.base,
+                        "/api/model-key",
+                        &json!({"key": "alice-own-key-1"}),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert!(!v.to_string().contains("alice-own-key-1"), "{v}");
+                assert_eq!(
+                    alice_store.model_key().await.unwrap().unwrap().key.expose(),
+                    "alice-own-key-1"
+                );
+                answers.push((status, v));
+                let (status, v) = alice
+                    .put(
+                        &app.base,
+                        "/api/model-key",
+                        &json!({"key": "k", "provider": "openai"}),
+                    )
+                    .await;
+                assert_eq!(status, 400, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/model-key") => {
+                let (status, v) = alice.delete(&app.base, "/api/model-key").await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert!(alice_store.model_key().await.unwrap().is_none());
+                answers.push((status, v));
+            }
+            ("PUT", "/api/admin/model-key") => {
+                let (status, v) = alice
+                    .put(
+                        &app.base,
+                        "/api/admin/model-key",
+                        &json!({"key": "alice-team-key"}),
+                    )
+                    .await;
+                assert_eq!(status, 403, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/admin/model-key") => {
+                let (status, v) = alice.delete(&app.base, "/api/admin/model-key").await;
+                assert_eq!(status, 403, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/chats") => {
+                let (status, v) = alice.get(&app.base, "/api/chats").await;
+                assert_eq!((status, &v["chats"]), (200, &json!([])), "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/chats") => {
+                let (status, v) = alice
+                    .post(&app.base, "/api/chats", &json!({"title": "Alice's"}))
+                    .await;
+                assert_eq!(status, 201, "{what}: {v}");
+                let id = v["chat"]["id"].as_str().unwrap().to_owned();
+                assert_ne!(id, bob.chat);
+                assert!(alice_store.delete_conversation(&id).await.unwrap());
+                answers.push((status, v));
+            }
+            ("GET", "/api/chats/{id}") => {
+                let (status, v) = alice.get(&app.base, &bob_chat).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("PUT", "/api/chats/{id}") => {
+                let (status, v) = alice
+                    .put(&app.base, &bob_chat, &json!({"title": "mine now"}))
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/chats/{id}") => {
+                let (status, v) = alice.delete(&app.base, &bob_chat).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("PUT", "/api/chats/{id}/servers") => {
+                let (status, v) = alice
+                    .put(
+                        &app.base,
+                        &format!("{bob_chat}/servers"),
+                        &json!({"servers": {"bobs": false}}),
+                    )
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/chats/{id}/send") => {
+                // Her own key is set for this case: the 404 is about the chat, not a key.
+                let (status, v) = alice
+                    .post(
+                        &app.base,
+                        &format!("{bob_chat}/send"),
+                        &json!({"message": "read me bob's chat"}),
+                    )
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/chats/{id}/confirm") => {
+                for decision in ["server", "cancel"] {
+                    let (status, v) = alice
+                        .post(
+                            &app.base,
+                            &format!("{bob_chat}/confirm"),
+                            &json!({"id": bob.confirmation, "decision": decision}),
+                        )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("POST", "/api/chats/{id}/cancel") => {
+                let (status, v) = alice
+                    .post(&app.base, &format!("{bob_chat}/cancel"), &json!({}))
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
             _ => panic!(
                 "route {what} has no isolation case: add one to tests/team_isolation.rs proving alice cannot reach bob's data through it"
             ),
         }
-        if route.access == RouteAccess::Session {
+        if matches!(route.access, RouteAccess::Session | RouteAccess::Admin) {
             // Without a session the route answers 401 and nothing else.
             let anon = Browser::new(app.origin(), None);
-            let path = route.path.replace("{name}", "bobs");
+            let path = route
+                .path
+                .replace("{name}", "bobs")
+                .replace("{id}", &bob.chat);
             let (status, v) = anon
                 .send(anon.request(route.method.clone(), &app.base, &path))
                 .await;

@@ -8,7 +8,8 @@
 //! per-instance MCP client cache (`cache`), per-user OAuth logins to servers and token
 //! refresh (`mcp_oauth`), `/healthz` and `/readyz` (`health`), the pages a browser uses
 //! (`pages`: `/` and `/assets/{file}`);
-//! Prometheus `/metrics` for the operator's scraper (`metrics`).
+//! Prometheus `/metrics` for the operator's scraper (`metrics`); the model key of a user
+//! and the team key admins set (`model_key`), chats kept in the store (`chat`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -42,9 +43,11 @@
 //! without a case there fails it.
 
 mod cache;
+mod chat;
 mod health;
 mod mcp_oauth;
 mod metrics;
+mod model_key;
 mod pages;
 mod servers;
 mod session;
@@ -61,10 +64,12 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::error::ApiError;
 
 pub use cache::CacheLimits;
+pub use chat::{CONFIRM_TIMEOUT as CHAT_CONFIRM_TIMEOUT, POLL_EVERY as CHAT_POLL_EVERY};
 pub use mcp_oauth::{
     CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
 };
 pub use metrics::{METRICS_TOKEN_MIN_LEN, MetricsToken};
+pub use model_key::TeamModel;
 pub use signin::{LOGIN_TTL, SignInOptions};
 pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
@@ -76,6 +81,8 @@ pub enum RouteAccess {
     Public,
     /// A signed-in user (a session cookie the store knows), acting only on their own data.
     Session,
+    /// A signed-in user whose `is_admin` is set (else 403), acting on team-wide settings.
+    Admin,
     /// The operator's monitoring: the metrics bearer token (no session); answers counts
     /// only, never a user's data.
     Operator,
@@ -249,6 +256,104 @@ fn routes() -> Vec<Route> {
             "removes the caller's OAuth tokens for their server `name`",
             mcp_oauth::logout
         ),
+        route!(
+            GET,
+            "/api/model-key",
+            Session,
+            "whether the caller's own key and the team key are set, and their providers (never a key)",
+            model_key::status
+        ),
+        route!(
+            PUT,
+            "/api/model-key",
+            Session,
+            "saves the caller's own model key (sealed)",
+            model_key::put_own
+        ),
+        route!(
+            DELETE,
+            "/api/model-key",
+            Session,
+            "removes the caller's own model key",
+            model_key::delete_own
+        ),
+        route!(
+            PUT,
+            "/api/admin/model-key",
+            Admin,
+            "saves the team model key (sealed); admins only",
+            model_key::put_team
+        ),
+        route!(
+            DELETE,
+            "/api/admin/model-key",
+            Admin,
+            "removes the team model key; admins only",
+            model_key::delete_team
+        ),
+        route!(
+            GET,
+            "/api/chats",
+            Session,
+            "the caller's conversations (titles, switches, times)",
+            chat::list
+        ),
+        route!(
+            POST,
+            "/api/chats",
+            Session,
+            "creates a conversation of the caller's",
+            chat::create
+        ),
+        route!(
+            GET,
+            "/api/chats/{id}",
+            Session,
+            "the caller's conversation `id`: its saved messages and waiting confirmations",
+            chat::get
+        ),
+        route!(
+            PUT,
+            "/api/chats/{id}",
+            Session,
+            "renames the caller's conversation `id`",
+            chat::rename
+        ),
+        route!(
+            DELETE,
+            "/api/chats/{id}",
+            Session,
+            "deletes the caller's conversation `id` with its messages (a running turn stops)",
+            chat::remove
+        ),
+        route!(
+            PUT,
+            "/api/chats/{id}/servers",
+            Session,
+            "sets the per-chat server switches of the caller's conversation `id`",
+            chat::toggles
+        ),
+        route!(
+            POST,
+            "/api/chats/{id}/send",
+            Session,
+            "runs a turn in the caller's conversation `id` with the caller's model key and enabled servers (cached connections); saves each message as it is produced; streams events",
+            chat::send
+        ),
+        route!(
+            POST,
+            "/api/chats/{id}/confirm",
+            Session,
+            "answers a confirmation waiting in the caller's conversation `id` (written to the store for the instance running the turn)",
+            chat::confirm
+        ),
+        route!(
+            POST,
+            "/api/chats/{id}/cancel",
+            Session,
+            "asks the turn running in the caller's conversation `id` (on any instance) to stop",
+            chat::cancel
+        ),
     ]
 }
 
@@ -272,6 +377,15 @@ pub fn team_app(state: TeamState) -> Router {
                 state.clone(),
                 session::require_session,
             )),
+            // Layers run outside-in from the last added: the session first, then the
+            // admin check on the user it found.
+            RouteAccess::Admin => r
+                .handler
+                .route_layer(middleware::from_fn(session::require_admin))
+                .route_layer(middleware::from_fn_with_state(
+                    state.clone(),
+                    session::require_session,
+                )),
         };
         router = router.route(r.info.path, handler);
     }

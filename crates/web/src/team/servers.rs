@@ -460,7 +460,7 @@ async fn prepare_test(
     ))
 }
 
-fn connect_error(name: &str, e: ConnectError) -> ApiError {
+pub(super) fn connect_error(name: &str, e: ConnectError) -> ApiError {
     match e {
         ConnectError::AuthRequired { .. } => ApiError::new(
             StatusCode::BAD_GATEWAY,

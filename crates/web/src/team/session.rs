@@ -142,6 +142,19 @@ pub async fn require_session(
     response
 }
 
+/// Middleware for `Admin` routes, behind [`require_session`]: a signed-in user whose
+/// `is_admin` is set, else 403.
+pub async fn require_admin(request: Request, next: Next) -> Response {
+    let admin = request
+        .extensions()
+        .get::<SignedIn>()
+        .is_some_and(|s| s.user.is_admin);
+    if !admin {
+        return ApiError::forbidden("only a team admin may do this").into_response();
+    }
+    next.run(request).await
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

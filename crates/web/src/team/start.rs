@@ -18,6 +18,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::cache::{CacheLimits, ClientCache};
 use super::metrics::{MetricsToken, TeamMetrics};
+use super::model_key::TeamModel;
 use super::signin::{SignIn, SignInOptions};
 use super::state::{TeamConfig, TeamShared, TeamState};
 use crate::error::WebError;
@@ -50,6 +51,9 @@ pub struct TeamOptions {
     pub session_ttl: Duration,
     /// The bearer token `/metrics` asks of a scraper; `None`: `/metrics` answers 404.
     pub metrics_token: Option<MetricsToken>,
+    /// How chats reach the model (provider, base URL, model); keys come from the store.
+    /// `None`: the chat routes answer 503.
+    pub model: Option<TeamModel>,
 }
 
 impl TeamOptions {
@@ -66,6 +70,7 @@ impl TeamOptions {
             cache: CacheLimits::default(),
             session_ttl: Duration::from_secs(12 * 60 * 60),
             metrics_token: None,
+            model: None,
         }
     }
 }
@@ -183,6 +188,8 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             guard,
             cfg,
             sign_in,
+            model: opts.model,
+            turns: Arc::default(),
         }),
     };
     let stop = CancellationToken::new();

@@ -2,7 +2,8 @@
 //! client, the configuration fixed at start, the OpenID sign-in and this instance's
 //! MCP client cache. Nothing in it is a user's state: that is in the store.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use switchboard_net::GuardedClient;
@@ -10,6 +11,7 @@ use switchboard_store::{Store, StoreError};
 
 use super::cache::ClientCache;
 use super::metrics::TeamMetrics;
+use super::model_key::TeamModel;
 use super::signin::SignIn;
 use crate::error::ApiError;
 
@@ -61,6 +63,24 @@ pub(crate) struct TeamShared {
     pub sign_in: Option<SignIn>,
     pub cache: ClientCache,
     pub metrics: TeamMetrics,
+    pub model: Option<TeamModel>,
+    /// Conversations with a turn running on this instance (only to answer a second send
+    /// here with 409; nothing another instance needs).
+    pub turns: Arc<Mutex<HashSet<String>>>,
+}
+
+/// A turn running on this instance; dropping it ends the mark.
+pub(crate) struct RunningTurn {
+    turns: Arc<Mutex<HashSet<String>>>,
+    id: String,
+}
+
+impl Drop for RunningTurn {
+    fn drop(&mut self) {
+        if let Ok(mut t) = self.turns.lock() {
+            t.remove(&self.id);
+        }
+    }
 }
 
 /// The team app's state; cheap to clone.
@@ -98,6 +118,24 @@ impl TeamState {
 
     pub(crate) fn cache(&self) -> &ClientCache {
         &self.inner.cache
+    }
+
+    pub(crate) fn model(&self) -> Option<&TeamModel> {
+        self.inner.model.as_ref()
+    }
+
+    /// Marks a turn of conversation `id` as running here; `None` when one already is.
+    pub(crate) fn start_turn(&self, id: &str) -> Option<RunningTurn> {
+        let mut t = self.inner.turns.lock().ok()?;
+        t.insert(id.to_owned()).then(|| RunningTurn {
+            turns: Arc::clone(&self.inner.turns),
+            id: id.to_owned(),
+        })
+    }
+
+    /// Whether a turn of conversation `id` runs on this instance.
+    pub(crate) fn turn_running(&self, id: &str) -> bool {
+        self.inner.turns.lock().is_ok_and(|t| t.contains(id))
     }
 
     /// How many MCP connections this instance holds open (for tests and operators).

@@ -70,6 +70,8 @@ pub struct InstanceOptions {
     pub sign_in: Option<SignInOptions>,
     /// The bearer token `/metrics` asks for (`None`: `/metrics` is off).
     pub metrics_token: Option<String>,
+    /// How chats reach the model (`None`: the chat routes answer 503).
+    pub model: Option<switchboard_web::TeamModel>,
 }
 
 /// A running team instance and how to reach it.
@@ -88,6 +90,7 @@ impl Instance {
         o.cache = opts.cache;
         o.sign_in = opts.sign_in;
         o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
+        o.model = opts.model;
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }
@@ -101,6 +104,13 @@ impl Instance {
     pub async fn stop(self) {
         self.running.shutdown().await;
     }
+}
+
+/// Chats on Gemini at `base_url` (a fake, or an address nothing answers on).
+pub fn gemini_at(base_url: &str) -> switchboard_web::TeamModel {
+    let mut cfg = switchboard_model::ModelConfig::default();
+    cfg.gemini.base_url = base_url.to_owned();
+    switchboard_web::TeamModel::new(cfg, Some("gemini-2.5-flash".into())).unwrap()
 }
 
 /// A user signed in through the store, as the callback does: the cookie value.

@@ -1,5 +1,6 @@
-// Switchboard team app: the signed-in user's servers (list, add, edit, remove, Test)
-// and each server's tools (list, call with JSON arguments). Plain JavaScript, no build
+// Switchboard team app: the signed-in user's servers (list, add, edit, remove, Test),
+// each server's tools (list, call with JSON arguments), and chats (kept in the store;
+// turns streamed as Server-Sent Events, confirmations answered with buttons). Plain JavaScript, no build
 // step. Everything a server or the store sends is put on the page with textContent
 // (or as a validated data: image), never as HTML.
 "use strict";
@@ -424,13 +425,164 @@
     });
   }
 
+
+  // ---------- chat ----------
+  // Conversations live in the store: the list, the saved messages, and confirmations
+  // waiting for an answer come from the API; a send streams Server-Sent Events.
+  function chatPath(id) { return "/api/chats/" + encodeURIComponent(id); }
+
+  function partsView(content, role) {
+    var box = el("div", { class: "chat-msg chat-" + role, dataset: { chatRole: role } });
+    (content.parts || []).forEach(function (p) {
+      if (typeof p.text === "string" && !p.thought) box.appendChild(el("div", { class: "chat-text" }, p.text));
+      if (p.functionCall) box.appendChild(el("div", { class: "muted", dataset: { toolCall: p.functionCall.name } }, "Tool call: " + p.functionCall.name + " " + pretty(p.functionCall.args || {})));
+      if (p.functionResponse) {
+        var r = p.functionResponse.response || {};
+        box.appendChild(el("details", { class: "chat-tool", open: true }, el("summary", null, "Result of " + p.functionResponse.name), pre(pretty(r))));
+      }
+    });
+    return box;
+  }
+
+  function keyPanel() {
+    var panel = el("div", { class: "card chat-key", dataset: { modelKey: "loading" } });
+    api("GET", "/api/model-key").then(function (k) {
+      panel.dataset.modelKey = k.available ? "available" : "missing";
+      var input = el("input", { type: "password", name: "model-key", autocomplete: "off", placeholder: "Your " + (k.provider || "model") + " API key" });
+      var form = el("form", { class: "buttons", dataset: { modelKeyForm: "" } }, input, el("button", { type: "submit" }, "Save my key"));
+      form.addEventListener("submit", function (e) {
+        e.preventDefault();
+        api("PUT", "/api/model-key", { key: input.value }).then(function () { toast("Key saved"); chatView(currentChat); })
+          .catch(function (err) { toast(err.message, true); });
+      });
+      append(clear(panel), [
+        el("div", { class: "muted" }, "Model: " + (k.model || "none") + ". " + (k.own.set ? "Your own key is set." : k.team.set ? "The team key is used." : "No key yet: save yours, or ask an admin for a team key.")),
+        form]);
+    }).catch(function (e) { panel.textContent = e.message; });
+    return panel;
+  }
+
+  var currentChat = null;
+
+  function chatView(id) {
+    currentChat = id;
+    var list = el("div", { class: "chat-list", dataset: { chats: "" } });
+    var pane = el("div", { class: "chat-pane" });
+    clear(view).appendChild(el("div", { class: "settings chat-page" },
+      el("div", { class: "section-head" }, el("h1", null, "Chat"),
+        el("button", { type: "button", class: "primary", dataset: { newChat: "" }, onclick: function () {
+          api("POST", "/api/chats", {}).then(function (r) { window.location.hash = "#/chat/" + encodeURIComponent(r.chat.id); })
+            .catch(function (e) { toast(e.message, true); });
+        } }, "New chat")),
+      keyPanel(),
+      el("div", { class: "chat-layout" }, list, pane)));
+    api("GET", "/api/chats").then(function (r) {
+      r.chats.forEach(function (c) {
+        list.appendChild(el("a", { href: "#/chat/" + encodeURIComponent(c.id), class: "chat-item" + (c.id === id ? " active" : ""), dataset: { chatItem: c.id } }, c.title));
+      });
+      list.dataset.loaded = "true";
+    }).catch(function (e) { toast(e.message, true); });
+    if (id) openChat(id, pane);
+    else pane.appendChild(el("div", { class: "muted" }, "Pick a chat or start a new one."));
+  }
+
+  function openChat(id, pane) {
+    var log = el("div", { class: "chat-log", dataset: { chatLog: id } });
+    var input = el("textarea", { name: "message", rows: "3", placeholder: "Message" });
+    var send = el("button", { type: "submit", class: "primary", dataset: { send: "" } }, "Send");
+    var form = el("form", { class: "chat-form" }, input, el("div", { class: "buttons" }, send));
+    append(clear(pane), [log, form]);
+    function load() {
+      return api("GET", chatPath(id)).then(function (r) {
+        clear(log);
+        r.messages.forEach(function (m) { log.appendChild(partsView(m.content, m.role)); });
+        log.dataset.loaded = "true";
+      }).catch(function (e) { clear(log).appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    load();
+    form.addEventListener("submit", function (e) {
+      e.preventDefault();
+      var text = input.value.trim();
+      if (!text) return;
+      input.value = "";
+      send.disabled = true;
+      log.appendChild(el("div", { class: "chat-msg chat-user" }, el("div", { class: "chat-text" }, text)));
+      var live = el("div", { class: "chat-msg chat-model chat-live" });
+      log.appendChild(live);
+      streamTurn(id, text, live).then(load).catch(function (err) {
+        live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, err.message));
+      }).then(function () { send.disabled = false; });
+    });
+  }
+
+  function confirmBox(id, ev) {
+    var box = el("div", { class: "card chat-confirm", dataset: { confirm: ev.id } },
+      el("div", null, "Run ", el("code", null, ev.tool), " on ", el("code", null, ev.server), "?"),
+      pre(pretty(ev.args || {})));
+    var buttons = el("div", { class: "buttons" });
+    [["once", "Allow once"], ["server", "Always for this server"], ["cancel", "Decline"]].forEach(function (d) {
+      buttons.appendChild(el("button", { type: "button", dataset: { decision: d[0] }, onclick: function () {
+        api("POST", chatPath(id) + "/confirm", { id: ev.id, decision: d[0] }).then(function () { box.remove(); })
+          .catch(function (e) { toast(e.message, true); });
+      } }, d[1]));
+    });
+    box.appendChild(buttons);
+    return box;
+  }
+
+  // Sends one message and shows the turn's events in `live` until the stream ends.
+  function streamTurn(id, text, live) {
+    var textNode = el("div", { class: "chat-text" });
+    live.appendChild(textNode);
+    return fetch(chatPath(id) + "/send", {
+      method: "POST", credentials: "same-origin",
+      headers: { "Content-Type": "application/json" }, body: JSON.stringify({ message: text }),
+    }).then(function (resp) {
+      if (!resp.ok) return resp.json().then(function (b) { throw new Error((b && b.message) || ("HTTP " + resp.status)); });
+      var reader = resp.body.getReader();
+      var decoder = new TextDecoder();
+      var buf = "";
+      function handle(ev) {
+        if (ev.type === "text") textNode.textContent += ev.text;
+        else if (ev.type === "notice") live.appendChild(el("div", { class: "muted" }, ev.text));
+        else if (ev.type === "confirm") live.appendChild(confirmBox(id, ev));
+        else if (ev.type === "tool-start") live.appendChild(el("div", { class: "muted" }, "Calling " + ev.server + " / " + ev.tool + "…"));
+        else if (ev.type === "tool-end") live.appendChild(el("div", { class: ev.isError ? "error-box" : "chat-tool", dataset: { toolResult: ev.tool } }, pre(ev.display || "")));
+        else if (ev.type === "error") live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, ev.message));
+        else if (ev.type === "done") live.dataset.done = "true";
+      }
+      function pump() {
+        return reader.read().then(function (r) {
+          if (r.done) return;
+          buf += decoder.decode(r.value, { stream: true });
+          var at;
+          while ((at = buf.indexOf("\n\n")) >= 0) {
+            var block = buf.slice(0, at);
+            buf = buf.slice(at + 2);
+            var data = block.split("\n").filter(function (l) { return l.indexOf("data:") === 0; })
+              .map(function (l) { return l.slice(5).replace(/^ /, ""); }).join("");
+            if (data) { try { handle(JSON.parse(data)); } catch (e) { /* a malformed event is skipped */ } }
+          }
+          return pump();
+        });
+      }
+      return pump();
+    });
+  }
+
   // ---------- router ----------
   function route() {
     var h = window.location.hash || "#/servers";
     var m = /^#\/servers\/([^/]+)\/tools$/.exec(h);
-    var nav = document.querySelector('[data-nav="servers"]');
-    if (nav) nav.classList.add("active");
-    if (m) {
+    var c = /^#\/chat(?:\/([^/]+))?$/.exec(h);
+    document.querySelectorAll("[data-nav]").forEach(function (n) {
+      n.classList.toggle("active", n.dataset.nav === (c ? "chat" : "servers"));
+    });
+    if (c) {
+      var id = null;
+      try { id = c[1] ? decodeURIComponent(c[1]) : null; } catch (e) { id = c[1]; }
+      chatView(id);
+    } else if (m) {
       var name;
       try { name = decodeURIComponent(m[1]); } catch (e) { name = m[1]; }
       toolsView(name);
