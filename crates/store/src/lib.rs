@@ -12,10 +12,14 @@
 //!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
 //!   the model API key, and OAuth logins to a server in flight
 //!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user).
+//! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
+//!   refused unless the acting user is an admin), each user's enablement
+//!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
+mod catalog;
 mod error;
 mod location;
 mod migrate;
@@ -25,6 +29,7 @@ mod store;
 mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use error::{Result, StoreError};
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};
@@ -33,4 +38,6 @@ pub use seal::{
 };
 pub use server_login::{NewServerLogin, PendingServerLogin, ServerLoginClient, StartedServerLogin};
 pub use store::{ReencryptReport, Store};
-pub use user_data::{ModelKey, RefreshLease, ServerRecord, StoredTokens, Transport, UserStore};
+pub use user_data::{
+    ModelKey, RefreshLease, ServerRecord, ServerRef, StoredTokens, Transport, UserStore,
+};

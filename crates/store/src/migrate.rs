@@ -33,10 +33,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pending server logins",
         include_str!("../migrations/0004_pending_server_logins.sql"),
     ),
+    (6, "catalog", include_str!("../migrations/0006_catalog.sql")),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 4;
+pub const LATEST_VERSION: i64 = 6;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -98,12 +98,33 @@ pub(crate) const SERVER_LOGIN_VERIFIER: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "state_hash",
 };
-const SEALED_COLUMNS: [SealedColumn; 5] = [
+pub(crate) const CATALOG_HEADERS: SealedColumn = SealedColumn {
+    table: "catalog_servers",
+    column: "headers",
+    user_column: None,
+    key_column: "name",
+};
+pub(crate) const CATALOG_ENV: SealedColumn = SealedColumn {
+    table: "catalog_servers",
+    column: "env",
+    user_column: None,
+    key_column: "name",
+};
+pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
+    table: "catalog_oauth_tokens",
+    column: "tokens",
+    user_column: Some("user_id"),
+    key_column: "catalog_name",
+};
+const SEALED_COLUMNS: [SealedColumn; 8] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
     MODEL_KEY,
     SERVER_LOGIN_VERIFIER,
+    CATALOG_HEADERS,
+    CATALOG_ENV,
+    CATALOG_TOKENS,
 ];
 
 impl Store {
