@@ -63,6 +63,11 @@ pub struct TeamArgs {
     /// An address that signs in as an admin (repeat for more).
     #[arg(long = "admin", value_name = "EMAIL", requires = "team")]
     pub admins: Vec<String>,
+    /// Let admins publish stdio catalog servers, which this instance then runs (one
+    /// process per user who uses one, with the admin's arguments and environment only):
+    /// the admins are responsible for those commands. Off by default.
+    #[arg(long = "allow-catalog-stdio", requires = "team")]
+    pub allow_catalog_stdio: bool,
 }
 
 /// The client secret from the environment: inline or from a 0600 file; `None` for a
@@ -188,6 +193,13 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     opts.url_policy = url_policy;
     opts.sign_in = Some(sign_in);
     opts.metrics_token = metrics_token;
+    opts.allow_catalog_stdio = t.allow_catalog_stdio;
+    if t.allow_catalog_stdio {
+        notice(
+            Level::Warn,
+            "warning: --allow-catalog-stdio: admins may publish commands that this instance runs for the users who enable them",
+        );
+    }
     notice(Level::Info, &format!("team database: {shown}"));
     let running = switchboard_web::start_team(opts)
         .await

@@ -53,7 +53,8 @@ pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
 pub use team::{
-    CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL, MCP_OAUTH_CALLBACK_PATH, METRICS_TOKEN_MIN_LEN,
-    MetricsToken, REFRESH_BUFFER, RouteAccess, RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH,
-    SignInOptions, TeamOptions, TeamState, route_table, serve_team, start_team, team_app,
+    ALLOW_STDIO_FLAG, CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL, MCP_OAUTH_CALLBACK_PATH,
+    METRICS_TOKEN_MIN_LEN, MetricsToken, REFRESH_BUFFER, RouteAccess, RouteInfo, RunningTeam,
+    SIGNIN_CALLBACK_PATH, SignInOptions, TeamOptions, TeamState, route_table, serve_team,
+    start_team, team_app,
 };

@@ -142,6 +142,22 @@ pub async fn require_session(
     response
 }
 
+/// Middleware for `Admin` routes, after [`require_session`]: the signed-in user must be
+/// an admin (the store's flag, set from the `--admin` list at each sign-in). Anyone else
+/// gets a 403 that says only that the route is for admins (the route table is public
+/// knowledge; what is behind it is not shown).
+pub async fn require_admin(request: Request, next: Next) -> Response {
+    match request.extensions().get::<SignedIn>() {
+        Some(s) if s.user.is_admin => next.run(request).await,
+        _ => ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "only a team admin may do this",
+        )
+        .into_response(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;

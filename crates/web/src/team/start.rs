@@ -50,11 +50,15 @@ pub struct TeamOptions {
     pub session_ttl: Duration,
     /// The bearer token `/metrics` asks of a scraper; `None`: `/metrics` answers 404.
     pub metrics_token: Option<MetricsToken>,
+    /// Admins may publish stdio catalog servers, and this instance runs them (one process
+    /// per user who uses one, under the publishing admin's responsibility). Off unless the
+    /// operator passes `--allow-catalog-stdio`.
+    pub allow_catalog_stdio: bool,
 }
 
 impl TeamOptions {
     /// Defaults: 127.0.0.1:8765, strict URL policy, 12-hour sessions, no sign-in, `/metrics`
-    /// off.
+    /// off, no stdio catalog servers.
     pub fn new(store: Store) -> Self {
         Self {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -66,6 +70,7 @@ impl TeamOptions {
             cache: CacheLimits::default(),
             session_ttl: Duration::from_secs(12 * 60 * 60),
             metrics_token: None,
+            allow_catalog_stdio: false,
         }
     }
 }
@@ -183,6 +188,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             guard,
             cfg,
             sign_in,
+            allow_catalog_stdio: opts.allow_catalog_stdio,
         }),
     };
     let stop = CancellationToken::new();

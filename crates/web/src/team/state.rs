@@ -61,6 +61,9 @@ pub(crate) struct TeamShared {
     pub sign_in: Option<SignIn>,
     pub cache: ClientCache,
     pub metrics: TeamMetrics,
+    /// The operator allowed stdio catalog servers on this instance
+    /// (`--allow-catalog-stdio`).
+    pub allow_catalog_stdio: bool,
 }
 
 /// The team app's state; cheap to clone.
@@ -96,6 +99,11 @@ impl TeamState {
         self.inner.sign_in.as_ref()
     }
 
+    /// Whether this instance publishes and runs stdio catalog servers.
+    pub(crate) fn allow_catalog_stdio(&self) -> bool {
+        self.inner.allow_catalog_stdio
+    }
+
     pub(crate) fn cache(&self) -> &ClientCache {
         &self.inner.cache
     }
@@ -112,10 +120,11 @@ impl TeamState {
 }
 
 /// A store failure as an API answer: a value the schema refuses is the request's fault
-/// (400, with the store's message); anything else is the database's (503, logged).
+/// (400, with the store's message), a write the acting user may not make is 403; anything else is the database's (503, logged).
 pub(crate) fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Invalid(why) => ApiError::bad_request(why),
+        StoreError::Forbidden(why) => ApiError::forbidden(why),
         other => {
             tracing::warn!("team store: {other}");
             ApiError::unavailable("the team database did not answer; try again in a moment")

@@ -70,6 +70,8 @@ pub struct InstanceOptions {
     pub sign_in: Option<SignInOptions>,
     /// The bearer token `/metrics` asks for (`None`: `/metrics` is off).
     pub metrics_token: Option<String>,
+    /// `--allow-catalog-stdio`.
+    pub allow_catalog_stdio: bool,
 }
 
 /// A running team instance and how to reach it.
@@ -88,6 +90,7 @@ impl Instance {
         o.cache = opts.cache;
         o.sign_in = opts.sign_in;
         o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
+        o.allow_catalog_stdio = opts.allow_catalog_stdio;
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }
