@@ -555,6 +555,47 @@ mod tests {
     }
 
     #[test]
+    fn a_stdio_catalog_server_runs_with_the_admins_argv_and_env_only() {
+        let guard = GuardedClient::new(switchboard_net::ClientOptions::new(
+            switchboard_net::UrlPolicy::Local,
+        ))
+        .unwrap();
+        let server = CatalogServer {
+            name: "tool".into(),
+            description: String::new(),
+            launch: CatalogLaunch::Stdio {
+                command: "/usr/bin/tool".into(),
+                args: vec!["--flag".into()],
+                cwd: Some("/srv".into()),
+                env: BTreeMap::from([("KEY".to_owned(), Secret::new("v"))]),
+            },
+        };
+        // A user's tokens change the cache key but never reach the process.
+        let tokens = StoredTokens {
+            tokens: Secret::new("{\"accessToken\":\"user-token\"}"),
+            expires_at: None,
+            updated_at: 1,
+        };
+        let o = catalog_options(&guard, &server, Some(&tokens));
+        match &o.target {
+            switchboard_mcp::Target::Stdio(t) => {
+                assert_eq!(t.program, "/usr/bin/tool");
+                assert_eq!(t.args, ["--flag"]);
+                assert_eq!(t.env, [("KEY".to_owned(), "v".to_owned())]);
+                assert_eq!(t.cwd.as_deref(), Some(std::path::Path::new("/srv")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_ne!(
+            catalog_digest(&server, None),
+            catalog_digest(&server, Some(&tokens))
+        );
+        // The two namespaces never share a cache name.
+        assert_eq!(server_key(&ServerRef::catalog("x")), "catalog:x");
+        assert_eq!(server_key(&ServerRef::own("x")), "x");
+    }
+
+    #[test]
     fn a_saved_token_becomes_the_bearer_unless_a_header_sets_one() {
         let guard = GuardedClient::new(switchboard_net::ClientOptions::new(
             switchboard_net::UrlPolicy::Local,
