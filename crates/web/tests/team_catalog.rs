@@ -28,6 +28,31 @@ on_both!(admins_publish_and_users_use_the_catalog);
 const HEADER_SECRET: &str = "team-header-secret-4410";
 const ENV_SECRET: &str = "team-env-secret-8812";
 
+/// The processes whose whole environment is `DEMO_KEY=<key>`: the catalog's stdio
+/// servers of this test run, and proof that they got the admin's env and nothing else.
+fn catalog_processes(key: &str) -> usize {
+    let want = format!("DEMO_KEY={key}");
+    let mut n = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(environ) = std::fs::read(entry.path().join("environ")) else {
+            continue;
+        };
+        let vars: Vec<&[u8]> = environ
+            .split(|b| *b == 0)
+            .filter(|v| !v.is_empty())
+            .collect();
+        if vars.iter().any(|v| *v == want.as_bytes()) {
+            assert_eq!(
+                vars.len(),
+                1,
+                "the process inherited more than the admin's env"
+            );
+            n += 1;
+        }
+    }
+    n
+}
+
 fn echo(v: &Value) -> Option<&str> {
     v["result"]["content"][0]["text"].as_str()
 }
@@ -87,8 +112,10 @@ async fn admins_publish_and_users_use_the_catalog(db: Db) {
 
     // stdio: refused without the flag, naming it; accepted with it.
     let bin = switchboard_testkit::demo_server_bin().display().to_string();
+    // Unique to this run (SQLite and PostgreSQL runs go at once), to find its processes.
+    let env_key = format!("{ENV_SECRET}-{}", switchboard_testkit::free_port());
     let local = json!({"name": "local", "description": "Runs here", "command": bin,
-                       "args": ["stdio"], "env": {"DEMO_KEY": ENV_SECRET}});
+                       "args": ["stdio"], "env": {"DEMO_KEY": env_key}});
     let (status, v) = admin.post(&plain.base, "/api/admin/catalog", &local).await;
     assert_eq!(status, 403, "{v}");
     assert!(
@@ -219,6 +246,7 @@ async fn admins_publish_and_users_use_the_catalog(db: Db) {
         3,
         "ann's and bob's processes, and ann's demo connection"
     );
+    assert_eq!(catalog_processes(&env_key), 2, "one process per user");
     let (status, v) = ann
         .post(
             &plain.base,
@@ -246,6 +274,14 @@ async fn admins_publish_and_users_use_the_catalog(db: Db) {
     tokio::time::sleep(Duration::from_millis(2_200)).await;
     runner.running.state.sweep_idle();
     assert_eq!(runner.running.state.open_connections(), 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while catalog_processes(&env_key) > 0 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle sweep left a stdio process running"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
 
     // Edits: `<unchanged>` keeps the header while the URL stays; a new URL needs it again.
     let (status, v) = admin
