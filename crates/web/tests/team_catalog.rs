@@ -41,7 +41,7 @@ fn catalog_processes(key: &str) -> usize {
             .split(|b| *b == 0)
             .filter(|v| !v.is_empty())
             .collect();
-        if vars.iter().any(|v| *v == want.as_bytes()) {
+        if vars.contains(&want.as_bytes()) {
             assert_eq!(
                 vars.len(),
                 1,
