@@ -559,7 +559,8 @@ async function registryScenario(page) {
 // Team mode (crates/web/tests/team_browser.rs starts a team app, the OpenID provider
 // with default account alice, the demo server and a server that answers 401): sign in,
 // add a server, Test it, call echo, the OAuth hint, sign in to a server in a popup,
-// chat (own model key, a confirmation, the tool's result), sign out, sign out everywhere.
+// chat (own model key, a confirmation, the tool's result), enable a team catalog server
+// and sign in to it in a popup, sign out, sign out everywhere.
 //   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
 //   OAuth-protected server whose authorization server approves at once), MODEL_KEY
 //   (the key the fake Gemini the team app chats with accepts)
@@ -650,6 +651,25 @@ async function teamScenario(page) {
   await shot(page, "05c-server-signed-in");
   await signedRow.locator('[data-server-sign-out="secure"]').click();
   await page.locator('[data-server-row="secure"] [data-server-sign-out]').waitFor({ state: "detached", timeout: TIMEOUT });
+
+  step = "the team catalog: enable a published server, Test it, sign in to it with a popup";
+  const cat = page.locator('[data-catalog-row="teamsecure"]');
+  await cat.waitFor({ timeout: TIMEOUT });
+  const catText = await cat.textContent();
+  assert(catText.includes("Published for the team"), "the description is shown: " + catText);
+  await cat.locator('[data-catalog-enable="teamsecure"]').click();
+  await page.locator('[data-catalog-row="teamsecure"] [data-test="catalog:teamsecure"]').waitFor({ timeout: TIMEOUT });
+  const catRow = page.locator('[data-catalog-row="teamsecure"]');
+  await catRow.locator('[data-test="catalog:teamsecure"]').click();
+  await catRow.locator('[data-test-result="needs-oauth"]').waitFor({ timeout: TIMEOUT });
+  const catPopup = page.waitForEvent("popup", { timeout: TIMEOUT });
+  await catRow.locator('[data-server-sign-in="catalog:teamsecure"]').click();
+  await (await catPopup).waitForEvent("close", { timeout: TIMEOUT });
+  const catSigned = page.locator('[data-catalog-row="teamsecure"]');
+  await catSigned.locator('[data-server-sign-out="catalog:teamsecure"]').waitFor({ timeout: TIMEOUT });
+  await catSigned.locator('[data-test-result="success"]').waitFor({ timeout: TIMEOUT });
+  assert(!(await page.content()).toLowerCase().includes("access_token"), "no token on the page");
+  await shot(page, "05d-catalog-signed-in");
 
   step = "edit keeps the masked header";
   await row.locator('[data-edit="demo"]').click();

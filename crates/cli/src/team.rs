@@ -79,6 +79,11 @@ pub struct TeamArgs {
     /// The model chats use (default: Gemini's default model; openai needs one).
     #[arg(long, env = "SWITCHBOARD_CHAT_MODEL", value_name = "MODEL")]
     pub chat_model: Option<String>,
+    /// Let admins publish stdio catalog servers, which this instance then runs (one
+    /// process per user who uses one, with the admin's arguments and environment only):
+    /// the admins are responsible for those commands. Off by default.
+    #[arg(long = "allow-catalog-stdio", requires = "team")]
+    pub allow_catalog_stdio: bool,
 }
 
 /// The client secret from the environment: inline or from a 0600 file; `None` for a
@@ -215,6 +220,13 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
         )
         .map_err(|e| anyhow!("--chat-model: {e}"))?,
     );
+    opts.allow_catalog_stdio = t.allow_catalog_stdio;
+    if t.allow_catalog_stdio {
+        notice(
+            Level::Warn,
+            "warning: --allow-catalog-stdio: admins may publish commands that this instance runs for the users who enable them",
+        );
+    }
     notice(Level::Info, &format!("team database: {shown}"));
     let running = switchboard_web::start_team(opts)
         .await

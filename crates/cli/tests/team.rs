@@ -149,6 +149,17 @@ impl TeamServe {
         peer: &OidcPeer,
         database: Option<&str>,
     ) -> Self {
+        Self::start_with(env, port, origin, peer, (database, &[])).await
+    }
+
+    /// [`TeamServe::start`] with `extra` flags after the usual ones.
+    async fn start_with(
+        env: &common::Env,
+        port: u16,
+        origin: &str,
+        peer: &OidcPeer,
+        (database, extra): (Option<&str>, &[&str]),
+    ) -> Self {
         let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
         let port_s = port.to_string();
         c.args([
@@ -167,6 +178,7 @@ impl TeamServe {
             "--admin",
             "alice@example.com",
         ])
+        .args(extra)
         .env("HOME", env.home.path())
         .env("SWITCHBOARD_HOME", env.sb.path())
         .env(KEY_ENV, team_key())
@@ -458,4 +470,155 @@ async fn two_binaries_share_one_postgres_database() {
     assert_eq!(status, 401);
     one.interrupt();
     two.interrupt();
+}
+
+/// The team catalog with two real binaries on one PostgreSQL database: what an admin
+/// publishes on one is on the other; a non-admin publishes nothing; stdio is refused by
+/// the binary started without `--allow-catalog-stdio` (naming it) and run by the one
+/// started with it; a user enables and calls catalog servers on either.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_binaries_share_the_catalog() {
+    let cluster = PgCluster::start();
+    let database = cluster.create_database("team");
+    let env = common::Env::new();
+    let (p1, p2) = (free_port(), free_port());
+    let origin = format!("http://127.0.0.1:{p1}");
+    let peer = provider_for(&origin).await;
+    let runner = TeamServe::start_with(
+        &env,
+        p1,
+        &origin,
+        &peer,
+        (
+            Some(&database),
+            &["--allow-email", "bob@other.org", "--allow-catalog-stdio"],
+        ),
+    )
+    .await;
+    let plain = TeamServe::start_with(
+        &env,
+        p2,
+        &origin,
+        &peer,
+        (Some(&database), &["--allow-email", "bob@other.org"]),
+    )
+    .await;
+    let alice = sign_in(&peer, &runner.base, &plain.base, "alice").await;
+    let bob = sign_in(&peer, &plain.base, &runner.base, "bob").await;
+    let call =
+        |base: &str, cookie: &str, method: reqwest::Method, path: &str, body: Option<Value>| {
+            let (base, cookie, path, origin) = (
+                base.to_owned(),
+                cookie.to_owned(),
+                path.to_owned(),
+                origin.clone(),
+            );
+            async move { api(method, &base, &path, &origin, &cookie, body).await }
+        };
+    let demo = demo_http().await;
+    let http_entry = json!({"name": "demo", "url": demo, "description": "Demo over HTTP"});
+    let (status, v) = call(
+        &runner.base,
+        &bob,
+        reqwest::Method::POST,
+        "/api/admin/catalog",
+        Some(http_entry.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "bob is no admin: {v}");
+    let (status, v) = call(
+        &plain.base,
+        &alice,
+        reqwest::Method::POST,
+        "/api/admin/catalog",
+        Some(http_entry),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    let bin = switchboard_testkit::demo_server_bin().display().to_string();
+    let stdio_entry = json!({"name": "local", "command": bin, "args": ["stdio"]});
+    let (status, v) = call(
+        &plain.base,
+        &alice,
+        reqwest::Method::POST,
+        "/api/admin/catalog",
+        Some(stdio_entry.clone()),
+    )
+    .await;
+    assert_eq!(status, 403, "{v}");
+    assert!(
+        v["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-catalog-stdio"),
+        "{v}"
+    );
+    let (status, v) = call(
+        &runner.base,
+        &alice,
+        reqwest::Method::POST,
+        "/api/admin/catalog",
+        Some(stdio_entry),
+    )
+    .await;
+    assert_eq!(status, 201, "{v}");
+    for base in [&runner.base, &plain.base] {
+        let (status, v) = call(base, &bob, reqwest::Method::GET, "/api/catalog", None).await;
+        assert_eq!(status, 200, "{v}");
+        let names: Vec<&str> = v["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|s| s["name"].as_str().unwrap())
+            .collect();
+        assert_eq!(names, ["demo", "local"], "{v}");
+        assert!(!v.to_string().contains(&bin), "{v}");
+    }
+    for name in ["demo", "local"] {
+        let (status, _) = call(
+            &plain.base,
+            &bob,
+            reqwest::Method::POST,
+            &format!("/api/catalog/{name}/enable"),
+            Some(json!({})),
+        )
+        .await;
+        assert_eq!(status, 200);
+        let (status, v) = call(
+            &runner.base,
+            &bob,
+            reqwest::Method::POST,
+            &format!("/api/catalog/{name}/call"),
+            Some(json!({"tool": "echo", "args": {"message": name}})),
+        )
+        .await;
+        assert_eq!(
+            (status, v["result"]["content"][0]["text"].as_str()),
+            (200, Some(format!("Echo: {name}").as_str())),
+            "{v}"
+        );
+    }
+    let (status, v) = call(
+        &plain.base,
+        &bob,
+        reqwest::Method::GET,
+        "/api/catalog/local/tools",
+        None,
+    )
+    .await;
+    assert_eq!(
+        status, 403,
+        "the binary without the flag runs no command: {v}"
+    );
+    let (status, v) = call(
+        &plain.base,
+        &bob,
+        reqwest::Method::GET,
+        "/api/catalog/demo/tools",
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    runner.interrupt();
+    plain.interrupt();
 }

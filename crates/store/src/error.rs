@@ -65,6 +65,9 @@ pub enum StoreError {
     /// The caller passed a value the schema does not accept.
     #[error("{0}")]
     Invalid(String),
+    /// The acting user may not do this (a catalog write by a user who is not an admin).
+    #[error("{0}")]
+    Forbidden(String),
 }
 
 impl StoreError {

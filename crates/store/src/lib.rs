@@ -14,10 +14,14 @@
 //!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user),
 //!   chats (conversations, messages sealed, confirmations answered from any instance) and
 //!   the team model key an admin sets ([`UserStore::put_team_model_key`]).
+//! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
+//!   refused unless the acting user is an admin), each user's enablement
+//!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
+mod catalog;
 mod chat;
 mod error;
 mod location;
@@ -28,6 +32,7 @@ mod store;
 mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
     Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,
     MessageRole, PendingConfirmation, TeamKeyInfo,
@@ -40,4 +45,6 @@ pub use seal::{
 };
 pub use server_login::{NewServerLogin, PendingServerLogin, ServerLoginClient, StartedServerLogin};
 pub use store::{ReencryptReport, Store};
-pub use user_data::{ModelKey, RefreshLease, ServerRecord, StoredTokens, Transport, UserStore};
+pub use user_data::{
+    ModelKey, RefreshLease, ServerRecord, ServerRef, StoredTokens, Transport, UserStore,
+};

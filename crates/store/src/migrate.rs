@@ -34,10 +34,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0004_pending_server_logins.sql"),
     ),
     (5, "chat", include_str!("../migrations/0005_chat.sql")),
+    (6, "catalog", include_str!("../migrations/0006_catalog.sql")),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 5;
+pub const LATEST_VERSION: i64 = 6;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

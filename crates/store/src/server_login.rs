@@ -17,7 +17,7 @@ use crate::account::{hash_hex, now, random_token, secs};
 use crate::error::{Result, StoreError};
 use crate::seal::Secret;
 use crate::store::SERVER_LOGIN_VERIFIER;
-use crate::user_data::UserStore;
+use crate::user_data::{ServerRef, UserStore};
 
 /// The OAuth client a server login runs with (nothing secret: a public client).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -58,7 +58,9 @@ pub struct StartedServerLogin {
 /// A server login taken back at the callback.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PendingServerLogin {
-    /// The server it is for.
+    /// The server it is for: one of the user's own, or a catalog server they enabled.
+    pub server: ServerRef,
+    /// The server's name (as in `server`).
     pub server_name: String,
     /// The server's URL when it began.
     pub server_url: String,
@@ -117,6 +119,29 @@ impl UserStore {
         login: &NewServerLogin,
         ttl: Duration,
     ) -> Result<StartedServerLogin> {
+        self.start_login(login, false, ttl).await
+    }
+
+    /// [`UserStore::start_server_login`] for the catalog server `login.server_name`, which
+    /// this user must have enabled, at the URL it is published at.
+    ///
+    /// # Errors
+    /// No such catalog server enabled by this user (or its URL changed since the caller
+    /// read it), no secret key, or a database failure.
+    pub async fn start_catalog_login(
+        &self,
+        login: &NewServerLogin,
+        ttl: Duration,
+    ) -> Result<StartedServerLogin> {
+        self.start_login(login, true, ttl).await
+    }
+
+    async fn start_login(
+        &self,
+        login: &NewServerLogin,
+        catalog: bool,
+        ttl: Duration,
+    ) -> Result<StartedServerLogin> {
         let state = random_token(32)?;
         let verifier = random_token(32)?;
         let state_hash = hash_hex(&state);
@@ -125,27 +150,39 @@ impl UserStore {
             verifier.as_bytes(),
         )?;
         let t = now();
-        // Written only while the server is this user's at this URL.
-        let done = sqlx::query(
+        // Written only while the server is this user's (or enabled by this user) at this URL.
+        let sql = if catalog {
             "INSERT INTO pending_server_logins \
-             (state_hash, user_id, server_name, server_url, verifier, client, created_at, expires_at) \
-             SELECT $1, user_id, name, url, $5, $6, $7, $8 FROM mcp_servers \
-             WHERE user_id = $2 AND name = $3 AND url = $4",
-        )
-        .bind(state_hash)
-        .bind(self.uid())
-        .bind(login.server_name.clone())
-        .bind(login.server_url.clone())
-        .bind(sealed)
-        .bind(client_json(&login.client))
-        .bind(t)
-        .bind(t.saturating_add(secs(ttl)))
-        .execute(&self.store.pool)
-        .await
-        .map_err(StoreError::query("saving a server login in flight"))?;
+             (state_hash, user_id, server_name, server_url, verifier, client, created_at, expires_at, catalog) \
+             SELECT $1, e.user_id, c.name, c.url, $5, $6, $7, $8, 1 FROM catalog_servers c \
+             JOIN catalog_enablements e ON e.catalog_name = c.name \
+             WHERE e.user_id = $2 AND c.name = $3 AND c.url = $4"
+        } else {
+            "INSERT INTO pending_server_logins \
+             (state_hash, user_id, server_name, server_url, verifier, client, created_at, expires_at, catalog) \
+             SELECT $1, user_id, name, url, $5, $6, $7, $8, 0 FROM mcp_servers \
+             WHERE user_id = $2 AND name = $3 AND url = $4"
+        };
+        let done = sqlx::query(sql)
+            .bind(state_hash)
+            .bind(self.uid())
+            .bind(login.server_name.clone())
+            .bind(login.server_url.clone())
+            .bind(sealed)
+            .bind(client_json(&login.client))
+            .bind(t)
+            .bind(t.saturating_add(secs(ttl)))
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("saving a server login in flight"))?;
         if done.rows_affected() == 0 {
+            let whose = if catalog {
+                "enabled catalog server"
+            } else {
+                "server"
+            };
             return Err(StoreError::Invalid(format!(
-                "no server `{}` at {} to log in to: reload the page and try again",
+                "no {whose} `{}` at {} to log in to: reload the page and try again",
                 login.server_name, login.server_url
             )));
         }
@@ -165,7 +202,7 @@ impl UserStore {
         let state_hash = hash_hex(state);
         let Some(row) = sqlx::query(
             "DELETE FROM pending_server_logins WHERE state_hash = $1 AND user_id = $2 \
-             RETURNING server_name, server_url, verifier, client, expires_at",
+             RETURNING server_name, server_url, verifier, client, expires_at, catalog",
         )
         .bind(state_hash.clone())
         .bind(self.uid())
@@ -181,6 +218,7 @@ impl UserStore {
         let sealed: Vec<u8> = row.try_get(2).map_err(get())?;
         let client: String = row.try_get(3).map_err(get())?;
         let expires_at: i64 = row.try_get(4).map_err(get())?;
+        let catalog: i64 = row.try_get(5).map_err(get())?;
         if expires_at <= now() {
             return Ok(None);
         }
@@ -194,6 +232,11 @@ impl UserStore {
             reason: "it is not text",
         })?;
         Ok(Some(PendingServerLogin {
+            server: if catalog == 0 {
+                ServerRef::own(&server_name)
+            } else {
+                ServerRef::catalog(&server_name)
+            },
             server_name,
             server_url,
             verifier: Secret::new(verifier),

@@ -116,7 +116,25 @@ pub(crate) const TEAM_MODEL_KEY: SealedColumn = SealedColumn {
     user_column: None,
     key_column: "slot",
 };
-const SEALED_COLUMNS: [SealedColumn; 8] = [
+pub(crate) const CATALOG_HEADERS: SealedColumn = SealedColumn {
+    table: "catalog_servers",
+    column: "headers",
+    user_column: None,
+    key_column: "name",
+};
+pub(crate) const CATALOG_ENV: SealedColumn = SealedColumn {
+    table: "catalog_servers",
+    column: "env",
+    user_column: None,
+    key_column: "name",
+};
+pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
+    table: "catalog_oauth_tokens",
+    column: "tokens",
+    user_column: Some("user_id"),
+    key_column: "catalog_name",
+};
+const SEALED_COLUMNS: [SealedColumn; 11] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -125,6 +143,9 @@ const SEALED_COLUMNS: [SealedColumn; 8] = [
     CHAT_CONTENT,
     CONFIRM_REQUEST,
     TEAM_MODEL_KEY,
+    CATALOG_HEADERS,
+    CATALOG_ENV,
+    CATALOG_TOKENS,
 ];
 
 impl Store {

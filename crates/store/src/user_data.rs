@@ -12,7 +12,7 @@ use sqlx::any::AnyRow;
 use crate::account::{UserId, now, random_token};
 use crate::error::{Result, StoreError};
 use crate::seal::Secret;
-use crate::store::{MODEL_KEY, OAUTH_TOKENS, SERVER_HEADERS, Store};
+use crate::store::{CATALOG_TOKENS, MODEL_KEY, OAUTH_TOKENS, SERVER_HEADERS, Store};
 
 /// How Switchboard talks to a user's server. Team mode has no stdio for users: a browser
 /// user never makes the server run a command.
@@ -33,7 +33,7 @@ impl Transport {
         }
     }
 
-    fn parse(s: &str) -> Result<Self> {
+    pub(crate) fn parse(s: &str) -> Result<Self> {
         match s {
             "http" => Ok(Self::Http),
             "sse" => Ok(Self::Sse),
@@ -75,8 +75,68 @@ pub struct StoredTokens {
 /// dropped runs out at the end of its lease.
 #[derive(Debug, PartialEq, Eq)]
 pub struct RefreshLease {
-    server: String,
+    server: ServerRef,
     holder: String,
+}
+
+/// Which of a user's servers tokens are for: one of their own (`mcp_servers`) or a
+/// catalog server they enabled. The two are separate namespaces (separate tables), so a
+/// user's server and a catalog server of the same name never share a token.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ServerRef {
+    /// The user's own server of this name.
+    Own(String),
+    /// The catalog server of this name.
+    Catalog(String),
+}
+
+impl ServerRef {
+    /// The user's own server `name`.
+    pub fn own(name: &str) -> Self {
+        Self::Own(name.to_owned())
+    }
+
+    /// The catalog server `name`.
+    pub fn catalog(name: &str) -> Self {
+        Self::Catalog(name.to_owned())
+    }
+
+    /// The name within its namespace.
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Own(n) | Self::Catalog(n) => n,
+        }
+    }
+
+    /// Whether it is a catalog server.
+    pub fn is_catalog(&self) -> bool {
+        matches!(self, Self::Catalog(_))
+    }
+}
+
+/// Where the tokens of a [`ServerRef`] live, and the row they must belong to.
+struct TokenTable {
+    sealed: crate::store::SealedColumn,
+    /// The table whose row (this user + name) the tokens hang on.
+    parent: &'static str,
+    parent_name: &'static str,
+}
+
+impl TokenTable {
+    fn of(server: &ServerRef) -> Self {
+        match server {
+            ServerRef::Own(_) => Self {
+                sealed: OAUTH_TOKENS,
+                parent: "mcp_servers",
+                parent_name: "name",
+            },
+            ServerRef::Catalog(_) => Self {
+                sealed: CATALOG_TOKENS,
+                parent: "catalog_enablements",
+                parent_name: "catalog_name",
+            },
+        }
+    }
 }
 
 /// A user's own model API key.
@@ -108,8 +168,8 @@ impl Store {
 
 const MAX_NAME: usize = 100;
 
-fn check_server(server: &ServerRecord) -> Result<()> {
-    let name = &server.name;
+/// A server name (a user's or the catalog's): 1 to 100 letters, digits, `-`, `_`, `.`.
+pub(crate) fn check_name(name: &str) -> Result<()> {
     if name.is_empty()
         || name.len() > MAX_NAME
         || !name
@@ -120,8 +180,18 @@ fn check_server(server: &ServerRecord) -> Result<()> {
             "server name `{name}`: use 1 to {MAX_NAME} letters, digits, `-`, `_` or `.`"
         )));
     }
-    let scheme_ok = url::Url::parse(&server.url)
-        .is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host());
+    Ok(())
+}
+
+/// An `http://` or `https://` address with a host.
+pub(crate) fn is_web_url(url: &str) -> bool {
+    url::Url::parse(url).is_ok_and(|u| matches!(u.scheme(), "http" | "https") && u.has_host())
+}
+
+fn check_server(server: &ServerRecord) -> Result<()> {
+    let name = &server.name;
+    check_name(name)?;
+    let scheme_ok = is_web_url(&server.url);
     if !scheme_ok {
         return Err(StoreError::Invalid(format!(
             "server `{name}`: the URL must be an http:// or https:// address"
@@ -292,31 +362,8 @@ impl UserStore {
         tokens: &Secret,
         expires_at: Option<i64>,
     ) -> Result<()> {
-        let slot = OAUTH_TOKENS.slot(&self.user.0, server);
-        let sealed = self.store.keys()?.seal(&slot, tokens.expose().as_bytes())?;
-        // Written only where the server is this user's (the INSERT … SELECT finds nothing
-        // otherwise), so the error below names the missing server, not a constraint.
-        let done = sqlx::query(
-            "INSERT INTO oauth_tokens (user_id, server_name, tokens, expires_at, updated_at) \
-             SELECT user_id, name, $3, $4, $5 FROM mcp_servers WHERE user_id = $1 AND name = $2 \
-             ON CONFLICT (user_id, server_name) DO UPDATE SET tokens = excluded.tokens, \
-             expires_at = excluded.expires_at, updated_at = excluded.updated_at, \
-             refresh_holder = NULL, refresh_until = NULL",
-        )
-        .bind(self.uid())
-        .bind(server.to_owned())
-        .bind(sealed)
-        .bind(expires_at)
-        .bind(now())
-        .execute(&self.store.pool)
-        .await
-        .map_err(StoreError::query("saving OAuth tokens"))?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::Invalid(format!(
-                "no server `{server}` to save tokens for: add the server first"
-            )));
-        }
-        Ok(())
+        self.put_tokens(&ServerRef::own(server), tokens, expires_at)
+            .await
     }
 
     /// The user's OAuth tokens for one of their servers.
@@ -324,33 +371,10 @@ impl UserStore {
     /// # Errors
     /// No secret key, tokens that do not open, or a database failure.
     pub async fn oauth_tokens(&self, server: &str) -> Result<Option<StoredTokens>> {
-        let Some(row) = sqlx::query(
-            "SELECT tokens, expires_at, updated_at FROM oauth_tokens \
-             WHERE user_id = $1 AND server_name = $2",
-        )
-        .bind(self.uid())
-        .bind(server.to_owned())
-        .fetch_optional(&self.store.pool)
-        .await
-        .map_err(StoreError::query("reading OAuth tokens"))?
-        else {
-            return Ok(None);
-        };
-        let get = || StoreError::query("reading OAuth tokens");
-        let sealed: Vec<u8> = row.try_get(0).map_err(get())?;
-        let slot = OAUTH_TOKENS.slot(&self.user.0, server);
-        let (plain, _) = self.store.keys()?.open(&slot, &sealed)?;
-        Ok(Some(StoredTokens {
-            tokens: Secret::new(text_of(plain, OAUTH_TOKENS.table, OAUTH_TOKENS.column)?),
-            expires_at: row.try_get(1).map_err(get())?,
-            updated_at: row.try_get(2).map_err(get())?,
-        }))
+        self.tokens(&ServerRef::own(server)).await
     }
 
-    /// Claim the refresh of this server's tokens for `lease` (how long the refresh may
-    /// take). `None` when another instance holds an unexpired claim: wait, then read the
-    /// tokens it wrote with [`UserStore::oauth_tokens`]. Only one claim exists per row at a
-    /// time on any number of instances, so a rotating refresh token is spent once.
+    /// Claim the refresh of this server's tokens (see [`UserStore::begin_tokens_refresh`]).
     ///
     /// # Errors
     /// A database failure.
@@ -359,23 +383,132 @@ impl UserStore {
         server: &str,
         lease: Duration,
     ) -> Result<Option<RefreshLease>> {
+        self.begin_tokens_refresh(&ServerRef::own(server), lease)
+            .await
+    }
+
+    /// Forget the user's OAuth tokens for a server (logout). Says whether there were any.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn remove_oauth_tokens(&self, server: &str) -> Result<bool> {
+        self.remove_tokens(&ServerRef::own(server)).await
+    }
+
+    /// Save the user's OAuth tokens for `server` (one of their own, or a catalog server
+    /// they enabled) after a login. Cancels any refresh in flight: its result will not be
+    /// written.
+    ///
+    /// # Errors
+    /// No such server of this user (or catalog server this user enabled), no secret key,
+    /// or a database failure.
+    pub async fn put_tokens(
+        &self,
+        server: &ServerRef,
+        tokens: &Secret,
+        expires_at: Option<i64>,
+    ) -> Result<()> {
+        let t = TokenTable::of(server);
+        let slot = t.sealed.slot(&self.user.0, server.name());
+        let sealed = self.store.keys()?.seal(&slot, tokens.expose().as_bytes())?;
+        // Written only where the server is this user's (the INSERT … SELECT finds nothing
+        // otherwise), so the error below names the missing server, not a constraint.
+        let sql = format!(
+            "INSERT INTO {table} (user_id, {name}, tokens, expires_at, updated_at) \
+             SELECT user_id, {parent_name}, $3, $4, $5 FROM {parent} \
+             WHERE user_id = $1 AND {parent_name} = $2 \
+             ON CONFLICT (user_id, {name}) DO UPDATE SET tokens = excluded.tokens, \
+             expires_at = excluded.expires_at, updated_at = excluded.updated_at, \
+             refresh_holder = NULL, refresh_until = NULL",
+            table = t.sealed.table,
+            name = t.sealed.key_column,
+            parent = t.parent,
+            parent_name = t.parent_name,
+        );
+        let done = sqlx::query(&sql)
+            .bind(self.uid())
+            .bind(server.name().to_owned())
+            .bind(sealed)
+            .bind(expires_at)
+            .bind(now())
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("saving OAuth tokens"))?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::Invalid(match server {
+                ServerRef::Own(n) => {
+                    format!("no server `{n}` to save tokens for: add the server first")
+                }
+                ServerRef::Catalog(n) => format!(
+                    "catalog server `{n}` is not enabled: enable it before logging in to it"
+                ),
+            }));
+        }
+        Ok(())
+    }
+
+    /// The user's OAuth tokens for `server`.
+    ///
+    /// # Errors
+    /// No secret key, tokens that do not open, or a database failure.
+    pub async fn tokens(&self, server: &ServerRef) -> Result<Option<StoredTokens>> {
+        let t = TokenTable::of(server);
+        let sql = format!(
+            "SELECT tokens, expires_at, updated_at FROM {} WHERE user_id = $1 AND {} = $2",
+            t.sealed.table, t.sealed.key_column
+        );
+        let Some(row) = sqlx::query(&sql)
+            .bind(self.uid())
+            .bind(server.name().to_owned())
+            .fetch_optional(&self.store.pool)
+            .await
+            .map_err(StoreError::query("reading OAuth tokens"))?
+        else {
+            return Ok(None);
+        };
+        let get = || StoreError::query("reading OAuth tokens");
+        let sealed: Vec<u8> = row.try_get(0).map_err(get())?;
+        let slot = t.sealed.slot(&self.user.0, server.name());
+        let (plain, _) = self.store.keys()?.open(&slot, &sealed)?;
+        Ok(Some(StoredTokens {
+            tokens: Secret::new(text_of(plain, t.sealed.table, t.sealed.column)?),
+            expires_at: row.try_get(1).map_err(get())?,
+            updated_at: row.try_get(2).map_err(get())?,
+        }))
+    }
+
+    /// Claim the refresh of `server`'s tokens for `lease` (how long the refresh may take).
+    /// `None` when another instance holds an unexpired claim: wait, then read the tokens
+    /// it wrote with [`UserStore::tokens`]. Only one claim exists per row at a time on any
+    /// number of instances, so a rotating refresh token is spent once.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn begin_tokens_refresh(
+        &self,
+        server: &ServerRef,
+        lease: Duration,
+    ) -> Result<Option<RefreshLease>> {
+        let t = TokenTable::of(server);
         let holder = random_token(16)?;
-        let t = now();
-        let done = sqlx::query(
-            "UPDATE oauth_tokens SET refresh_holder = $3, refresh_until = $4 \
-             WHERE user_id = $1 AND server_name = $2 \
+        let at = now();
+        let sql = format!(
+            "UPDATE {} SET refresh_holder = $3, refresh_until = $4 \
+             WHERE user_id = $1 AND {} = $2 \
              AND (refresh_until IS NULL OR refresh_until <= $5)",
-        )
-        .bind(self.uid())
-        .bind(server.to_owned())
-        .bind(holder.clone())
-        .bind(t.saturating_add(i64::try_from(lease.as_secs()).unwrap_or(i64::MAX)))
-        .bind(t)
-        .execute(&self.store.pool)
-        .await
-        .map_err(StoreError::query("claiming a token refresh"))?;
+            t.sealed.table, t.sealed.key_column
+        );
+        let done = sqlx::query(&sql)
+            .bind(self.uid())
+            .bind(server.name().to_owned())
+            .bind(holder.clone())
+            .bind(at.saturating_add(i64::try_from(lease.as_secs()).unwrap_or(i64::MAX)))
+            .bind(at)
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("claiming a token refresh"))?;
         Ok((done.rows_affected() == 1).then(|| RefreshLease {
-            server: server.to_owned(),
+            server: server.clone(),
             holder,
         }))
     }
@@ -392,22 +525,25 @@ impl UserStore {
         tokens: &Secret,
         expires_at: Option<i64>,
     ) -> Result<bool> {
-        let slot = OAUTH_TOKENS.slot(&self.user.0, &lease.server);
+        let t = TokenTable::of(&lease.server);
+        let slot = t.sealed.slot(&self.user.0, lease.server.name());
         let sealed = self.store.keys()?.seal(&slot, tokens.expose().as_bytes())?;
-        let done = sqlx::query(
-            "UPDATE oauth_tokens SET tokens = $3, expires_at = $4, updated_at = $5, \
+        let sql = format!(
+            "UPDATE {} SET tokens = $3, expires_at = $4, updated_at = $5, \
              refresh_holder = NULL, refresh_until = NULL \
-             WHERE user_id = $1 AND server_name = $2 AND refresh_holder = $6",
-        )
-        .bind(self.uid())
-        .bind(lease.server)
-        .bind(sealed)
-        .bind(expires_at)
-        .bind(now())
-        .bind(lease.holder)
-        .execute(&self.store.pool)
-        .await
-        .map_err(StoreError::query("saving refreshed tokens"))?;
+             WHERE user_id = $1 AND {} = $2 AND refresh_holder = $6",
+            t.sealed.table, t.sealed.key_column
+        );
+        let done = sqlx::query(&sql)
+            .bind(self.uid())
+            .bind(lease.server.name().to_owned())
+            .bind(sealed)
+            .bind(expires_at)
+            .bind(now())
+            .bind(lease.holder)
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("saving refreshed tokens"))?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -417,27 +553,35 @@ impl UserStore {
     /// # Errors
     /// A database failure.
     pub async fn abandon_refresh(&self, lease: RefreshLease) -> Result<()> {
-        sqlx::query(
-            "UPDATE oauth_tokens SET refresh_holder = NULL, refresh_until = NULL \
-             WHERE user_id = $1 AND server_name = $2 AND refresh_holder = $3",
-        )
-        .bind(self.uid())
-        .bind(lease.server)
-        .bind(lease.holder)
-        .execute(&self.store.pool)
-        .await
-        .map_err(StoreError::query("releasing a token refresh"))?;
+        let t = TokenTable::of(&lease.server);
+        let sql = format!(
+            "UPDATE {} SET refresh_holder = NULL, refresh_until = NULL \
+             WHERE user_id = $1 AND {} = $2 AND refresh_holder = $3",
+            t.sealed.table, t.sealed.key_column
+        );
+        sqlx::query(&sql)
+            .bind(self.uid())
+            .bind(lease.server.name().to_owned())
+            .bind(lease.holder)
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("releasing a token refresh"))?;
         Ok(())
     }
 
-    /// Forget the user's OAuth tokens for a server (logout). Says whether there were any.
+    /// Forget the user's OAuth tokens for `server` (logout). Says whether there were any.
     ///
     /// # Errors
     /// A database failure.
-    pub async fn remove_oauth_tokens(&self, server: &str) -> Result<bool> {
-        let done = sqlx::query("DELETE FROM oauth_tokens WHERE user_id = $1 AND server_name = $2")
+    pub async fn remove_tokens(&self, server: &ServerRef) -> Result<bool> {
+        let t = TokenTable::of(server);
+        let sql = format!(
+            "DELETE FROM {} WHERE user_id = $1 AND {} = $2",
+            t.sealed.table, t.sealed.key_column
+        );
+        let done = sqlx::query(&sql)
             .bind(self.uid())
-            .bind(server.to_owned())
+            .bind(server.name().to_owned())
             .execute(&self.store.pool)
             .await
             .map_err(StoreError::query("removing OAuth tokens"))?;
@@ -510,7 +654,7 @@ impl UserStore {
 }
 
 /// Headers as a JSON object (names to values).
-fn encode_headers(headers: &BTreeMap<String, Secret>) -> String {
+pub(crate) fn encode_headers(headers: &BTreeMap<String, Secret>) -> String {
     let map: serde_json::Map<String, serde_json::Value> = headers
         .iter()
         .map(|(k, v)| (k.clone(), serde_json::Value::String(v.expose().to_owned())))
@@ -518,7 +662,7 @@ fn encode_headers(headers: &BTreeMap<String, Secret>) -> String {
     serde_json::Value::Object(map).to_string()
 }
 
-fn decode_headers(json: &str) -> Result<BTreeMap<String, Secret>> {
+pub(crate) fn decode_headers(json: &str) -> Result<BTreeMap<String, Secret>> {
     let bad = || StoreError::Unseal {
         table: SERVER_HEADERS.table,
         column: SERVER_HEADERS.column,

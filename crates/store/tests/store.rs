@@ -10,7 +10,7 @@ use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 use switchboard_store::{
     Backend, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
-    ServerLoginClient, ServerRecord, Store, StoreError, Transport,
+    ServerLoginClient, ServerRecord, ServerRef, Store, StoreError, Transport,
 };
 use switchboard_testkit::{PG_PASSWORD, PgCluster};
 
@@ -151,10 +151,10 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
         .put_server(&server("s", "https://x.example/mcp", "h"))
         .await
         .unwrap();
-    let report = one.migrate_to(4).await.unwrap();
+    let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4]
+        [4, 5, 6]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -221,6 +221,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     assert_eq!(
         taken,
         PendingServerLogin {
+            server: ServerRef::own("s"),
             server_name: "s".into(),
             server_url: "https://x.example/mcp".into(),
             verifier: started.verifier.clone(),
@@ -282,12 +283,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 5);
+    assert_eq!(first.version, 6);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 5);
+    assert_eq!(again.version, 6);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -301,7 +302,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(ra.applied.len() + rb.applied.len(), 5, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (5, 5));
+    assert_eq!((ra.version, rb.version), (6, 6));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -315,6 +316,9 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "chat_messages",
         "chat_confirmations",
         "team_model_key",
+        "catalog_servers",
+        "catalog_enablements",
+        "catalog_oauth_tokens",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -351,8 +355,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5]);
-    assert_eq!(report.version, 5);
+    assert_eq!(versions, [2, 3, 4, 5, 6]);
+    assert_eq!(report.version, 6);
     let back = store
         .session_user(token.expose())
         .await
@@ -1095,7 +1099,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate_to(4).await.unwrap().applied.len(), 2);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 4);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")

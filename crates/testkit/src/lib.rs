@@ -27,6 +27,7 @@
 #![allow(clippy::disallowed_methods)]
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod demo;
 mod everything;
 mod install;
 mod oauth;
@@ -38,6 +39,7 @@ mod python;
 mod recorder;
 mod registry;
 
+pub use demo::demo_server_bin;
 pub use everything::{EverythingMode, everything_bin, everything_stdio_command, spawn_everything};
 pub use install::{ensure_peers, peers_dir, repo_root};
 pub use oauth::{

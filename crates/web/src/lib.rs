@@ -53,7 +53,7 @@ pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
 pub use team::{
-    CHAT_CONFIRM_TIMEOUT, CHAT_POLL_EVERY, CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL,
+    ALLOW_STDIO_FLAG, CHAT_CONFIRM_TIMEOUT, CHAT_POLL_EVERY, CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL,
     MCP_OAUTH_CALLBACK_PATH, METRICS_TOKEN_MIN_LEN, MetricsToken, REFRESH_BUFFER, RouteAccess,
     RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH, SignInOptions, TeamModel, TeamOptions, TeamState,
     route_table, serve_team, start_team, team_app,

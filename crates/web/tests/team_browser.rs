@@ -9,7 +9,9 @@
 //! not as HTML); Test on a server answering 401 shows the sign-in hint; on an
 //! OAuth-protected server (the Python MCP SDK's auth peer) "Sign in to this server"
 //! opens a popup that completes the login and closes, after which the server is listed
-//! signed in and its Test connects, and "Sign out of server" forgets it; Sign out shows the
+//! signed in and its Test connects, and "Sign out of server" forgets it; a team catalog
+//! server an admin published (the same OAuth peer) is enabled, Tested (needs OAuth) and
+//! signed in to in a popup with alice's own login; Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.
 //! Screenshots go to `target/screenshots/team-*.png`.
@@ -22,6 +24,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use switchboard_net::UrlPolicy;
+use switchboard_store::{CatalogLaunch, CatalogServer, ServerRef, Transport};
 use switchboard_testkit::{
     CannedReply, OidcPeerOptions, RecordingListener, ensure_peers, free_port, repo_root,
     spawn_oauth_python, spawn_oidc_provider_with,
@@ -117,6 +120,27 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         .push(("WWW-Authenticate".into(), "Bearer".into()));
     let locked = RecordingListener::with_reply(locked).await;
     let secure = spawn_oauth_python(&[]).await;
+    // An admin published the OAuth-protected server in the team catalog.
+    let store = db.store().await;
+    let admin = store
+        .sign_in_user("admin@example.com", "Admin", true)
+        .await
+        .unwrap();
+    store
+        .publish_catalog_server(
+            &admin.id,
+            &CatalogServer {
+                name: "teamsecure".into(),
+                description: "Published for the team".into(),
+                launch: CatalogLaunch::Http {
+                    url: secure.url.clone(),
+                    transport: Transport::Http,
+                    headers: std::collections::BTreeMap::new(),
+                },
+            },
+        )
+        .await
+        .unwrap();
 
     run_scenario(
         &origin,
@@ -129,9 +153,9 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     )
     .await;
 
-    // What the browser did is in the store: alice's server with its header, and no
-    // session of hers left after "sign out everywhere".
-    let store = db.store().await;
+    // What the browser did is in the store: alice's server with its header, her own
+    // tokens for the catalog server, and no session of hers left after "sign out
+    // everywhere".
     let alice = store
         .sign_in_user("alice@example.com", "Alice Example", false)
         .await
@@ -169,6 +193,21 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         "user, model call, tool result, model answer"
     );
     assert_eq!(gemini.remaining(), 0);
+    let us = store.for_user(&alice.id);
+    assert!(
+        us.catalog_server("teamsecure")
+            .await
+            .unwrap()
+            .unwrap()
+            .enabled
+    );
+    assert!(
+        us.tokens(&ServerRef::catalog("teamsecure"))
+            .await
+            .unwrap()
+            .is_some(),
+        "alice's own catalog tokens"
+    );
     let ended = store.end_all_sessions(&alice.id).await.unwrap();
     assert_eq!(ended, 0, "signed out everywhere: no session left");
     running.shutdown().await;

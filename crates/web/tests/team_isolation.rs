@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_store::{
-    NewServerLogin, Secret, ServerLoginClient, ServerRecord, Store, Transport, UserId,
+    CatalogLaunch, CatalogServer, NewServerLogin, Secret, ServerLoginClient, ServerRecord,
+    ServerRef, Store, Transport, UserId,
 };
 use switchboard_testkit::RecordingListener;
 use switchboard_web::{RouteAccess, route_table};
@@ -101,6 +102,19 @@ impl Bob {
             us.team_model_key_info().await.unwrap().unwrap().provider,
             "gemini"
         );
+        // His enablement of the catalog server and his own tokens for it.
+        let catalog = us
+            .catalog_server("shared")
+            .await
+            .unwrap()
+            .expect("published");
+        assert!(catalog.enabled, "bob's catalog enablement changed");
+        let t = us
+            .tokens(&ServerRef::catalog("shared"))
+            .await
+            .unwrap()
+            .expect("bob's catalog tokens are gone");
+        assert!(t.tokens.expose().contains(BOB_ACCESS));
         let bob = Browser::new(app.origin(), Some(&self.cookie));
         let (status, v) = bob.get(&app.base, "/api/me").await;
         assert_eq!(
@@ -203,6 +217,32 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         confirmation,
     };
     let bob_chat = format!("/api/chats/{}", bob.chat);
+
+    // The catalog: an admin published `shared` (its URL records what reaches it); bob
+    // enabled it and has his own tokens for it.
+    let (admin_id, _) = sign_in(&store, "admin@example.com", true).await;
+    store
+        .publish_catalog_server(
+            &admin_id,
+            &CatalogServer {
+                name: "shared".into(),
+                description: "Shared".into(),
+                launch: CatalogLaunch::Http {
+                    url: trap_url.clone(),
+                    transport: Transport::Http,
+                    headers: BTreeMap::new(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let bob_catalog = store.for_user(&bob.id);
+    assert!(bob_catalog.enable_catalog_server("shared").await.unwrap());
+    bob_catalog
+        .put_tokens(&ServerRef::catalog("shared"), &tokens, None)
+        .await
+        .unwrap();
+    let catalog_before = store.catalog_servers().await.unwrap();
 
     // Alice has a server of her own, on another demo server.
     let alice_demo = demo_http().await;
@@ -678,6 +718,110 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     .post(&app.base, &format!("{bob_chat}/cancel"), &json!({}))
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/admin/catalog")
+            | ("POST", "/api/admin/catalog")
+            | ("PUT", "/api/admin/catalog/{name}")
+            | ("DELETE", "/api/admin/catalog/{name}") => {
+                // Alice is no admin: 403, nothing about the catalog, nothing changed.
+                let path = route.path.replace("{name}", "shared");
+                let body = json!({"name": "shared", "url": alice_demo});
+                let body =
+                    (route.method != Method::GET && route.method != Method::DELETE).then_some(body);
+                let (status, v) = alice.send(send(route.method.clone(), &path, body)).await;
+                assert_eq!(
+                    (status, v["message"].as_str()),
+                    (403, Some("only a team admin may do this")),
+                    "{what}: {v}"
+                );
+                assert!(!v.to_string().contains(&trap_url), "{what}: {v}");
+                assert_eq!(store.catalog_servers().await.unwrap(), catalog_before);
+                answers.push((status, v));
+            }
+            ("GET", "/api/catalog") => {
+                // The shared server, but not bob's enablement or login.
+                let (status, v) = alice.get(&app.base, "/api/catalog").await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert_eq!(v["servers"][0]["enabled"], false, "{what}: {v}");
+                assert_eq!(v["servers"][0]["oauth"]["signedIn"], false, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/catalog/{name}/enable") | ("POST", "/api/catalog/{name}/disable") => {
+                let (status, v) = alice
+                    .send(send(
+                        Method::POST,
+                        &route.path.replace("{name}", "shared"),
+                        Some(json!({})),
+                    ))
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert_eq!(v["oauth"]["signedIn"], false, "{what}: {v}");
+                answers.push((status, v));
+                let (status, v) = alice
+                    .send(send(
+                        Method::POST,
+                        &route.path.replace("{name}", "bobs"),
+                        Some(json!({})),
+                    ))
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+                alice_store.disable_catalog_server("shared").await.unwrap();
+            }
+            ("GET", "/api/catalog/{name}/tools")
+            | ("POST", "/api/catalog/{name}/call")
+            | ("POST", "/api/catalog/{name}/test") => {
+                // Not enabled by her: refused without connecting anywhere.
+                let path = route.path.replace("{name}", "shared");
+                let body = (route.method == Method::POST)
+                    .then(|| json!({"tool": "echo", "args": {"message": "x"}}));
+                let before = trap.connections();
+                let (status, v) = alice
+                    .send(send(route.method.clone(), &path, body.clone()))
+                    .await;
+                assert_eq!(status, 409, "{what}: {v}");
+                assert!(
+                    v.to_string().contains("enable it first"),
+                    "{what}: {status} {v}"
+                );
+                assert_eq!(trap.connections(), before, "{what} connected for alice");
+                answers.push((status, v));
+                // Enabled by her: she connects with HER credentials (none); bob's token
+                // never reaches the server on her behalf.
+                alice_store.enable_catalog_server("shared").await.unwrap();
+                let (status, v) = alice.send(send(route.method.clone(), &path, body)).await;
+                assert!(trap.connections() > before, "{what}: {status} {v}");
+                trap.assert_never_saw(BOB_ACCESS);
+                answers.push((status, v));
+                alice_store.disable_catalog_server("shared").await.unwrap();
+                assert_eq!(
+                    app.running.state.open_connections(),
+                    1,
+                    "only bob's connection"
+                );
+            }
+            ("POST", "/api/catalog/{name}/oauth/start") => {
+                let (status, v) = alice
+                    .send(send(
+                        Method::POST,
+                        "/api/catalog/shared/oauth/start",
+                        Some(json!({})),
+                    ))
+                    .await;
+                assert_eq!(status, 409, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/catalog/{name}/oauth/logout") => {
+                // Her logout removes nothing of bob's.
+                let (status, v) = alice
+                    .send(send(
+                        Method::POST,
+                        "/api/catalog/shared/oauth/logout",
+                        Some(json!({})),
+                    ))
+                    .await;
+                assert_eq!((status, &v["removed"]), (200, &json!(false)), "{what}: {v}");
                 answers.push((status, v));
             }
             _ => panic!(

@@ -7,6 +7,10 @@
 //! costs a reconnect, never data. The open-sessions gauge of `/metrics` follows the
 //! number of entries.
 //!
+//! Catalog servers are cached under `catalog:NAME` per user (no user server name has a
+//! `:`); a stdio catalog server is one process per user who uses it, closed by the same
+//! idle sweep and cap.
+//!
 //! Must not: hold its lock across `.await` (connecting happens outside it), or print a
 //! key (its digest covers secrets).
 
@@ -16,9 +20,13 @@ use std::time::{Duration, Instant};
 
 use prometheus_client::metrics::gauge::Gauge;
 use sha2::{Digest, Sha256};
-use switchboard_mcp::{ConnectError, ConnectOptions, Connection};
+use std::path::PathBuf;
+
+use switchboard_mcp::{ConnectError, ConnectOptions, Connection, StdioTarget, Target};
 use switchboard_net::GuardedClient;
-use switchboard_store::{ServerRecord, StoredTokens, UserId};
+use switchboard_store::{
+    CatalogLaunch, CatalogServer, ServerRecord, ServerRef, StoredTokens, UserId,
+};
 
 use crate::test_conn::http_target;
 
@@ -89,6 +97,112 @@ fn digest(record: &ServerRecord, tokens: Option<&StoredTokens>) -> [u8; 32] {
         None => field(b"no tokens"),
     }
     h.finalize().into()
+}
+
+/// The cache's name for catalog server `name`: `catalog:` is no user server's name (a
+/// user's server names have no `:`), so the two namespaces never share an entry.
+pub(crate) fn catalog_key(name: &str) -> String {
+    format!("catalog:{name}")
+}
+
+/// The cache's name for a user's server or catalog server.
+pub(crate) fn server_key(server: &ServerRef) -> String {
+    match server {
+        ServerRef::Own(n) => n.clone(),
+        ServerRef::Catalog(n) => catalog_key(n),
+    }
+}
+
+/// SHA-256 over a catalog server's launch and the user's credentials, each field
+/// length-prefixed.
+fn catalog_digest(server: &CatalogServer, tokens: Option<&StoredTokens>) -> [u8; 32] {
+    let mut h = Sha256::new();
+    let mut field = |bytes: &[u8]| {
+        h.update((bytes.len() as u64).to_be_bytes());
+        h.update(bytes);
+    };
+    field(server.launch.transport_name().as_bytes());
+    match &server.launch {
+        CatalogLaunch::Http { url, headers, .. } => {
+            field(url.as_bytes());
+            for (name, value) in headers {
+                field(name.as_bytes());
+                field(value.expose().as_bytes());
+            }
+        }
+        CatalogLaunch::Stdio {
+            command,
+            args,
+            cwd,
+            env,
+        } => {
+            field(command.as_bytes());
+            field(&(args.len() as u64).to_be_bytes());
+            for a in args {
+                field(a.as_bytes());
+            }
+            field(cwd.as_deref().unwrap_or("").as_bytes());
+            for (name, value) in env {
+                field(name.as_bytes());
+                field(value.expose().as_bytes());
+            }
+        }
+    }
+    match tokens {
+        Some(t) => {
+            field(b"tokens");
+            field(t.tokens.expose().as_bytes());
+            field(&t.updated_at.to_be_bytes());
+        }
+        None => field(b"no tokens"),
+    }
+    h.finalize().into()
+}
+
+/// How to connect to a catalog server: its URL with the admin's headers and the user's
+/// own access token, or its command with exactly the admin's arguments and environment
+/// (nothing of the user's goes into a process's argv or env).
+pub(crate) fn catalog_options(
+    guard: &GuardedClient,
+    server: &CatalogServer,
+    tokens: Option<&StoredTokens>,
+) -> ConnectOptions {
+    match &server.launch {
+        CatalogLaunch::Http {
+            url,
+            transport,
+            headers,
+        } => target_options(
+            guard,
+            PlannedTarget {
+                name: &server.name,
+                url,
+                transport: Some(transport.as_str()),
+                headers: headers
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+                    .collect(),
+            },
+            tokens,
+        ),
+        CatalogLaunch::Stdio {
+            command,
+            args,
+            cwd,
+            env,
+        } => ConnectOptions::new(
+            &server.name,
+            Target::Stdio(StdioTarget {
+                program: command.clone(),
+                args: args.clone(),
+                env: env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.expose().to_owned()))
+                    .collect(),
+                cwd: cwd.as_ref().map(PathBuf::from),
+            }),
+        ),
+    }
 }
 
 /// The saved OAuth access token, when the tokens are a `switchboard-auth` token set.
@@ -193,10 +307,45 @@ impl ClientCache {
         record: &ServerRecord,
         tokens: Option<&StoredTokens>,
     ) -> Result<Arc<Connection>, ConnectError> {
+        self.connect_with(
+            user,
+            &record.name,
+            digest(record, tokens),
+            connect_options(&self.guard, record, tokens),
+        )
+        .await
+    }
+
+    /// The cached connection for this user's catalog server as published now (and with
+    /// the user's own tokens), or a new one: a stdio entry is a process of this user's
+    /// alone, closed by the idle sweep and the cap like any other entry.
+    pub(crate) async fn catalog_connection(
+        &self,
+        user: &UserId,
+        server: &CatalogServer,
+        tokens: Option<&StoredTokens>,
+    ) -> Result<Arc<Connection>, ConnectError> {
+        self.connect_with(
+            user,
+            &catalog_key(&server.name),
+            catalog_digest(server, tokens),
+            catalog_options(&self.guard, server, tokens),
+        )
+        .await
+    }
+
+    /// The connection under (user, `server`, `digest`), or a new one made with `opts`.
+    async fn connect_with(
+        &self,
+        user: &UserId,
+        server: &str,
+        digest: [u8; 32],
+        mut opts: ConnectOptions,
+    ) -> Result<Arc<Connection>, ConnectError> {
         let key = Key {
             user: user.as_str().to_owned(),
-            server: record.name.clone(),
-            digest: digest(record, tokens),
+            server: server.to_owned(),
+            digest,
         };
         let closed = {
             let mut entries = self.lock();
@@ -214,7 +363,6 @@ impl ClientCache {
             }
         };
         close_all(closed.into_iter().collect());
-        let mut opts = connect_options(&self.guard, record, tokens);
         opts.startup_timeout = CONNECT_TIMEOUT;
         opts.request_timeout = REQUEST_TIMEOUT;
         let fresh = Arc::new(Connection::connect(opts).await?);
@@ -277,6 +425,28 @@ impl ClientCache {
             let keys: Vec<Key> = entries
                 .keys()
                 .filter(|k| k.user == user.as_str() && k.server == name)
+                .cloned()
+                .collect();
+            let gone = keys
+                .iter()
+                .filter_map(|k| entries.remove(k).map(|e| e.conn))
+                .collect();
+            self.publish(&entries);
+            gone
+        };
+        close_all(gone);
+    }
+
+    /// Close every user's connections to the catalog server `name` on this instance (it
+    /// was unpublished or changed; other instances stop finding it in the store and close
+    /// theirs at the idle sweep).
+    pub(crate) fn forget_catalog(&self, name: &str) {
+        let server = catalog_key(name);
+        let gone: Vec<Arc<Connection>> = {
+            let mut entries = self.lock();
+            let keys: Vec<Key> = entries
+                .keys()
+                .filter(|k| k.server == server)
                 .cloned()
                 .collect();
             let gone = keys
@@ -382,6 +552,47 @@ mod tests {
             with,
             digest(&base, Some(&tokens("{\"accessToken\":\"a\"}", 2)))
         );
+    }
+
+    #[test]
+    fn a_stdio_catalog_server_runs_with_the_admins_argv_and_env_only() {
+        let guard = GuardedClient::new(switchboard_net::ClientOptions::new(
+            switchboard_net::UrlPolicy::Local,
+        ))
+        .unwrap();
+        let server = CatalogServer {
+            name: "tool".into(),
+            description: String::new(),
+            launch: CatalogLaunch::Stdio {
+                command: "/usr/bin/tool".into(),
+                args: vec!["--flag".into()],
+                cwd: Some("/srv".into()),
+                env: BTreeMap::from([("KEY".to_owned(), Secret::new("v"))]),
+            },
+        };
+        // A user's tokens change the cache key but never reach the process.
+        let tokens = StoredTokens {
+            tokens: Secret::new("{\"accessToken\":\"user-token\"}"),
+            expires_at: None,
+            updated_at: 1,
+        };
+        let o = catalog_options(&guard, &server, Some(&tokens));
+        match &o.target {
+            switchboard_mcp::Target::Stdio(t) => {
+                assert_eq!(t.program, "/usr/bin/tool");
+                assert_eq!(t.args, ["--flag"]);
+                assert_eq!(t.env, [("KEY".to_owned(), "v".to_owned())]);
+                assert_eq!(t.cwd.as_deref(), Some(std::path::Path::new("/srv")));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_ne!(
+            catalog_digest(&server, None),
+            catalog_digest(&server, Some(&tokens))
+        );
+        // The two namespaces never share a cache name.
+        assert_eq!(server_key(&ServerRef::catalog("x")), "catalog:x");
+        assert_eq!(server_key(&ServerRef::own("x")), "x");
     }
 
     #[test]

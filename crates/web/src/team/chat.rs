@@ -50,7 +50,7 @@ use switchboard_model::{
     Content, FunctionCall, FunctionDeclaration, FunctionResponse, GenerateRequest, ModelClient,
     Part, StreamAccumulator, Tool, model_supports_tools,
 };
-use switchboard_store::{Conversation, MessageRole, UserStore};
+use switchboard_store::{Conversation, MessageRole, ServerRef, UserStore};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -510,7 +510,7 @@ impl Turn {
                 continue;
             }
             let name = record.name.clone();
-            let tokens = match usable_tokens(&self.state, &self.us, &name).await {
+            let tokens = match usable_tokens(&self.state, &self.us, &ServerRef::own(&name)).await {
                 Ok(t) => t,
                 Err(e) => {
                     self.emit(json!({"type": "notice", "text": format!("`{name}` is left out: {}", e.message)}));

@@ -1,5 +1,7 @@
-//! A signed-in user's OAuth login to one of their MCP servers, and the refresh of the
-//! tokens it gives, with nothing kept in the process (any instance answers any step):
+//! A signed-in user's OAuth login to one of their MCP servers or to a catalog server they
+//! enabled (`ServerRef`: the two keep separate tokens), and the refresh of the tokens it
+//! gives, with nothing kept in the process (any instance answers any step). The catalog
+//! routes (`POST /api/catalog/{name}/oauth/start|logout`) use the same steps:
 //! - `POST /api/servers/{name}/oauth/start` ([`start`]): discovery through
 //!   `switchboard-auth` (RFC 9728 → RFC 8414, dynamic client registration for this
 //!   app's callback, else the fixed fallback client, endpoints checked by the URL
@@ -39,9 +41,12 @@ use sha2::{Digest, Sha256};
 use switchboard_auth::{BrowserClientOptions, DiscoveryClient, TokenSet, now_ms};
 use switchboard_net::{GuardedClient, LimitedBody, read_limited};
 use switchboard_store::{
-    NewServerLogin, PendingServerLogin, Secret, ServerLoginClient, StoredTokens, UserStore,
+    CatalogLaunch, NewServerLogin, PendingServerLogin, Secret, ServerLoginClient, ServerRef,
+    StoredTokens, UserStore,
 };
 
+use super::cache::server_key;
+use super::catalog::{catalog_entry_or_404, enabled_catalog_server};
 use super::servers::{server_or_404, user_store};
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
@@ -129,14 +134,41 @@ pub async fn start(
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let us = user_store(&state, &signed);
-    let record = server_or_404(&us, &name).await?;
+    start_login(&state, &signed, ServerRef::Own(name)).await
+}
+
+/// The URL a login to `server` is for: the user's server's, or the enabled catalog
+/// server's (a stdio one has none).
+async fn login_url(state: &TeamState, us: &UserStore, server: &ServerRef) -> ApiResult<String> {
+    match server {
+        ServerRef::Own(name) => Ok(server_or_404(us, name).await?.url),
+        ServerRef::Catalog(name) => {
+            let entry = enabled_catalog_server(state, us, name).await?;
+            match entry.launch {
+                CatalogLaunch::Http { url, .. } => Ok(url),
+                CatalogLaunch::Stdio { .. } => Err(ApiError::bad_request(format!(
+                    "catalog server `{name}` runs on the server (stdio): it has no OAuth login"
+                ))),
+            }
+        }
+    }
+}
+
+/// Start a login to the caller's server or enabled catalog server: `{authorizeUrl}`.
+pub(super) async fn start_login(
+    state: &TeamState,
+    signed: &SignedIn,
+    server: ServerRef,
+) -> ApiResult<Json<Value>> {
+    let us = user_store(state, signed);
+    let server_url = login_url(state, &us, &server).await?;
+    let name = server.name().to_owned();
     let redirect_uri = state.cfg().oauth_redirect_uri();
     let found = tokio::time::timeout(
         DISCOVERY_TIMEOUT,
         DiscoveryClient::new(state.guard().clone()).browser_client(
             &name,
-            &record.url,
+            &server_url,
             None,
             &redirect_uri,
             &BrowserClientOptions::default(),
@@ -158,17 +190,16 @@ pub async fn start(
         resource: config.resource.clone(),
         scopes: config.scopes.clone(),
     };
-    let started = us
-        .start_server_login(
-            &NewServerLogin {
-                server_name: name.clone(),
-                server_url: record.url.clone(),
-                client,
-            },
-            LOGIN_TTL,
-        )
-        .await
-        .map_err(store_error)?;
+    let login = NewServerLogin {
+        server_name: name.clone(),
+        server_url,
+        client,
+    };
+    let started = match server {
+        ServerRef::Own(_) => us.start_server_login(&login, LOGIN_TTL).await,
+        ServerRef::Catalog(_) => us.start_catalog_login(&login, LOGIN_TTL).await,
+    }
+    .map_err(store_error)?;
     let challenge = b64url(&Sha256::digest(started.verifier.expose().as_bytes()));
     let mut url = url::Url::parse(&config.authorization_url).map_err(|e| {
         ApiError::upstream(format!(
@@ -199,12 +230,28 @@ pub async fn logout(
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
-    let us = user_store(&state, &signed);
-    server_or_404(&us, &name).await?;
-    let removed = us.remove_oauth_tokens(&name).await.map_err(store_error)?;
-    state.cache().forget(&signed.user.id, &name);
+    logout_from(&state, &signed, ServerRef::Own(name)).await
+}
+
+/// Remove the caller's tokens for their server or enabled catalog server.
+pub(super) async fn logout_from(
+    state: &TeamState,
+    signed: &SignedIn,
+    server: ServerRef,
+) -> ApiResult<Json<Value>> {
+    let us = user_store(state, signed);
+    match &server {
+        ServerRef::Own(name) => {
+            server_or_404(&us, name).await?;
+        }
+        ServerRef::Catalog(name) => {
+            catalog_entry_or_404(&us, name).await?;
+        }
+    }
+    let removed = us.remove_tokens(&server).await.map_err(store_error)?;
+    state.cache().forget(&signed.user.id, &server_key(&server));
     Ok(Json(
-        json!({"ok": true, "server": name, "removed": removed}),
+        json!({"ok": true, "server": server.name(), "removed": removed}),
     ))
 }
 
@@ -291,7 +338,7 @@ async fn complete(state: &TeamState, headers: &HeaderMap, raw: RawCallback) -> O
             );
         }
     };
-    let server = pending.server_name.clone();
+    let server = server_key(&pending.server);
     let failed = |status: StatusCode, why: String| Outcome {
         status,
         server: Some(server.clone()),
@@ -314,7 +361,7 @@ async fn complete(state: &TeamState, headers: &HeaderMap, raw: RawCallback) -> O
     };
     match exchange_and_save(state, &us, &pending, &code).await {
         Ok(()) => {
-            state.cache().forget(&user.id, &server);
+            state.cache().forget(&user.id, &server_key(&pending.server));
             Outcome {
                 status: StatusCode::OK,
                 server: Some(server),
@@ -331,18 +378,30 @@ async fn exchange_and_save(
     pending: &PendingServerLogin,
     code: &str,
 ) -> ApiResult<()> {
-    // The server must still be there at the URL the login was started for.
-    let record = us
-        .server(&pending.server_name)
-        .await
-        .map_err(store_error)?
-        .filter(|r| r.url == pending.server_url)
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "server `{}` was removed or its URL changed during the login: start it again",
-                pending.server_name
-            ))
-        })?;
+    // The server must still be there (enabled, for a catalog server) at the URL the
+    // login was started for.
+    let name = &pending.server_name;
+    let still_there = match &pending.server {
+        ServerRef::Own(_) => us
+            .server(name)
+            .await
+            .map_err(store_error)?
+            .is_some_and(|r| r.url == pending.server_url),
+        ServerRef::Catalog(_) => us
+            .catalog_server(name)
+            .await
+            .map_err(store_error)?
+            .is_some_and(|e| {
+                e.enabled
+                    && matches!(&e.record.server.launch,
+                        CatalogLaunch::Http { url, .. } if *url == pending.server_url)
+            }),
+    };
+    if !still_there {
+        return Err(ApiError::bad_request(format!(
+            "server `{name}` was removed, disabled or its URL changed during the login: start it again"
+        )));
+    }
     let c = &pending.client;
     let mut form = vec![
         ("grant_type", "authorization_code".to_owned()),
@@ -356,7 +415,7 @@ async fn exchange_and_save(
     }
     let set = token_request(state.guard(), &c.token_url, &form)
         .await
-        .map_err(|e| ApiError::upstream(format!("logging in to `{}`: {e}", record.name)))?;
+        .map_err(|e| ApiError::upstream(format!("logging in to `{name}`: {e}")))?;
     let tokens = TeamTokens {
         set,
         token_url: Some(c.token_url.clone()),
@@ -365,7 +424,7 @@ async fn exchange_and_save(
         obtained_at: Some(now_ms()),
     };
     let (secret, expires_at) = tokens.sealed()?;
-    us.put_oauth_tokens(&record.name, &secret, expires_at)
+    us.put_tokens(&pending.server, &secret, expires_at)
         .await
         .map_err(store_error)
 }
@@ -537,9 +596,10 @@ fn login_again(name: &str, why: &str) -> ApiError {
 pub(crate) async fn usable_tokens(
     state: &TeamState,
     us: &UserStore,
-    name: &str,
+    server: &ServerRef,
 ) -> ApiResult<Option<StoredTokens>> {
-    let Some(mut seen) = us.oauth_tokens(name).await.map_err(store_error)? else {
+    let name = server.name();
+    let Some(mut seen) = us.tokens(server).await.map_err(store_error)? else {
         return Ok(None);
     };
     let needs = |t: &StoredTokens| {
@@ -553,14 +613,14 @@ pub(crate) async fn usable_tokens(
     let deadline = Instant::now() + REFRESH_WAIT;
     loop {
         match us
-            .begin_refresh(name, REFRESH_LEASE)
+            .begin_tokens_refresh(server, REFRESH_LEASE)
             .await
             .map_err(store_error)?
         {
             Some(lease) => {
                 // Under the lease: another instance may have written new tokens just
                 // before it was ours; those are used, never refreshed again.
-                let current = us.oauth_tokens(name).await.map_err(store_error)?;
+                let current = us.tokens(server).await.map_err(store_error)?;
                 let Some(current) = current else {
                     us.abandon_refresh(lease).await.map_err(store_error)?;
                     return Ok(None);
@@ -583,7 +643,7 @@ pub(crate) async fn usable_tokens(
                         if !written {
                             tracing::info!(server = name, "a newer login replaced a refresh");
                         }
-                        return us.oauth_tokens(name).await.map_err(store_error);
+                        return us.tokens(server).await.map_err(store_error);
                     }
                     Err(e) => {
                         us.abandon_refresh(lease).await.map_err(store_error)?;
@@ -598,7 +658,7 @@ pub(crate) async fn usable_tokens(
             None => {
                 // Another instance (or request) is refreshing: wait for its tokens.
                 tokio::time::sleep(REFRESH_POLL).await;
-                let Some(current) = us.oauth_tokens(name).await.map_err(store_error)? else {
+                let Some(current) = us.tokens(server).await.map_err(store_error)? else {
                     return Ok(None);
                 };
                 if current.tokens != seen.tokens {

@@ -9,10 +9,13 @@
 //! refresh (`mcp_oauth`), `/healthz` and `/readyz` (`health`), the pages a browser uses
 //! (`pages`: `/` and `/assets/{file}`);
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the model key of a user
-//! and the team key admins set (`model_key`), chats kept in the store (`chat`).
+//! and the team key admins set (`model_key`), chats kept in the store (`chat`); the team catalog
+//! (`catalog`: admins publish servers, each user enables them with their own login).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
-//! cache is only a cache), run a command for a browser user (no stdio servers), send a
+//! cache is only a cache), run a command for a browser user (no stdio servers of users;
+//! only stdio catalog servers an admin published, on an instance started with
+//! `--allow-catalog-stdio`, with the admin's argv and env and nothing of the user's), send a
 //! secret (header value, token) back to the page, or reach a user's rows except through
 //! `Store::for_user` with the signed-in user's id.
 //!
@@ -36,6 +39,11 @@
 //!   `/oauth/mcp/callback` is public only because the
 //!   authorization server redirects to it, and acts solely for the user whose session
 //!   cookie arrives (a pending server login is taken only by its own user).
+//! - the catalog is shared, but nothing per user in it is: enablement and OAuth tokens
+//!   for a catalog server are the signed-in user's own (`ServerRef::Catalog` through
+//!   `for_user`), connections are cached per user (`catalog:NAME`), and a user sees no
+//!   header, env value, command or argument of a catalog server; only an admin (`Admin`
+//!   routes) writes the catalog, and the store checks the admin flag again at the write;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
@@ -43,6 +51,7 @@
 //! without a case there fails it.
 
 mod cache;
+mod catalog;
 mod chat;
 mod health;
 mod mcp_oauth;
@@ -64,6 +73,7 @@ use axum::routing::{MethodFilter, MethodRouter, on};
 use crate::error::ApiError;
 
 pub use cache::CacheLimits;
+pub use catalog::ALLOW_STDIO_FLAG;
 pub use chat::{CONFIRM_TIMEOUT as CHAT_CONFIRM_TIMEOUT, POLL_EVERY as CHAT_POLL_EVERY};
 pub use mcp_oauth::{
     CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
@@ -81,7 +91,10 @@ pub enum RouteAccess {
     Public,
     /// A signed-in user (a session cookie the store knows), acting only on their own data.
     Session,
-    /// A signed-in user whose `is_admin` is set (else 403), acting on team-wide settings.
+    /// A signed-in user who is an admin (the store's `is_admin` flag, from `--admin`):
+    /// team-wide settings (the team model key, the catalog's writes). Anyone else signed
+    /// in gets 403 "only a team admin may do this" (nothing about what is behind it);
+    /// without a session 401.
     Admin,
     /// The operator's monitoring: the metrics bearer token (no session); answers counts
     /// only, never a user's data.
@@ -354,6 +367,90 @@ fn routes() -> Vec<Route> {
             "asks the turn running in the caller's conversation `id` (on any instance) to stop",
             chat::cancel
         ),
+        route!(
+            GET,
+            "/api/admin/catalog",
+            Admin,
+            "every catalog server (header and env values masked)",
+            catalog::admin_list
+        ),
+        route!(
+            POST,
+            "/api/admin/catalog",
+            Admin,
+            "publishes a catalog server (stdio only with --allow-catalog-stdio)",
+            catalog::publish
+        ),
+        route!(
+            PUT,
+            "/api/admin/catalog/{name}",
+            Admin,
+            "edits catalog server `name` (a new address or command drops every user's tokens for it)",
+            catalog::edit
+        ),
+        route!(
+            DELETE,
+            "/api/admin/catalog/{name}",
+            Admin,
+            "unpublishes catalog server `name` with every user's enablement and tokens for it",
+            catalog::unpublish
+        ),
+        route!(
+            GET,
+            "/api/catalog",
+            Session,
+            "the catalog (no secret, no command line) with the caller's enablement and whether the caller has tokens",
+            catalog::list
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/enable",
+            Session,
+            "enables catalog server `name` for the caller",
+            catalog::enable
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/disable",
+            Session,
+            "disables catalog server `name` for the caller and removes the caller's tokens for it",
+            catalog::disable
+        ),
+        route!(
+            GET,
+            "/api/catalog/{name}/tools",
+            Session,
+            "lists the tools of catalog server `name` the caller enabled, with the caller's tokens (cached connection of the caller's)",
+            catalog::tools
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/call",
+            Session,
+            "calls a tool on catalog server `name` the caller enabled, with the caller's tokens",
+            catalog::call
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/test",
+            Session,
+            "connects to catalog server `name` the caller enabled with the caller's tokens and lists its tools (OAuth discovery hint on a 401)",
+            catalog::test
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/oauth/start",
+            Session,
+            "discovers catalog server `name`'s authorization server; stores a pending catalog login of the caller's; answers the authorization URL",
+            catalog::oauth_start
+        ),
+        route!(
+            POST,
+            "/api/catalog/{name}/oauth/logout",
+            Session,
+            "removes the caller's OAuth tokens for catalog server `name`",
+            catalog::oauth_logout
+        ),
     ]
 }
 
@@ -377,8 +474,7 @@ pub fn team_app(state: TeamState) -> Router {
                 state.clone(),
                 session::require_session,
             )),
-            // Layers run outside-in from the last added: the session first, then the
-            // admin check on the user it found.
+            // The last layer added runs first: the session, then the admin flag.
             RouteAccess::Admin => r
                 .handler
                 .route_layer(middleware::from_fn(session::require_admin))

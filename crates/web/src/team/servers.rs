@@ -31,9 +31,10 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use switchboard_auth::BrowserClientOptions;
 use switchboard_mcp::{CallOptions, ConnectError, Connection, RequestError};
-use switchboard_store::{Secret, ServerRecord, Transport, UserStore};
+use switchboard_store::{Secret, ServerRecord, ServerRef, Transport, UserStore};
 
 use super::cache::{PlannedTarget, target_options};
+use super::catalog::enabled_catalog_server;
 use super::mcp_oauth::usable_tokens;
 use super::metrics::{McpMethod, McpOutcome};
 use super::session::SignedIn;
@@ -485,27 +486,41 @@ fn request_error(e: RequestError) -> ApiError {
     }
 }
 
-/// The caller's server `name`, connected (from the cache when it is current) for an MCP
-/// request `method` started at `started`; a failed connection is counted as its outcome.
+/// The caller's server (or enabled catalog server), connected (from the cache when it is
+/// current) for an MCP request `method` started at `started`; a failed connection is
+/// counted as its outcome.
 async fn connection(
     state: &TeamState,
     signed: &SignedIn,
-    name: &str,
+    server: &ServerRef,
     (method, started): (McpMethod, Instant),
 ) -> ApiResult<Arc<Connection>> {
     let us = user_store(state, signed);
-    let record = server_or_404(&us, name).await?;
-    let tokens = usable_tokens(state, &us, name).await?;
-    state
-        .cache()
-        .connection(&signed.user.id, &record, tokens.as_ref())
-        .await
-        .map_err(|e| {
+    let made = match server {
+        ServerRef::Own(name) => {
+            let record = server_or_404(&us, name).await?;
+            let tokens = usable_tokens(state, &us, server).await?;
             state
-                .metrics()
-                .mcp_call(method, McpOutcome::of_connect(&e), started);
-            connect_error(name, e)
-        })
+                .cache()
+                .connection(&signed.user.id, &record, tokens.as_ref())
+                .await
+        }
+        ServerRef::Catalog(name) => {
+            let entry = enabled_catalog_server(state, &us, name).await?;
+            let tokens = usable_tokens(state, &us, server).await?;
+            state
+                .cache()
+                .catalog_connection(&signed.user.id, &entry, tokens.as_ref())
+                .await
+        }
+    };
+    let name = server.name();
+    made.map_err(|e| {
+        state
+            .metrics()
+            .mcp_call(method, McpOutcome::of_connect(&e), started);
+        connect_error(name, e)
+    })
 }
 
 /// `GET /api/servers/{name}/tools`.
@@ -514,8 +529,18 @@ pub async fn tools(
     Extension(signed): Extension<SignedIn>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<Value>> {
+    tools_of(&state, &signed, ServerRef::Own(name)).await
+}
+
+/// The tools of the caller's server or enabled catalog server.
+pub(super) async fn tools_of(
+    state: &TeamState,
+    signed: &SignedIn,
+    server: ServerRef,
+) -> ApiResult<Json<Value>> {
     let started = Instant::now();
-    let conn = connection(&state, &signed, &name, (McpMethod::ListTools, started)).await?;
+    let conn = connection(state, signed, &server, (McpMethod::ListTools, started)).await?;
+    let name = server.name();
     let tools = conn.list_tools(&CallOptions::default()).await;
     state.metrics().mcp_call(
         McpMethod::ListTools,
@@ -547,6 +572,16 @@ pub async fn call(
     Path(name): Path<String>,
     ApiJson(raw): ApiJson<RawCall>,
 ) -> ApiResult<Json<Value>> {
+    call_on(&state, &signed, ServerRef::Own(name), raw).await
+}
+
+/// A tool call on the caller's server or enabled catalog server.
+pub(super) async fn call_on(
+    state: &TeamState,
+    signed: &SignedIn,
+    server: ServerRef,
+    raw: RawCall,
+) -> ApiResult<Json<Value>> {
     let args: Option<Map<String, Value>> = match raw.args {
         None | Some(Value::Null) => None,
         Some(Value::Object(m)) => Some(m),
@@ -556,7 +591,8 @@ pub async fn call(
         return Err(ApiError::bad_request("name the `tool` to call"));
     }
     let started = Instant::now();
-    let conn = connection(&state, &signed, &name, (McpMethod::CallTool, started)).await?;
+    let conn = connection(state, signed, &server, (McpMethod::CallTool, started)).await?;
+    let name = server.name();
     let result = conn
         .call_tool(&raw.tool, args, &CallOptions::default())
         .await;

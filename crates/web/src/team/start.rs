@@ -54,11 +54,15 @@ pub struct TeamOptions {
     /// How chats reach the model (provider, base URL, model); keys come from the store.
     /// `None`: the chat routes answer 503.
     pub model: Option<TeamModel>,
+    /// Admins may publish stdio catalog servers, and this instance runs them (one process
+    /// per user who uses one, under the publishing admin's responsibility). Off unless the
+    /// operator passes `--allow-catalog-stdio`.
+    pub allow_catalog_stdio: bool,
 }
 
 impl TeamOptions {
     /// Defaults: 127.0.0.1:8765, strict URL policy, 12-hour sessions, no sign-in, `/metrics`
-    /// off.
+    /// off, no stdio catalog servers.
     pub fn new(store: Store) -> Self {
         Self {
             host: IpAddr::V4(Ipv4Addr::LOCALHOST),
@@ -71,6 +75,7 @@ impl TeamOptions {
             session_ttl: Duration::from_secs(12 * 60 * 60),
             metrics_token: None,
             model: None,
+            allow_catalog_stdio: false,
         }
     }
 }
@@ -190,6 +195,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             sign_in,
             model: opts.model,
             turns: Arc::default(),
+            allow_catalog_stdio: opts.allow_catalog_stdio,
         }),
     };
     let stop = CancellationToken::new();

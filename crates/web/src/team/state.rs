@@ -67,6 +67,9 @@ pub(crate) struct TeamShared {
     /// Conversations with a turn running on this instance (only to answer a second send
     /// here with 409; nothing another instance needs).
     pub turns: Arc<Mutex<HashSet<String>>>,
+    /// The operator allowed stdio catalog servers on this instance
+    /// (`--allow-catalog-stdio`).
+    pub allow_catalog_stdio: bool,
 }
 
 /// A turn running on this instance; dropping it ends the mark.
@@ -116,6 +119,11 @@ impl TeamState {
         self.inner.sign_in.as_ref()
     }
 
+    /// Whether this instance publishes and runs stdio catalog servers.
+    pub(crate) fn allow_catalog_stdio(&self) -> bool {
+        self.inner.allow_catalog_stdio
+    }
+
     pub(crate) fn cache(&self) -> &ClientCache {
         &self.inner.cache
     }
@@ -150,10 +158,11 @@ impl TeamState {
 }
 
 /// A store failure as an API answer: a value the schema refuses is the request's fault
-/// (400, with the store's message); anything else is the database's (503, logged).
+/// (400, with the store's message), a write the acting user may not make is 403; anything else is the database's (503, logged).
 pub(crate) fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Invalid(why) => ApiError::bad_request(why),
+        StoreError::Forbidden(why) => ApiError::forbidden(why),
         other => {
             tracing::warn!("team store: {other}");
             ApiError::unavailable("the team database did not answer; try again in a moment")

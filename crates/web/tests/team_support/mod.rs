@@ -72,6 +72,8 @@ pub struct InstanceOptions {
     pub metrics_token: Option<String>,
     /// How chats reach the model (`None`: the chat routes answer 503).
     pub model: Option<switchboard_web::TeamModel>,
+    /// `--allow-catalog-stdio`.
+    pub allow_catalog_stdio: bool,
 }
 
 /// A running team instance and how to reach it.
@@ -91,6 +93,7 @@ impl Instance {
         o.sign_in = opts.sign_in;
         o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
         o.model = opts.model;
+        o.allow_catalog_stdio = opts.allow_catalog_stdio;
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }

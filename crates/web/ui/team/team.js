@@ -80,7 +80,14 @@
     });
   }
 
-  function serverPath(name) { return "/api/servers/" + encodeURIComponent(name); }
+  // A catalog server is named "catalog:NAME" on this page (no server of the user's has a
+  // ":" in its name), and lives under /api/catalog/NAME.
+  var CATALOG = "catalog:";
+  function isCatalog(name) { return name.slice(0, CATALOG.length) === CATALOG; }
+  function serverPath(name) {
+    if (isCatalog(name)) return "/api/catalog/" + encodeURIComponent(name.slice(CATALOG.length));
+    return "/api/servers/" + encodeURIComponent(name);
+  }
 
   // ---------- header: who, sign out ----------
   function signOut(everywhere) {
@@ -179,7 +186,8 @@
   function runTest(out, body, button, saved) {
     clear(out).appendChild(el("div", { class: "muted" }, "Testing…"));
     if (button) button.disabled = true;
-    return request("POST", "/api/mcp-test", body).then(function (r) {
+    var target = body.name && isCatalog(body.name) ? request("POST", serverPath(body.name) + "/test", {}) : request("POST", "/api/mcp-test", body);
+    return target.then(function (r) {
       clear(out).appendChild(testResult(r.body || { success: false, message: "HTTP " + r.status }, saved));
     }).catch(function (e) {
       clear(out).appendChild(testResult({ success: false, message: e.message }));
@@ -233,6 +241,67 @@
         } }, "Remove")),
       out);
     return row;
+  }
+
+  // A team catalog server (published by an admin): enable it, then use it like your own,
+  // signing in to it with your own account.
+  function catalogRow(c, reload) {
+    var key = CATALOG + c.name;
+    var out = el("div", { class: "test-out", dataset: { testOut: key } });
+    function testIt(button) {
+      runTest(out, { name: key }, button, { name: key, after: function (ok) {
+        if (!ok) return;
+        reload().then(function () {
+          var b = document.querySelector('[data-catalog-row="' + CSS.escape(c.name) + '"] [data-test]');
+          if (b) b.click();
+        });
+      } });
+    }
+    function toggle(what) {
+      api("POST", serverPath(key) + "/" + what, {}).then(function () { reload(); })
+        .catch(function (e) { toast(e.message, true); });
+    }
+    var usable = c.enabled && c.available;
+    return el("li", { class: "srv-row", dataset: { catalogRow: c.name } },
+      el("div", null,
+        el("div", { class: "srv-line" },
+          el("strong", { class: "srv-name" }, c.name),
+          el("span", { class: "badge" }, c.runsOnServer ? "runs on the server" : (c.transport === "sse" ? "SSE" : "HTTP")),
+          c.enabled ? el("span", { class: "badge status-connected" }, "enabled") : null,
+          c.available ? null : el("span", { class: "badge" }, "not on this instance"),
+          c.oauth && c.oauth.signedIn ? el("span", { class: "badge status-connected" }, "signed in") : null),
+        c.description ? el("div", { class: "muted" }, c.description) : null,
+        c.url ? el("div", { class: "srv-target mono" }, c.url) : null),
+      el("div", { class: "actions" },
+        c.enabled
+          ? el("button", { type: "button", dataset: { catalogDisable: c.name }, title: "Stop using it (forgets your sign-in to it)", onclick: function () { toggle("disable"); } }, "Disable")
+          : el("button", { type: "button", class: "primary", dataset: { catalogEnable: c.name }, onclick: function () { toggle("enable"); } }, "Enable"),
+        usable ? el("a", { class: "button", href: "#/servers/" + encodeURIComponent(key) + "/tools", dataset: { tools: key } }, "Tools") : null,
+        usable ? el("button", { type: "button", dataset: { test: key }, onclick: function (e) { testIt(e.currentTarget); } }, "Test") : null,
+        c.oauth && c.oauth.signedIn ? el("button", { type: "button", dataset: { serverSignOut: key }, onclick: function () {
+          api("POST", serverPath(key) + "/oauth/logout", {}).then(function () { toast("Signed out of " + c.name); reload(); })
+            .catch(function (e) { toast(e.message, true); });
+        } }, "Sign out of server") : null),
+      out);
+  }
+
+  function catalogSection() {
+    var list = el("ul", { class: "srv-list", dataset: { catalog: "" } });
+    var section = el("div", { class: "catalog" },
+      el("div", { class: "section-head" }, el("h2", null, "Team catalog")),
+      el("p", { class: "muted" }, "Servers your team's admins published. Enable one to use it; you sign in to it with your own account."),
+      list);
+    function reload() {
+      return api("GET", "/api/catalog").then(function (r) {
+        clear(list);
+        section.hidden = !r.servers.length;
+        r.servers.forEach(function (c) { list.appendChild(catalogRow(c, reload)); });
+        list.dataset.loaded = "true";
+      }).catch(function (e) { clear(list).appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    section.hidden = true;
+    reload();
+    return section;
   }
 
   var formSlot = null;
@@ -328,7 +397,7 @@
         el("span", { class: "spacer" }),
         el("button", { type: "button", class: "primary", dataset: { addServer: "" }, onclick: function () { showForm(null, reload); } }, "Add server")),
       el("p", { class: "muted" }, "Only you see these servers and their tools. Header values you save are kept encrypted and never shown again."),
-      formSlot, status, list));
+      formSlot, status, list, catalogSection()));
     reload();
   }
 
