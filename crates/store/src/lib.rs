@@ -12,11 +12,15 @@
 //!   OAuth tokens per server (refreshed by one instance at a time: [`UserStore::begin_refresh`]),
 //!   the model API key, and OAuth logins to a server in flight
 //!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user).
+//! - The team gateway's authorization server (`gateway_oauth`): registered MCP clients,
+//!   grants bound to the approving session, codes taken once, hashed access and rotated
+//!   refresh tokens ([`Store::approve_gateway_grant`], [`Store::gateway_access`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
 mod error;
+mod gateway_oauth;
 mod location;
 mod migrate;
 mod seal;
@@ -26,6 +30,10 @@ mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
 pub use error::{Result, StoreError};
+pub use gateway_oauth::{
+    GatewayAccess, GatewayApproval, GatewayClient, GrantId, IssuedTokens, RefreshOutcome,
+    TakenCode, TokenLifetimes,
+};
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};
 pub use seal::{

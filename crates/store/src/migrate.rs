@@ -33,10 +33,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "pending server logins",
         include_str!("../migrations/0004_pending_server_logins.sql"),
     ),
+    (
+        7,
+        "gateway oauth",
+        include_str!("../migrations/0007_gateway_oauth.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 4;
+pub const LATEST_VERSION: i64 = 7;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

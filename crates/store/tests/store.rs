@@ -152,7 +152,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4]
+        [4, 7]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -280,12 +280,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4]);
+    assert_eq!(versions, [1, 2, 3, 4, 7]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 4);
+    assert_eq!(first.version, 7);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 4);
+    assert_eq!(again.version, 7);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -298,8 +298,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 4, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (4, 4));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 5, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (7, 7));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -309,6 +309,10 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "oauth_tokens",
         "model_keys",
         "pending_server_logins",
+        "gateway_clients",
+        "gateway_grants",
+        "gateway_codes",
+        "gateway_tokens",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -345,8 +349,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4]);
-    assert_eq!(report.version, 4);
+    assert_eq!(versions, [2, 3, 4, 7]);
+    assert_eq!(report.version, 7);
     let back = store
         .session_user(token.expose())
         .await
@@ -1089,7 +1093,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 2);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 3);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")

@@ -42,6 +42,8 @@
 //! without a case there fails it.
 
 mod cache;
+mod gateway;
+mod gateway_auth;
 mod health;
 mod mcp_oauth;
 mod metrics;
@@ -76,6 +78,10 @@ pub enum RouteAccess {
     Public,
     /// A signed-in user (a session cookie the store knows), acting only on their own data.
     Session,
+    /// An MCP client of the gateway: an access token this team's authorization server
+    /// issued for the gateway's `/mcp` URL, whose approving session lives; acts only for
+    /// the user who approved it.
+    McpToken,
     /// The operator's monitoring: the metrics bearer token (no session); answers counts
     /// only, never a user's data.
     Operator,
@@ -249,6 +255,76 @@ fn routes() -> Vec<Route> {
             "removes the caller's OAuth tokens for their server `name`",
             mcp_oauth::logout
         ),
+        route!(
+            GET,
+            "/.well-known/oauth-protected-resource",
+            Public,
+            "nothing: the gateway's RFC 9728 metadata (its /mcp URL, this app as authorization server)",
+            gateway_auth::protected_resource
+        ),
+        route!(
+            GET,
+            "/.well-known/oauth-protected-resource/mcp",
+            Public,
+            "nothing: the same RFC 9728 metadata at the path-suffixed address",
+            gateway_auth::protected_resource
+        ),
+        route!(
+            GET,
+            "/.well-known/oauth-authorization-server",
+            Public,
+            "nothing: the RFC 8414 metadata of the gateway's authorization server",
+            gateway_auth::authorization_server
+        ),
+        route!(
+            POST,
+            "/oauth/register",
+            Public,
+            "stores a public MCP client (name, checked loopback-http or https redirect URIs); answers its client id",
+            gateway_auth::register
+        ),
+        route!(
+            GET,
+            "/oauth/authorize",
+            Public,
+            "reads the client; with the caller's live session cookie shows the consent page naming the caller's email, without one redirects to the sign-in",
+            gateway_auth::authorize
+        ),
+        route!(
+            POST,
+            "/oauth/authorize",
+            Session,
+            "records the caller's approval for a client (a grant bound to the caller's session) and a code; redirects to the client's registered redirect URI",
+            gateway_auth::approve
+        ),
+        route!(
+            POST,
+            "/oauth/token",
+            Public,
+            "takes a code once (PKCE S256) or spends a refresh token once; stores hashed tokens of that grant; answers them",
+            gateway_auth::token
+        ),
+        route!(
+            POST,
+            "/mcp",
+            McpToken,
+            "the token's user's enabled servers (cached connections with that user's tokens): lists and calls",
+            gateway::mcp
+        ),
+        route!(
+            GET,
+            "/mcp",
+            McpToken,
+            "nothing beyond the token check: stateless gateway, no stream to resume (405)",
+            gateway::mcp
+        ),
+        route!(
+            DELETE,
+            "/mcp",
+            McpToken,
+            "nothing beyond the token check: stateless gateway, no session to end (405)",
+            gateway::mcp
+        ),
     ]
 }
 
@@ -267,7 +343,7 @@ pub fn team_app(state: TeamState) -> Router {
     let mut router = Router::new();
     for r in routes() {
         let handler = match r.info.access {
-            RouteAccess::Public | RouteAccess::Operator => r.handler,
+            RouteAccess::Public | RouteAccess::Operator | RouteAccess::McpToken => r.handler,
             RouteAccess::Session => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 session::require_session,

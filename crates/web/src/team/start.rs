@@ -183,6 +183,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             guard,
             cfg,
             sign_in,
+            catalogs: Default::default(),
         }),
     };
     let stop = CancellationToken::new();

@@ -61,6 +61,8 @@ pub(crate) struct TeamShared {
     pub sign_in: Option<SignIn>,
     pub cache: ClientCache,
     pub metrics: TeamMetrics,
+    /// The gateway's recently built per-user catalogs (a cache only).
+    pub catalogs: super::gateway::CatalogCache,
 }
 
 /// The team app's state; cheap to clone.
@@ -94,6 +96,10 @@ impl TeamState {
 
     pub(crate) fn sign_in(&self) -> Option<&SignIn> {
         self.inner.sign_in.as_ref()
+    }
+
+    pub(crate) fn catalogs(&self) -> &super::gateway::CatalogCache {
+        &self.inner.catalogs
     }
 
     pub(crate) fn cache(&self) -> &ClientCache {
