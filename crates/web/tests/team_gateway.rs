@@ -228,7 +228,7 @@ async fn store_token(
     let approval = GatewayApproval {
         client_id: client_id.into(),
         redirect_uri: "http://127.0.0.1:1/cb".into(),
-        code_challenge: "E9Melhoa2OwvFU8rhCo-7u7A_jf8SBwOE4aHw6Dbxqk".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
         resource: resource.into(),
         scope: "mcp".into(),
     };

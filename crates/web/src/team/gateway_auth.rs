@@ -916,7 +916,7 @@ mod tests {
         // RFC 7636 appendix B.
         assert_eq!(
             s256("dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk"),
-            "E9Melhoa2OwvFU8rhCo-7u7A_jf8SBwOE4aHw6Dbxqk"
+            "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM"
         );
         assert!(!is_pkce_value("short"));
     }
