@@ -341,9 +341,10 @@ impl TeamGatewayServer {
 }
 
 fn call_options(ctx: &RequestContext<RoleServer>) -> CallOptions {
-    let mut opts = CallOptions::default();
-    opts.cancel = Some(ctx.ct.clone());
-    opts
+    CallOptions {
+        cancel: Some(ctx.ct.clone()),
+        ..Default::default()
+    }
 }
 
 impl ServerHandler for TeamGatewayServer {

@@ -213,6 +213,9 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
                         if let Err(e) = state.store().purge_expired().await {
                             tracing::warn!("purging expired sessions: {e}");
                         }
+                        if let Err(e) = state.store().purge_gateway_expired().await {
+                            tracing::warn!("purging expired gateway codes and tokens: {e}");
+                        }
                     }
                 }
             }
