@@ -421,6 +421,20 @@ async fn gateway_flow(db: Db, n: usize) {
     let hits = out["hits"].as_object().unwrap();
     assert_eq!(hits.len(), n, "{out}");
     assert!(hits.values().all(|h| h.as_u64().unwrap() >= 3), "{out}");
+    // ...and MCP requests themselves (initialize, lists, calls) went to each instance.
+    let requests: Vec<&str> = out["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    for base in &bases {
+        let mcp = requests
+            .iter()
+            .filter(|r| **r == format!("POST /mcp -> {base}"))
+            .count();
+        assert!(mcp >= 3, "{base} answered {mcp} MCP requests: {requests:?}");
+    }
     // Bob's server was never reached, with anything.
     assert_eq!(trap.connections(), 0, "{}", trap.received());
 
