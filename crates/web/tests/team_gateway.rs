@@ -547,3 +547,72 @@ async fn gateway_flow(db: Db, n: usize) {
         app.stop().await;
     }
 }
+
+/// Gemini CLI (tests/peers/clients, pinned), in a throwaway HOME, shows the team gateway
+/// connected with a user's access token, and not connected without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_lists_the_team_gateway_connected_with_a_token() {
+    switchboard_testkit::ensure_peers();
+    let gemini = switchboard_testkit::peers_dir().join("clients/node_modules/.bin/gemini");
+    assert!(gemini.exists(), "run scripts/install-peers.sh (Gemini CLI)");
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let (alice, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("demo", &demo_http().await, None))
+        .await
+        .unwrap();
+    let client = team_support::gateway_client(&store, "http://127.0.0.1:7/cb").await;
+    let url = format!("{}/mcp", app.origin());
+    let (access, _) =
+        team_support::gateway_tokens(&store, &session, &client, &url, Duration::from_secs(600))
+            .await;
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        json!({work.display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        json!({"mcpServers": {
+            "team": {"httpUrl": url, "headers": {"Authorization": format!("Bearer {access}")}},
+            "teamnotoken": {"httpUrl": url},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let home_path = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("timeout")
+            .arg("120")
+            .arg(&gemini)
+            .args(["mcp", "list"])
+            .env("HOME", &home_path)
+            .env_remove("GEMINI_API_KEY")
+            .current_dir(&work)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} not listed: {text}"))
+            .to_string()
+    };
+    assert!(line("team").contains("Connected"), "{text}");
+    assert!(!line("teamnotoken").contains("- Connected"), "{text}");
+    app.stop().await;
+}
