@@ -616,3 +616,153 @@ async fn gemini_cli_lists_the_team_gateway_connected_with_a_token() {
     assert!(!line("teamnotoken").contains("- Connected"), "{text}");
     app.stop().await;
 }
+
+/// The authorization endpoint's refusals and the consent page: an unknown client or an
+/// unregistered redirect URI get our own page (nothing is sent there); `plain` PKCE and
+/// another resource go back to the client as errors; the client's name is text on a page
+/// that runs no script and cannot be framed; "deny" is `access_denied`; a code works once,
+/// and a wrong verifier spends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorize_refuses_bad_requests_and_the_consent_page_is_inert() {
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let (_, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    let browser = Browser::new(app.origin(), Some(&session));
+    let redirect = "http://127.0.0.1:7/cb";
+    let (status, reg) = browser
+        .post(
+            &app.base,
+            "/oauth/register",
+            &json!({"redirect_uris": [redirect], "client_name": "<img src=x onerror=alert(1)>"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{reg}");
+    let client = reg["client_id"].as_str().unwrap().to_owned();
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let query = |client: &str, redirect: &str, method: &str, extra: &str| {
+        format!(
+            "/oauth/authorize?response_type=code&client_id={client}&redirect_uri={}&code_challenge={}&code_challenge_method={method}&state=st{extra}",
+            enc(redirect),
+            team_support::PKCE_CHALLENGE
+        )
+    };
+    let get = |path: String| {
+        let b = browser.clone();
+        let base = app.base.clone();
+        async move { b.request(Method::GET, &base, &path).send().await.unwrap() }
+    };
+    // Our own page, no redirect.
+    for path in [
+        query("sbc_unknown", redirect, "S256", ""),
+        query(&client, "http://127.0.0.1:8/elsewhere", "S256", ""),
+    ] {
+        let r = get(path).await;
+        assert_eq!(r.status(), 400);
+        assert!(r.headers().get("location").is_none());
+    }
+    // Errors back to the client.
+    for (path, error) in [
+        (query(&client, redirect, "plain", ""), "invalid_request"),
+        (
+            query(
+                &client,
+                redirect,
+                "S256",
+                &format!("&resource={}", enc("https://other.example/mcp")),
+            ),
+            "invalid_target",
+        ),
+        (
+            query(&client, redirect, "S256", "&scope=admin"),
+            "invalid_scope",
+        ),
+    ] {
+        let r = get(path).await;
+        assert_eq!(r.status(), 303);
+        let to = location(&r);
+        assert!(
+            to.starts_with(redirect)
+                && to.contains(&format!("error={error}"))
+                && to.contains("state=st"),
+            "{to}"
+        );
+    }
+    // The consent page: the name as text, no script, no framing, nothing cached.
+    let r = get(query(&client, redirect, "S256", "")).await;
+    assert_eq!(r.status(), 200);
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(!csp.contains("script-src"), "{csp}");
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<img"), "{html}");
+    // Deny.
+    let form = |decision: &str| {
+        let mut f = hidden_fields(&html);
+        f.push(("decision".into(), decision.into()));
+        url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(f.iter())
+            .finish()
+    };
+    let post = |body: String| {
+        browser
+            .request(Method::POST, &app.base, "/oauth/authorize")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+    };
+    let r = post(form("deny")).send().await.unwrap();
+    assert!(location(&r).contains("error=access_denied"));
+    // Allow: a code that works once, with the right verifier only.
+    let code_of = |to: String| {
+        url::Url::parse(&to)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "code")
+            .unwrap()
+            .1
+            .into_owned()
+    };
+    let exchange = |code: String, verifier: &'static str| {
+        let base = app.base.clone();
+        let client = client.clone();
+        async move {
+            token_request(
+                &base,
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", &code),
+                    ("client_id", &client),
+                    ("redirect_uri", redirect),
+                    ("code_verifier", verifier),
+                ],
+            )
+            .await
+        }
+    };
+    let code = code_of(location(&post(form("allow")).send().await.unwrap()));
+    let wrong = "wrong-verifier-wrong-verifier-wrong-verifier-0";
+    let (status, v) = exchange(code.clone(), wrong).await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_grant")));
+    let (status, v) = exchange(code, team_support::PKCE_VERIFIER).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "spent by the wrong verifier"
+    );
+    let code = code_of(location(&post(form("allow")).send().await.unwrap()));
+    let (status, v) = exchange(code.clone(), team_support::PKCE_VERIFIER).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["token_type"], "Bearer");
+    let (status, _) = exchange(code, team_support::PKCE_VERIFIER).await;
+    assert_eq!(status, 400, "a code works once");
+    app.stop().await;
+}
