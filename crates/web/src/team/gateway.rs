@@ -42,6 +42,7 @@ use switchboard_store::{User, UserId};
 
 use super::gateway_auth::{mcp_url, resource_metadata_url};
 use super::mcp_oauth::usable_tokens;
+use super::metrics::{McpMethod, McpOutcome};
 use super::state::TeamState;
 
 /// How long a catalog built for a user may resolve that user's calls on this instance.
@@ -386,9 +387,17 @@ impl ServerHandler for TeamGatewayServer {
                 None,
             ));
         };
+        let started = Instant::now();
         let conn = self.routed(&user.id, server).await?;
-        conn.call_tool(tool, request.arguments, &call_options(&context))
-            .await
+        let result = conn
+            .call_tool(tool, request.arguments, &call_options(&context))
+            .await;
+        self.state.metrics().mcp_call(
+            McpMethod::CallTool,
+            McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
+            started,
+        );
+        result
             .map(CallToolResponse::from)
             .map_err(|e| upstream_error(server, e))
     }
