@@ -8,7 +8,10 @@
 //! per-instance MCP client cache (`cache`), per-user OAuth logins to servers and token
 //! refresh (`mcp_oauth`), `/healthz` and `/readyz` (`health`), the pages a browser uses
 //! (`pages`: `/` and `/assets/{file}`);
-//! Prometheus `/metrics` for the operator's scraper (`metrics`).
+//! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
+//! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
+//! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
+//! consent, code + PKCE, tokens bound to `/mcp`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers), send a
@@ -35,6 +38,12 @@
 //!   `/oauth/mcp/callback` is public only because the
 //!   authorization server redirects to it, and acts solely for the user whose session
 //!   cookie arrives (a pending server login is taken only by its own user).
+//! - `/mcp` acts only for the user whose access token the store resolves (hashed,
+//!   unexpired, for exactly this gateway's `/mcp` URL, its approving session alive), and
+//!   reaches only that user's servers, by name through the gateway's table; the
+//!   authorization routes (`/oauth/register`, `/oauth/token`, the metadata) are public
+//!   and answer nothing about anyone's data; `GET /oauth/authorize` names only the
+//!   signed-in user; its POST records an approval only for the session's user;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
