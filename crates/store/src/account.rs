@@ -213,6 +213,21 @@ impl Store {
         Ok(Some(user))
     }
 
+    /// The user with this id, if there is one.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub(crate) async fn user_by_id(&self, id: &UserId) -> Result<Option<User>> {
+        let sql = format!("SELECT {USER_COLUMNS} FROM users WHERE id = $1");
+        sqlx::query(&sql)
+            .bind(id.0.clone())
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("looking up a user"))?
+            .map(|row| user_from(&row))
+            .transpose()
+    }
+
     /// End one session (sign-out on this browser). Says whether it existed.
     ///
     /// # Errors

@@ -17,6 +17,9 @@
 //! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
 //!   refused unless the acting user is an admin), each user's enablement
 //!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
+//! - The team gateway's authorization server (`gateway_oauth`): registered MCP clients,
+//!   grants bound to the approving session, codes taken once, hashed access and rotated
+//!   refresh tokens ([`Store::approve_gateway_grant`], [`Store::gateway_access`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
@@ -24,6 +27,7 @@ mod account;
 mod catalog;
 mod chat;
 mod error;
+mod gateway_oauth;
 mod location;
 mod migrate;
 mod seal;
@@ -38,6 +42,10 @@ pub use chat::{
     MessageRole, PendingConfirmation, TeamKeyInfo,
 };
 pub use error::{Result, StoreError};
+pub use gateway_oauth::{
+    GatewayAccess, GatewayApproval, GatewayClient, GrantId, IssuedTokens, RefreshOutcome,
+    TakenCode, TokenLifetimes,
+};
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};
 pub use seal::{

@@ -35,10 +35,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
     ),
     (5, "chat", include_str!("../migrations/0005_chat.sql")),
     (6, "catalog", include_str!("../migrations/0006_catalog.sql")),
+    (
+        7,
+        "gateway oauth",
+        include_str!("../migrations/0007_gateway_oauth.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 6;
+pub const LATEST_VERSION: i64 = 7;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

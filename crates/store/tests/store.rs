@@ -105,6 +105,7 @@ macro_rules! on_both {
 }
 
 on_both!(
+    gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session,
     migrations_from_empty_are_idempotent,
     migrating_from_the_previous_schema_keeps_rows,
     a_newer_schema_is_refused,
@@ -154,7 +155,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6]
+        [4, 5, 6, 7]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -283,12 +284,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 6);
+    assert_eq!(first.version, 7);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 6);
+    assert_eq!(again.version, 7);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -302,7 +303,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
     assert_eq!(ra.applied.len() + rb.applied.len(), 5, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (6, 6));
+    assert_eq!((ra.version, rb.version), (7, 7));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -319,6 +320,10 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "catalog_servers",
         "catalog_enablements",
         "catalog_oauth_tokens",
+        "gateway_clients",
+        "gateway_grants",
+        "gateway_codes",
+        "gateway_tokens",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -355,8 +360,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6]);
-    assert_eq!(report.version, 6);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7]);
+    assert_eq!(report.version, 7);
     let back = store
         .session_user(token.expose())
         .await
@@ -1099,7 +1104,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 4);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 5);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1511,4 +1516,141 @@ async fn chats_migrate_from_schema_4(db: Db) {
         .unwrap()
         .unwrap();
     assert_eq!(msgs[0].content["parts"][0]["text"], "hi");
+}
+
+/// The gateway's authorization state: codes taken once, tokens found only by their hash
+/// (a dump holds neither), refresh tokens rotated with reuse ending the grant, and every
+/// token of a grant ending with the sign-in session that approved it; any store (another
+/// instance) answers each step.
+async fn gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session(db: Db) {
+    use switchboard_store::{GatewayApproval, RefreshOutcome, TokenLifetimes};
+    let k = key();
+    let one = db.store(keys(&k, None)).await;
+    let two = db.store(keys(&k, None)).await;
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let session = one
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let client = one
+        .register_gateway_client("cli", &["http://127.0.0.1:5/cb".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(
+        two.gateway_client(&client.client_id).await.unwrap(),
+        Some(client.clone())
+    );
+    let approval = GatewayApproval {
+        client_id: client.client_id.clone(),
+        redirect_uri: "http://127.0.0.1:5/cb".into(),
+        code_challenge: "challenge".into(),
+        resource: "https://team.example/mcp".into(),
+        scope: "mcp".into(),
+    };
+    let code = one
+        .approve_gateway_grant(session.expose(), &approval, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let taken = two.take_gateway_code(&code).await.unwrap().unwrap();
+    assert_eq!(taken.resource, "https://team.example/mcp");
+    assert_eq!(
+        one.take_gateway_code(&code).await.unwrap(),
+        None,
+        "taken once"
+    );
+    let life = TokenLifetimes {
+        access: Duration::from_secs(600),
+        refresh: Duration::from_secs(600),
+    };
+    let first = one.issue_gateway_tokens(&taken.grant, life).await.unwrap();
+    let access = two
+        .gateway_access(&first.access_token)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (access.user.id, access.resource.as_str()),
+        (ann.id.clone(), "https://team.example/mcp")
+    );
+    assert_eq!(
+        two.gateway_access(&first.refresh_token).await.unwrap(),
+        None,
+        "a refresh token is not an access token"
+    );
+
+    let dump = dump_hex(&db).await;
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    assert!(
+        dump.contains(&hex("https://team.example/mcp")),
+        "the dump shows what is in clear"
+    );
+    for secret in [
+        &code,
+        &first.access_token,
+        &first.refresh_token,
+        session.expose(),
+    ] {
+        assert!(!dump.contains(&hex(secret)), "a gateway secret in clear");
+    }
+
+    // Rotation on the other store; another client cannot spend it; reuse ends the grant.
+    assert_eq!(
+        two.refresh_gateway_tokens(&first.refresh_token, "sbc_someone_else", life)
+            .await
+            .unwrap(),
+        RefreshOutcome::Invalid
+    );
+    let RefreshOutcome::Issued(second) = two
+        .refresh_gateway_tokens(&first.refresh_token, &client.client_id, life)
+        .await
+        .unwrap()
+    else {
+        panic!("the refresh token did not buy a new pair");
+    };
+    assert!(
+        one.gateway_access(&second.access_token)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert_eq!(
+        one.refresh_gateway_tokens(&first.refresh_token, &client.client_id, life)
+            .await
+            .unwrap(),
+        RefreshOutcome::Reused
+    );
+    assert_eq!(
+        one.gateway_access(&second.access_token).await.unwrap(),
+        None
+    );
+    assert_eq!(
+        one.refresh_gateway_tokens(&second.refresh_token, &client.client_id, life)
+            .await
+            .unwrap(),
+        RefreshOutcome::Invalid
+    );
+
+    // A new grant ends with its session (sign-out everywhere on any instance).
+    let code = one
+        .approve_gateway_grant(session.expose(), &approval, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let taken = one.take_gateway_code(&code).await.unwrap().unwrap();
+    let third = one.issue_gateway_tokens(&taken.grant, life).await.unwrap();
+    assert!(
+        two.gateway_access(&third.access_token)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    two.end_all_sessions(&ann.id).await.unwrap();
+    assert_eq!(one.gateway_access(&third.access_token).await.unwrap(), None);
+    assert!(
+        one.approve_gateway_grant(session.expose(), &approval, Duration::from_secs(60))
+            .await
+            .is_err()
+    );
 }

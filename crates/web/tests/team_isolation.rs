@@ -21,7 +21,8 @@ use switchboard_store::{
 use switchboard_testkit::RecordingListener;
 use switchboard_web::{RouteAccess, route_table};
 use team_support::{
-    Browser, Db, Instance, InstanceOptions, demo_http, oidc_provider_for, sign_in, sign_in_options,
+    Browser, Db, Instance, InstanceOptions, PKCE_CHALLENGE, PKCE_VERIFIER, demo_http,
+    gateway_client, gateway_tokens, mcp_request, oidc_provider_for, sign_in, sign_in_options,
 };
 
 on_both!(alice_reaches_nothing_of_bobs_by_any_route);
@@ -244,6 +245,20 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         .unwrap();
     let catalog_before = store.catalog_servers().await.unwrap();
 
+    // Bob uses the gateway too: a client of his, a grant with tokens. None of it may
+    // serve alice (his own use, checked at the end, reaches his trap server).
+    let gateway = format!("{}/mcp", app.origin());
+    let redirect = "http://127.0.0.1:9/callback";
+    let bob_client = gateway_client(&store, redirect).await;
+    let (bob_gw_access, bob_gw_refresh) = gateway_tokens(
+        &store,
+        &bob.cookie,
+        &bob_client,
+        &gateway,
+        std::time::Duration::from_secs(600),
+    )
+    .await;
+    let list_tools = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     // Alice has a server of her own, on another demo server.
     let alice_demo = demo_http().await;
     let (alice_id, _) = sign_in(&store, "alice@example.com", false).await;
@@ -824,6 +839,180 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                 assert_eq!((status, &v["removed"]), (200, &json!(false)), "{what}: {v}");
                 answers.push((status, v));
             }
+            ("GET", "/.well-known/oauth-protected-resource")
+            | ("GET", "/.well-known/oauth-protected-resource/mcp")
+            | ("GET", "/.well-known/oauth-authorization-server") => {
+                let (status, v) = alice.send(send(Method::GET, route.path, None)).await;
+                assert_eq!(status, 200, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/oauth/register") => {
+                let (status, v) = alice
+                    .post(
+                        &app.base,
+                        "/oauth/register",
+                        &json!({"redirect_uris": [redirect], "client_name": "alice's"}),
+                    )
+                    .await;
+                assert_eq!(status, 201, "{what}: {v}");
+                assert_ne!(v["client_id"], json!(bob_client));
+                answers.push((status, v));
+            }
+            ("GET", "/oauth/authorize") => {
+                // Bob's client, alice's session: the consent names alice only.
+                let q = format!(
+                    "/oauth/authorize?response_type=code&client_id={bob_client}&redirect_uri={}&code_challenge={PKCE_CHALLENGE}&code_challenge_method=S256&state=s1",
+                    url::form_urlencoded::byte_serialize(redirect.as_bytes()).collect::<String>()
+                );
+                let r = send(Method::GET, &q, None).send().await.unwrap();
+                let status = r.status().as_u16();
+                assert_eq!(status, 200, "{what}");
+                let body = r.text().await.unwrap();
+                assert!(body.contains("alice@example.com"), "{what}: {body}");
+                answers.push((status, json!({"body": body})));
+            }
+            ("POST", "/oauth/authorize") => {
+                // Alice's approval makes a code that is hers: exchanged, its token lists
+                // her servers, not bob's.
+                let form = url::form_urlencoded::Serializer::new(String::new())
+                    .extend_pairs([
+                        ("response_type", "code"),
+                        ("client_id", bob_client.as_str()),
+                        ("redirect_uri", redirect),
+                        ("code_challenge", PKCE_CHALLENGE),
+                        ("code_challenge_method", "S256"),
+                        ("decision", "allow"),
+                    ])
+                    .finish();
+                let r = send(Method::POST, "/oauth/authorize", None)
+                    .header("Content-Type", "application/x-www-form-urlencoded")
+                    .body(form)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                assert_eq!(status, 303, "{what}");
+                let to = r.headers()["location"].to_str().unwrap().to_owned();
+                let code = url::Url::parse(&to)
+                    .unwrap()
+                    .query_pairs()
+                    .find(|(k, _)| k == "code")
+                    .unwrap()
+                    .1
+                    .into_owned();
+                let (status, v) = alice
+                    .send(
+                        alice
+                            .request(Method::POST, &app.base, "/oauth/token")
+                            .header("Content-Type", "application/x-www-form-urlencoded")
+                            .body(
+                                url::form_urlencoded::Serializer::new(String::new())
+                                    .extend_pairs([
+                                        ("grant_type", "authorization_code"),
+                                        ("code", code.as_str()),
+                                        ("client_id", bob_client.as_str()),
+                                        ("redirect_uri", redirect),
+                                        ("code_verifier", PKCE_VERIFIER),
+                                    ])
+                                    .finish(),
+                            ),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                let token = v["access_token"].as_str().unwrap().to_owned();
+                let (status, _, v) =
+                    mcp_request(&app.base, &token, Method::POST, list_tools.clone()).await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert!(!v.to_string().contains("bobs__"), "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/oauth/token") => {
+                // Bob's refresh token under another client id: refused, and left unspent.
+                let alices_client = gateway_client(&store, redirect).await;
+                let body = |client: &str| {
+                    url::form_urlencoded::Serializer::new(String::new())
+                        .extend_pairs([
+                            ("grant_type", "refresh_token"),
+                            ("refresh_token", bob_gw_refresh.as_str()),
+                            ("client_id", client),
+                        ])
+                        .finish()
+                };
+                let (status, v) = alice
+                    .send(
+                        alice
+                            .request(Method::POST, &app.base, "/oauth/token")
+                            .header("Content-Type", "application/x-www-form-urlencoded")
+                            .body(body(&alices_client)),
+                    )
+                    .await;
+                assert_eq!(
+                    (status, v["error"].as_str()),
+                    (400, Some("invalid_grant")),
+                    "{what}"
+                );
+                answers.push((status, v));
+                let still = store
+                    .refresh_gateway_tokens(
+                        &bob_gw_refresh,
+                        &bob_client,
+                        switchboard_store::TokenLifetimes {
+                            access: std::time::Duration::from_secs(60),
+                            refresh: std::time::Duration::from_secs(60),
+                        },
+                    )
+                    .await
+                    .unwrap();
+                assert!(
+                    matches!(still, switchboard_store::RefreshOutcome::Issued(_)),
+                    "{what}: alice's attempt spent bob's refresh token"
+                );
+            }
+            ("POST", "/mcp") => {
+                let (_, session) = sign_in(&store, "alice@example.com", false).await;
+                let (token, _) = gateway_tokens(
+                    &store,
+                    &session,
+                    &bob_client,
+                    &gateway,
+                    std::time::Duration::from_secs(600),
+                )
+                .await;
+                let (status, _, v) =
+                    mcp_request(&app.base, &token, Method::POST, list_tools.clone()).await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert!(!v.to_string().contains("bobs__"), "{what}: {v}");
+                answers.push((status, v));
+                for name in ["bobs__echo", "trap__echo"] {
+                    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                        "params": {"name": name, "arguments": {"message": "x"}}});
+                    let (status, _, v) = mcp_request(&app.base, &token, Method::POST, call).await;
+                    assert!(
+                        v["error"].is_object() && v["result"].is_null(),
+                        "{what}: {v}"
+                    );
+                    answers.push((status, v));
+                }
+                let read = json!({"jsonrpc": "2.0", "id": 3, "method": "resources/list"});
+                let (status, _, v) = mcp_request(&app.base, &token, Method::POST, read).await;
+                assert!(!v.to_string().contains("bobs"), "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/mcp") | ("DELETE", "/mcp") => {
+                let (_, session) = sign_in(&store, "alice@example.com", false).await;
+                let (token, _) = gateway_tokens(
+                    &store,
+                    &session,
+                    &bob_client,
+                    &gateway,
+                    std::time::Duration::from_secs(600),
+                )
+                .await;
+                let (status, _, v) =
+                    mcp_request(&app.base, &token, route.method.clone(), json!({})).await;
+                assert_eq!(status, 405, "{what}: {v}");
+                answers.push((status, v));
+            }
             _ => panic!(
                 "route {what} has no isolation case: add one to tests/team_isolation.rs proving alice cannot reach bob's data through it"
             ),
@@ -841,11 +1030,30 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             assert_eq!(status, 401, "{what} without a session: {v}");
             answers.push((status, v));
         }
+        if route.access == RouteAccess::McpToken {
+            // Without a token, or with a session cookie instead: 401 and nothing else.
+            let (status, www, v) =
+                mcp_request(&app.base, "", route.method.clone(), json!({})).await;
+            assert_eq!(status, 401, "{what} without a token: {v}");
+            assert!(www.contains("resource_metadata="), "{what}: {www}");
+            let r = alice
+                .request(route.method.clone(), &app.base, "/mcp")
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 401, "{what} with a session cookie");
+            answers.push((status, v));
+        }
         for (_, body) in &answers {
             bob.assert_no_leak(&what, &body.to_string());
         }
         bob.unchanged(&store, &app).await;
     }
+    // Bob's gateway token still serves him, and only him.
+    let (status, _, v) = mcp_request(&app.base, &bob_gw_access, Method::POST, list_tools).await;
+    assert_eq!(status, 200, "{v}");
+    assert!(v.to_string().contains("bobs__echo"), "{v}");
+    trap.assert_never_saw("alice");
     // Bob still uses his server, through his cached connection.
     let (status, v) = Browser::new(app.origin(), Some(&bob.cookie))
         .post(

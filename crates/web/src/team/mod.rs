@@ -11,6 +11,10 @@
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the model key of a user
 //! and the team key admins set (`model_key`), chats kept in the store (`chat`); the team catalog
 //! (`catalog`: admins publish servers, each user enables them with their own login).
+//! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
+//! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
+//! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
+//! consent, code + PKCE, tokens bound to `/mcp`).
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers of users;
@@ -44,6 +48,12 @@
 //!   `for_user`), connections are cached per user (`catalog:NAME`), and a user sees no
 //!   header, env value, command or argument of a catalog server; only an admin (`Admin`
 //!   routes) writes the catalog, and the store checks the admin flag again at the write;
+//! - `/mcp` acts only for the user whose access token the store resolves (hashed,
+//!   unexpired, for exactly this gateway's `/mcp` URL, its approving session alive), and
+//!   reaches only that user's servers, by name through the gateway's table; the
+//!   authorization routes (`/oauth/register`, `/oauth/token`, the metadata) are public
+//!   and answer nothing about anyone's data; `GET /oauth/authorize` names only the
+//!   signed-in user; its POST records an approval only for the session's user;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
@@ -53,6 +63,8 @@
 mod cache;
 mod catalog;
 mod chat;
+mod gateway;
+mod gateway_auth;
 mod health;
 mod mcp_oauth;
 mod metrics;
@@ -96,6 +108,10 @@ pub enum RouteAccess {
     /// in gets 403 "only a team admin may do this" (nothing about what is behind it);
     /// without a session 401.
     Admin,
+    /// An MCP client of the gateway: an access token this team's authorization server
+    /// issued for the gateway's `/mcp` URL, whose approving session lives; acts only for
+    /// the user who approved it.
+    McpToken,
     /// The operator's monitoring: the metrics bearer token (no session); answers counts
     /// only, never a user's data.
     Operator,
@@ -451,6 +467,76 @@ fn routes() -> Vec<Route> {
             "removes the caller's OAuth tokens for catalog server `name`",
             catalog::oauth_logout
         ),
+        route!(
+            GET,
+            "/.well-known/oauth-protected-resource",
+            Public,
+            "nothing: the gateway's RFC 9728 metadata (its /mcp URL, this app as authorization server)",
+            gateway_auth::protected_resource
+        ),
+        route!(
+            GET,
+            "/.well-known/oauth-protected-resource/mcp",
+            Public,
+            "nothing: the same RFC 9728 metadata at the path-suffixed address",
+            gateway_auth::protected_resource
+        ),
+        route!(
+            GET,
+            "/.well-known/oauth-authorization-server",
+            Public,
+            "nothing: the RFC 8414 metadata of the gateway's authorization server",
+            gateway_auth::authorization_server
+        ),
+        route!(
+            POST,
+            "/oauth/register",
+            Public,
+            "stores a public MCP client (name, checked loopback-http or https redirect URIs); answers its client id",
+            gateway_auth::register
+        ),
+        route!(
+            GET,
+            "/oauth/authorize",
+            Public,
+            "reads the client; with the caller's live session cookie shows the consent page naming the caller's email, without one redirects to the sign-in",
+            gateway_auth::authorize
+        ),
+        route!(
+            POST,
+            "/oauth/authorize",
+            Session,
+            "records the caller's approval for a client (a grant bound to the caller's session) and a code; redirects to the client's registered redirect URI",
+            gateway_auth::approve
+        ),
+        route!(
+            POST,
+            "/oauth/token",
+            Public,
+            "takes a code once (PKCE S256) or spends a refresh token once; stores hashed tokens of that grant; answers them",
+            gateway_auth::token
+        ),
+        route!(
+            POST,
+            "/mcp",
+            McpToken,
+            "the token's user's enabled servers (cached connections with that user's tokens): lists and calls",
+            gateway::mcp
+        ),
+        route!(
+            GET,
+            "/mcp",
+            McpToken,
+            "nothing beyond the token check: stateless gateway, no stream to resume (405)",
+            gateway::mcp
+        ),
+        route!(
+            DELETE,
+            "/mcp",
+            McpToken,
+            "nothing beyond the token check: stateless gateway, no session to end (405)",
+            gateway::mcp
+        ),
     ]
 }
 
@@ -469,7 +555,7 @@ pub fn team_app(state: TeamState) -> Router {
     let mut router = Router::new();
     for r in routes() {
         let handler = match r.info.access {
-            RouteAccess::Public | RouteAccess::Operator => r.handler,
+            RouteAccess::Public | RouteAccess::Operator | RouteAccess::McpToken => r.handler,
             RouteAccess::Session => r.handler.route_layer(middleware::from_fn_with_state(
                 state.clone(),
                 session::require_session,

@@ -71,7 +71,7 @@ pub fn clearing_login_cookie(cfg: &TeamConfig) -> String {
     cookie(cfg, cfg.login_cookie_name(), "", 0)
 }
 
-fn host_allowed(cfg: &TeamConfig, headers: &HeaderMap) -> bool {
+pub(crate) fn host_allowed(cfg: &TeamConfig, headers: &HeaderMap) -> bool {
     headers
         .get(header::HOST)
         .and_then(|v| v.to_str().ok())

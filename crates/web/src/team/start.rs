@@ -196,6 +196,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             model: opts.model,
             turns: Arc::default(),
             allow_catalog_stdio: opts.allow_catalog_stdio,
+            catalogs: Default::default(),
         }),
     };
     let stop = CancellationToken::new();
@@ -224,6 +225,9 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
                     _ = purge.tick() => {
                         if let Err(e) = state.store().purge_expired().await {
                             tracing::warn!("purging expired sessions: {e}");
+                        }
+                        if let Err(e) = state.store().purge_gateway_expired().await {
+                            tracing::warn!("purging expired gateway codes and tokens: {e}");
                         }
                     }
                 }

@@ -70,6 +70,8 @@ pub(crate) struct TeamShared {
     /// The operator allowed stdio catalog servers on this instance
     /// (`--allow-catalog-stdio`).
     pub allow_catalog_stdio: bool,
+    /// The gateway's recently built per-user catalogs (a cache only).
+    pub catalogs: super::gateway::CatalogCache,
 }
 
 /// A turn running on this instance; dropping it ends the mark.
@@ -122,6 +124,10 @@ impl TeamState {
     /// Whether this instance publishes and runs stdio catalog servers.
     pub(crate) fn allow_catalog_stdio(&self) -> bool {
         self.inner.allow_catalog_stdio
+    }
+
+    pub(crate) fn catalogs(&self) -> &super::gateway::CatalogCache {
+        &self.inner.catalogs
     }
 
     pub(crate) fn cache(&self) -> &ClientCache {

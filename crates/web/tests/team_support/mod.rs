@@ -256,3 +256,85 @@ pub fn sign_in_options(peer: &switchboard_testkit::OidcPeer, admin: &str) -> Sig
         },
     }
 }
+
+/// RFC 7636 appendix B's PKCE pair (verifier, S256 challenge).
+pub const PKCE_VERIFIER: &str = "dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk";
+pub const PKCE_CHALLENGE: &str = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+
+/// A gateway client registered through the store with one loopback redirect URI.
+pub async fn gateway_client(store: &Store, redirect_uri: &str) -> String {
+    store
+        .register_gateway_client("isolation client", &[redirect_uri.to_owned()])
+        .await
+        .unwrap()
+        .client_id
+}
+
+/// Gateway tokens (access, refresh) for the user of `session`, issued through the store
+/// as the consent + code exchange would, for `resource`, the access token living `access`.
+pub async fn gateway_tokens(
+    store: &Store,
+    session: &str,
+    client_id: &str,
+    resource: &str,
+    access: Duration,
+) -> (String, String) {
+    let client = store.gateway_client(client_id).await.unwrap().unwrap();
+    let approval = switchboard_store::GatewayApproval {
+        client_id: client_id.into(),
+        redirect_uri: client.redirect_uris[0].clone(),
+        code_challenge: PKCE_CHALLENGE.into(),
+        resource: resource.into(),
+        scope: "mcp".into(),
+    };
+    let code = store
+        .approve_gateway_grant(session, &approval, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let taken = store.take_gateway_code(&code).await.unwrap().unwrap();
+    let t = store
+        .issue_gateway_tokens(
+            &taken.grant,
+            switchboard_store::TokenLifetimes {
+                access,
+                refresh: Duration::from_secs(600),
+            },
+        )
+        .await
+        .unwrap();
+    (t.access_token, t.refresh_token)
+}
+
+/// A JSON-RPC request to `/mcp` at `base` with `token` (none when empty): the status,
+/// the `WWW-Authenticate` header and the JSON body (`Null` when there is none).
+pub async fn mcp_request(
+    base: &str,
+    token: &str,
+    method: Method,
+    body: Value,
+) -> (u16, String, Value) {
+    let mut r = reqwest::Client::new()
+        .request(method.clone(), format!("{base}/mcp"))
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .timeout(Duration::from_secs(30));
+    if !token.is_empty() {
+        r = r.bearer_auth(token);
+    }
+    if method == Method::POST {
+        r = r.json(&body);
+    }
+    let r = r.send().await.unwrap();
+    let status = r.status().as_u16();
+    let www = r
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        www,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}

@@ -1,0 +1,492 @@
+//! The team gateway: `/mcp` serves the caller's own servers as one MCP server, for any
+//! MCP client that holds an access token from this team's authorization server
+//! (`gateway_auth`). The token is checked on every request against the store (its hash,
+//! expiry, the approving session, and the resource: exactly this gateway's `/mcp` URL);
+//! the user it names is the only user the request can reach.
+//!
+//! Streamable HTTP in rmcp's **stateless** mode: no downstream session exists anywhere,
+//! so any instance answers any request of a client (nothing to lose on a replica change).
+//! Each request builds the user's catalog with `switchboard-gateway`'s `Catalog`
+//! (`{server}__{tool}` names through its table, qualified resource URIs) from the user's
+//! enabled servers, connected through this instance's client cache with the user's own
+//! tokens (refreshed before use); a call resolves its name through the table of a catalog
+//! this instance built for the same user in the last [`CATALOG_TTL`], else a fresh one.
+//!
+//! Must not: take a user from anything but the access token's row; reach a server but the
+//! token's user's (`Store::for_user` with that id; connections keyed by it); pass an
+//! upstream header, token or URL query downstream; keep anything a later request needs.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use futures::future::join_all;
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, GetPromptRequestParams,
+    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use switchboard_gateway::{Catalog, CatalogOptions};
+use switchboard_host::{ServerSnapshot, ServerStatus};
+use switchboard_mcp::{CallOptions, Connection, RequestError};
+use switchboard_store::{User, UserId};
+
+use super::gateway_auth::{mcp_url, resource_metadata_url};
+use super::mcp_oauth::usable_tokens;
+use super::metrics::{McpMethod, McpOutcome};
+use super::state::TeamState;
+
+/// How long a catalog built for a user may resolve that user's calls on this instance.
+pub const CATALOG_TTL: Duration = Duration::from_secs(30);
+/// At most this many users' catalogs kept per instance (the oldest goes first).
+const MAX_CATALOGS: usize = 1024;
+/// How long one server may take to connect and list, before it is left out.
+const SERVER_WAIT: Duration = Duration::from_secs(15);
+
+/// The user an access token speaks for, put on the request by [`mcp`].
+#[derive(Debug, Clone)]
+struct Caller {
+    user: User,
+}
+
+/// This instance's recently built catalogs, by user id: only a cache (a miss rebuilds).
+#[derive(Default)]
+pub(crate) struct CatalogCache {
+    entries: Mutex<HashMap<String, (Instant, Arc<Catalog>)>>,
+}
+
+impl CatalogCache {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, (Instant, Arc<Catalog>)>> {
+        match self.entries.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    fn get(&self, user: &UserId) -> Option<Arc<Catalog>> {
+        let entries = self.lock();
+        entries
+            .get(user.as_str())
+            .filter(|(at, _)| at.elapsed() < CATALOG_TTL)
+            .map(|(_, c)| c.clone())
+    }
+
+    fn put(&self, user: &UserId, catalog: Arc<Catalog>) {
+        let mut entries = self.lock();
+        entries.retain(|_, (at, _)| at.elapsed() < CATALOG_TTL);
+        while entries.len() >= MAX_CATALOGS {
+            let Some(oldest) = entries
+                .iter()
+                .min_by_key(|(_, (at, _))| *at)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            entries.remove(&oldest);
+        }
+        entries.insert(user.as_str().to_owned(), (Instant::now(), catalog));
+    }
+}
+
+fn unauthorized(state: &TeamState, presented: bool) -> Response {
+    let mut value = format!(
+        "Bearer resource_metadata=\"{}\", scope=\"{}\"",
+        resource_metadata_url(state.cfg()),
+        super::gateway_auth::SCOPE
+    );
+    if presented {
+        value.push_str(", error=\"invalid_token\"");
+    }
+    let mut r = StatusCode::UNAUTHORIZED.into_response();
+    if let Ok(v) = HeaderValue::from_str(&value) {
+        r.headers_mut().insert(header::WWW_AUTHENTICATE, v);
+    }
+    r.headers_mut()
+        .insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    r
+}
+
+fn bearer(request: &Request) -> Option<&str> {
+    let v = request
+        .headers()
+        .get(header::AUTHORIZATION)?
+        .to_str()
+        .ok()?;
+    let (scheme, token) = v.split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then(|| token.trim())
+        .filter(|t| !t.is_empty())
+}
+
+/// `POST|GET|DELETE /mcp`: the access token checked against the store (401 with the
+/// RFC 9728 metadata URL otherwise), then rmcp's stateless Streamable HTTP service.
+pub async fn mcp(State(state): State<TeamState>, mut request: Request) -> Response {
+    let Some(token) = bearer(&request).map(str::to_owned) else {
+        return unauthorized(&state, false);
+    };
+    let access = match state.store().gateway_access(&token).await {
+        Ok(Some(a)) if a.resource == mcp_url(state.cfg()) => a,
+        Ok(_) => return unauthorized(&state, true),
+        Err(e) => {
+            tracing::warn!("team store (gateway): {e}");
+            return (
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the team database did not answer; try again in a moment",
+            )
+                .into_response();
+        }
+    };
+    request
+        .extensions_mut()
+        .insert(Caller { user: access.user });
+    let mut config = StreamableHttpServerConfig::default()
+        .with_legacy_session_mode(false)
+        .with_json_response(true)
+        .with_sse_keep_alive(None);
+    config.allowed_hosts = state.cfg().allowed_hosts.clone();
+    let factory = state.clone();
+    let service = StreamableHttpService::new(
+        move || {
+            Ok(TeamGatewayServer {
+                state: factory.clone(),
+            })
+        },
+        Arc::new(LocalSessionManager::default()),
+        config,
+    );
+    service.handle(request).await.map(Body::new)
+}
+
+/// The handler of one request (stateless: made per request).
+#[derive(Clone)]
+struct TeamGatewayServer {
+    state: TeamState,
+}
+
+fn caller(ctx: &RequestContext<RoleServer>) -> Result<User, ErrorData> {
+    ctx.extensions
+        .get::<axum::http::request::Parts>()
+        .and_then(|p| p.extensions.get::<Caller>())
+        .map(|c| c.user.clone())
+        .ok_or_else(|| ErrorData::internal_error("the request carries no caller", None))
+}
+
+fn capabilities() -> ServerCapabilities {
+    serde_json::from_value(serde_json::json!({
+        "tools": {},
+        "prompts": {},
+        "resources": {},
+    }))
+    .unwrap_or_default()
+}
+
+fn upstream_error(server: &str, e: RequestError) -> ErrorData {
+    match e {
+        RequestError::Server { code, message, .. } => {
+            ErrorData::new(ErrorCode(code), message, None)
+        }
+        other => ErrorData::internal_error(
+            format!("server `{server}`: {}", redact_urls(&other.to_string())),
+            None,
+        ),
+    }
+}
+
+fn redact_urls(text: &str) -> String {
+    text.split(' ')
+        .map(|w| {
+            if w.contains("://") {
+                switchboard_net::redacted(w.trim_end_matches(['.', ',', ')']))
+            } else {
+                w.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// One connected server's lists, as a snapshot the gateway's catalog is built from.
+fn snapshot(name: &str, conn: &Connection, lists: Lists) -> ServerSnapshot {
+    ServerSnapshot {
+        name: name.to_owned(),
+        status: ServerStatus::Connected,
+        transport: conn.transport_kind().to_string(),
+        connected_via: None,
+        target: String::new(),
+        cwd: None,
+        timeout: None,
+        trust: false,
+        origin: "team".into(),
+        tools: lists.tools,
+        filtered_out: Vec::new(),
+        withheld: Vec::new(),
+        prompts: lists.prompts,
+        resources: lists.resources,
+        resource_templates: lists.templates,
+        instructions: conn.instructions(),
+        server_info: None,
+        protocol_version: None,
+        auth: None,
+        error: None,
+        hint: None,
+        warnings: Vec::new(),
+        gave_up_after: None,
+    }
+}
+
+#[derive(Default)]
+struct Lists {
+    tools: Vec<rmcp::model::Tool>,
+    prompts: Vec<rmcp::model::Prompt>,
+    resources: Vec<rmcp::model::Resource>,
+    templates: Vec<rmcp::model::ResourceTemplate>,
+}
+
+async fn lists_of(conn: &Connection) -> Lists {
+    let caps = conn.capabilities();
+    let opts = CallOptions::default();
+    let mut l = Lists::default();
+    if caps.tools.is_some() {
+        l.tools = conn.list_tools(&opts).await.unwrap_or_default();
+    }
+    if caps.prompts.is_some() {
+        l.prompts = conn.list_prompts(&opts).await.unwrap_or_default();
+    }
+    if caps.resources.is_some() {
+        l.resources = conn.list_resources(&opts).await.unwrap_or_default();
+        l.templates = conn
+            .list_resource_templates(&opts)
+            .await
+            .unwrap_or_default();
+    }
+    l
+}
+
+impl TeamGatewayServer {
+    /// The user's enabled server `name`, connected with the user's own credentials.
+    async fn connection(&self, user: &UserId, name: &str) -> Result<Arc<Connection>, String> {
+        let us = self.state.store().for_user(user);
+        let record = match us.server(name).await {
+            Ok(Some(r)) if r.enabled => r,
+            Ok(_) => return Err(format!("you have no enabled server `{name}`")),
+            Err(e) => {
+                tracing::warn!("team store (gateway): {e}");
+                return Err("the team database did not answer".into());
+            }
+        };
+        let tokens = usable_tokens(&self.state, &us, &switchboard_store::ServerRef::own(name))
+            .await
+            .map_err(|e| e.message)?;
+        self.state
+            .cache()
+            .connection(user, &record, tokens.as_ref())
+            .await
+            .map_err(|e| redact_urls(&e.to_string()))
+    }
+
+    /// The user's catalog, built now from every enabled server that answers in time.
+    async fn fresh_catalog(&self, user: &UserId) -> Result<Arc<Catalog>, ErrorData> {
+        let records = self
+            .state
+            .store()
+            .for_user(user)
+            .servers()
+            .await
+            .map_err(|e| {
+                tracing::warn!("team store (gateway): {e}");
+                ErrorData::internal_error("the team database did not answer", None)
+            })?;
+        let snaps = join_all(records.iter().filter(|r| r.enabled).map(|r| async move {
+            let got = tokio::time::timeout(SERVER_WAIT, async {
+                let conn = self.connection(user, &r.name).await.ok()?;
+                let lists = lists_of(&conn).await;
+                Some(snapshot(&r.name, &conn, lists))
+            })
+            .await;
+            got.ok().flatten()
+        }))
+        .await;
+        let snaps: Vec<ServerSnapshot> = snaps.into_iter().flatten().collect();
+        let catalog = Arc::new(Catalog::build(&snaps, &CatalogOptions::default()));
+        self.state.catalogs().put(user, catalog.clone());
+        Ok(catalog)
+    }
+
+    /// A recent catalog of this user's in which `found` holds, else a fresh one.
+    async fn catalog_with(
+        &self,
+        user: &UserId,
+        found: impl Fn(&Catalog) -> bool,
+    ) -> Result<Arc<Catalog>, ErrorData> {
+        if let Some(c) = self.state.catalogs().get(user).filter(|c| found(c)) {
+            return Ok(c);
+        }
+        self.fresh_catalog(user).await
+    }
+
+    async fn routed(&self, user: &UserId, server: &str) -> Result<Arc<Connection>, ErrorData> {
+        self.connection(user, server).await.map_err(|why| {
+            ErrorData::internal_error(format!("server `{server}` is not reachable: {why}"), None)
+        })
+    }
+}
+
+fn call_options(ctx: &RequestContext<RoleServer>) -> CallOptions {
+    CallOptions {
+        cancel: Some(ctx.ct.clone()),
+        ..Default::default()
+    }
+}
+
+impl ServerHandler for TeamGatewayServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(capabilities())
+            .with_server_info(
+                Implementation::new("switchboard-team-gateway", env!("CARGO_PKG_VERSION"))
+                    .with_title("Switchboard team gateway"),
+            )
+            .with_instructions(
+                "Your own servers in this Switchboard team, as one MCP server: each tool and \
+                 prompt is named `{server}__{name}`; a server that does not answer is left out.",
+            )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let user = caller(&context)?;
+        let c = self.fresh_catalog(&user.id).await?;
+        Ok(ListToolsResult::with_all_items(c.tools.clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let user = caller(&context)?;
+        let name = request.name.to_string();
+        let catalog = self
+            .catalog_with(&user.id, |c| c.tool_names.resolve(&name).is_some())
+            .await?;
+        let Some((server, tool)) = catalog.tool_names.resolve(&name) else {
+            return Err(ErrorData::invalid_params(
+                format!("unknown tool `{name}`: list the gateway's tools with tools/list"),
+                None,
+            ));
+        };
+        let started = Instant::now();
+        let conn = self.routed(&user.id, server).await?;
+        let result = conn
+            .call_tool(tool, request.arguments, &call_options(&context))
+            .await;
+        self.state.metrics().mcp_call(
+            McpMethod::CallTool,
+            McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
+            started,
+        );
+        result
+            .map(CallToolResponse::from)
+            .map_err(|e| upstream_error(server, e))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, ErrorData> {
+        let user = caller(&context)?;
+        let c = self.fresh_catalog(&user.id).await?;
+        Ok(ListPromptsResult::with_all_items(c.prompts.clone()))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let user = caller(&context)?;
+        let catalog = self
+            .catalog_with(&user.id, |c| {
+                c.prompt_names.resolve(&request.name).is_some()
+            })
+            .await?;
+        let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
+            return Err(ErrorData::invalid_params(
+                format!(
+                    "unknown prompt `{}`: list the gateway's prompts with prompts/list",
+                    request.name
+                ),
+                None,
+            ));
+        };
+        let conn = self.routed(&user.id, server).await?;
+        conn.get_prompt(
+            prompt,
+            request.arguments.unwrap_or_default(),
+            &call_options(&context),
+        )
+        .await
+        .map(GetPromptResponse::from)
+        .map_err(|e| upstream_error(server, e))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        let user = caller(&context)?;
+        let c = self.fresh_catalog(&user.id).await?;
+        Ok(ListResourcesResult::with_all_items(c.resources.clone()))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, ErrorData> {
+        let user = caller(&context)?;
+        let c = self.fresh_catalog(&user.id).await?;
+        Ok(ListResourceTemplatesResult::with_all_items(
+            c.templates.clone(),
+        ))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let user = caller(&context)?;
+        let catalog = self
+            .catalog_with(&user.id, |c| c.uris.route(&request.uri).is_ok())
+            .await?;
+        let (server, uri) = catalog.uris.route(&request.uri).map_err(|_| {
+            ErrorData::invalid_params(
+                format!(
+                    "unknown resource `{}`: list the gateway's resources with resources/list",
+                    request.uri
+                ),
+                None,
+            )
+        })?;
+        let conn = self.routed(&user.id, &server).await?;
+        conn.read_resource(&uri, &call_options(&context))
+            .await
+            .map(ReadResourceResponse::from)
+            .map_err(|e| upstream_error(&server, e))
+    }
+}

@@ -1,0 +1,768 @@
+//! The team gateway (`/mcp`) and its authorization server, with real parts: the TS SDK
+//! client's own OAuth flow (RFC 9728 discovery from the 401, RFC 8414, dynamic
+//! registration, PKCE S256, code exchange) against two `serve --team` instances on one
+//! PostgreSQL behind one public origin, every request of the client alternating between
+//! them; the user's browser step (sign-in at a real `oidc-provider`, consent) done by
+//! following redirects with cookies, also alternating. The client lists alice's tools
+//! (the demo server, named `{server}__{tool}`) and calls echo; bob's server is never
+//! reached. Then: the refresh token is rotated (the old one, spent, ends the grant), and a
+//! token for another resource, an expired token and a token whose sign-in session ended
+//! are refused with 401 and the RFC 9728 pointer. The same on SQLite with one instance.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+#![allow(clippy::disallowed_methods)]
+
+mod team_support;
+
+use std::collections::BTreeMap;
+use std::process::Stdio;
+use std::time::Duration;
+
+use reqwest::Method;
+use serde_json::{Value, json};
+use switchboard_store::{GatewayApproval, Secret, ServerRecord, Store, TokenLifetimes, Transport};
+use switchboard_testkit::RecordingListener;
+use team_support::{Browser, COOKIE, Db, Instance, InstanceOptions, demo_http};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts_sdk_client_through_two_instances_on_postgres() {
+    gateway_flow(Db::postgres(), 2).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ts_sdk_client_on_sqlite_with_one_instance() {
+    gateway_flow(Db::sqlite(), 1).await;
+}
+
+fn server(name: &str, url: &str, header: Option<&str>) -> ServerRecord {
+    ServerRecord {
+        name: name.into(),
+        url: url.into(),
+        transport: Transport::Http,
+        headers: header
+            .map(|h| BTreeMap::from([("Authorization".to_owned(), Secret::new(h))]))
+            .unwrap_or_default(),
+        enabled: true,
+    }
+}
+
+fn set_cookie(r: &reqwest::Response, name: &str) -> Option<String> {
+    r.headers()
+        .get_all("set-cookie")
+        .iter()
+        .map(|v| v.to_str().unwrap().to_owned())
+        .find(|c| c.starts_with(&format!("{name}=")))
+        .map(|c| c.split(';').next().unwrap().to_owned())
+}
+
+fn location(r: &reqwest::Response) -> String {
+    r.headers()
+        .get("location")
+        .unwrap_or_else(|| panic!("no Location: {} {:?}", r.status(), r.headers()))
+        .to_str()
+        .unwrap()
+        .to_owned()
+}
+
+/// The hidden fields of the consent form, unescaped.
+fn hidden_fields(html: &str) -> Vec<(String, String)> {
+    html.split("<input type=\"hidden\" name=\"")
+        .skip(1)
+        .map(|part| {
+            let (name, rest) = part.split_once("\" value=\"").unwrap();
+            let value = rest.split_once('"').unwrap().0;
+            let value = value
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            (name.to_owned(), value)
+        })
+        .collect()
+}
+
+/// The browser step: the authorization URL opened without a session, the sign-in at the
+/// provider, the callback, the consent page and its POST — each request sent to the next
+/// instance. Returns the final redirect to the client (with the code).
+async fn browser_step(
+    authorize: &str,
+    origin: &str,
+    at: &dyn Fn(usize) -> String,
+    peer: &switchboard_testkit::OidcPeer,
+    account: &str,
+) -> String {
+    let anonymous = Browser::new(origin, None);
+    let path = authorize.strip_prefix(origin).unwrap();
+    let r = anonymous
+        .http
+        .get(format!("{}{path}", at(0)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.headers());
+    let login = location(&r);
+    assert!(login.starts_with("/auth/login?return="), "{login}");
+    let r = anonymous
+        .http
+        .get(format!("{}{login}", at(1)))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303);
+    let login_cookie = set_cookie(&r, "switchboard_login").unwrap();
+    let back = peer.drive_login(&location(&r), account).await;
+    let r = anonymous
+        .http
+        .get(format!("{}/auth/callback?{}", at(2), back.query))
+        .header("Cookie", &login_cookie)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.headers());
+    let session = set_cookie(&r, COOKIE).unwrap();
+    let consent_path = location(&r);
+    assert!(
+        consent_path.starts_with("/oauth/authorize?"),
+        "{consent_path}"
+    );
+    let r = anonymous
+        .http
+        .get(format!("{}{consent_path}", at(3)))
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 200);
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("default-src 'none'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    let html = r.text().await.unwrap();
+    assert!(html.contains(&format!("{account}@example.com")), "{html}");
+    assert!(html.contains("TS SDK team driver"), "{html}");
+    let mut fields = hidden_fields(&html);
+    fields.push(("decision".into(), "allow".into()));
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(fields.iter())
+        .finish();
+    // Without the app's Origin (a form posted from another site) the consent is refused.
+    let r = anonymous
+        .http
+        .post(format!("{}/oauth/authorize", at(4)))
+        .header("Cookie", &session)
+        .header("Origin", "http://evil.example")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    let r = anonymous
+        .http
+        .post(format!("{}/oauth/authorize", at(5)))
+        .header("Cookie", &session)
+        .header("Origin", origin)
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 303, "{:?}", r.headers());
+    location(&r)
+}
+
+/// `tools/list` straight over HTTP with `token`: the status and the WWW-Authenticate.
+async fn list_with(base: &str, token: &str) -> (u16, String, Value) {
+    let r = reqwest::Client::new()
+        .post(format!("{base}/mcp"))
+        .bearer_auth(token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    let www = r
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = r.text().await.unwrap();
+    (
+        status,
+        www,
+        serde_json::from_str(&text).unwrap_or(Value::Null),
+    )
+}
+
+async fn token_request(base: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form.iter())
+        .finish();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/oauth/token"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body)
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
+/// A token for alice issued straight through the store (another resource, or a short life).
+async fn store_token(
+    store: &Store,
+    session: &str,
+    client_id: &str,
+    resource: &str,
+    access: Duration,
+) -> String {
+    let approval = GatewayApproval {
+        client_id: client_id.into(),
+        redirect_uri: "http://127.0.0.1:1/cb".into(),
+        code_challenge: "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM".into(),
+        resource: resource.into(),
+        scope: "mcp".into(),
+    };
+    let code = store
+        .approve_gateway_grant(session, &approval, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let taken = store.take_gateway_code(&code).await.unwrap().unwrap();
+    store
+        .issue_gateway_tokens(
+            &taken.grant,
+            TokenLifetimes {
+                access,
+                refresh: Duration::from_secs(600),
+            },
+        )
+        .await
+        .unwrap()
+        .access_token
+}
+
+async fn gateway_flow(db: Db, n: usize) {
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let peer = team_support::oidc_provider_for(&format!("{origin}/auth/callback")).await;
+    let mut apps = Vec::new();
+    for _ in 0..n {
+        apps.push(
+            Instance::start(
+                &db,
+                InstanceOptions {
+                    public_origin: Some(origin.clone()),
+                    sign_in: Some(team_support::sign_in_options(&peer, "admin@example.com")),
+                    ..Default::default()
+                },
+            )
+            .await,
+        );
+    }
+    let bases: Vec<String> = apps.iter().map(|a| a.base.clone()).collect();
+    let at = |i: usize| bases[i % n].clone();
+    let store = db.store().await;
+
+    // Public metadata, from any instance.
+    let anon = Browser::new(&origin, None);
+    for path in [
+        "/.well-known/oauth-protected-resource",
+        "/.well-known/oauth-protected-resource/mcp",
+    ] {
+        let (status, v) = anon.get(&at(1), path).await;
+        assert_eq!(status, 200);
+        assert_eq!(v["resource"], format!("{origin}/mcp"));
+        assert_eq!(v["authorization_servers"], json!([origin]));
+    }
+    let (status, v) = anon
+        .get(&at(0), "/.well-known/oauth-authorization-server")
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(v["code_challenge_methods_supported"], json!(["S256"]));
+    assert_eq!(
+        v["registration_endpoint"],
+        format!("{origin}/oauth/register")
+    );
+    // Registration refuses a redirect URI that is neither https nor loopback http.
+    let (status, v) = anon
+        .post(
+            &at(0),
+            "/oauth/register",
+            &json!({"redirect_uris": ["http://evil.example/cb"]}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("invalid_redirect_uri"))
+    );
+
+    // Bob signs in first and has a server whose URL records whatever reaches it.
+    let trap = RecordingListener::start().await;
+    let bob_secret = "Bearer bob-header-secret-4411";
+    let (bob_id, _) = team_support::sign_in(&store, "bob@example.com", false).await;
+    store
+        .for_user(&bob_id)
+        .put_server(&server("bobs", &trap.url("/mcp"), Some(bob_secret)))
+        .await
+        .unwrap();
+    // Alice's own server: the demo server. She signs in through the browser step below,
+    // so her user exists from then on; her server is added through the store as soon as
+    // the sign-in made her (the page would do it through /api/servers).
+    let demo = demo_http().await;
+
+    let sdk = switchboard_testkit::peers_dir().join("node/node_modules/@modelcontextprotocol/sdk");
+    switchboard_testkit::ensure_peers();
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/drivers/team_gateway_client.mjs");
+    let redirect_url = format!(
+        "http://127.0.0.1:{}/callback",
+        switchboard_testkit::free_port()
+    );
+    let plan = json!({
+        "sdk": sdk,
+        "public": origin,
+        "bases": bases,
+        "redirectUrl": redirect_url,
+        "echo": "demo__echo",
+        "calls": 4,
+    });
+    let mut child = tokio::process::Command::new("node")
+        .arg(&driver)
+        .arg(plan.to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first: Value = match tokio::time::timeout(Duration::from_secs(60), lines.next_line()).await
+    {
+        Ok(Ok(Some(line))) => serde_json::from_str(&line).unwrap(),
+        other => {
+            let out = child.wait_with_output().await.unwrap();
+            panic!(
+                "the driver printed no authorization URL ({other:?}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    let authorize = first["authorize"].as_str().unwrap().to_owned();
+    assert!(
+        authorize.starts_with(&format!("{origin}/oauth/authorize?")),
+        "{authorize}"
+    );
+    assert!(
+        authorize.contains("code_challenge_method=S256"),
+        "{authorize}"
+    );
+    assert!(
+        authorize.contains(&format!(
+            "resource={}",
+            url::form_urlencoded::byte_serialize(format!("{origin}/mcp").as_bytes())
+                .collect::<String>()
+        )),
+        "{authorize}"
+    );
+
+    let code_redirect = browser_step(&authorize, &origin, &at, &peer, "alice").await;
+    assert!(
+        code_redirect.starts_with(&format!("{redirect_url}?")),
+        "{code_redirect}"
+    );
+    let alice = store
+        .sign_in_user("alice@example.com", "alice", false)
+        .await
+        .unwrap();
+    store
+        .for_user(&alice.id)
+        .put_server(&server("demo", &demo, None))
+        .await
+        .unwrap();
+    stdin
+        .write_all(format!("{code_redirect}\n").as_bytes())
+        .await
+        .unwrap();
+    let done = tokio::time::timeout(Duration::from_secs(90), lines.next_line()).await;
+    let out: Value = match done {
+        Ok(Ok(Some(line))) => serde_json::from_str(&line).unwrap(),
+        other => {
+            let out = child.wait_with_output().await.unwrap();
+            panic!(
+                "the driver did not finish ({other:?}): {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    };
+    let _ = child.wait().await;
+
+    // Alice's tools, named through the gateway's table; echo answered every time.
+    let tools: Vec<&str> = out["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t.as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"demo__echo"), "{tools:?}");
+    assert!(tools.iter().all(|t| t.starts_with("demo__")), "{tools:?}");
+    for i in 0..4 {
+        assert_eq!(out["echoes"][i], format!("Echo: call {i}"), "{out}");
+    }
+    // Every instance answered requests of this one client.
+    let hits = out["hits"].as_object().unwrap();
+    assert_eq!(hits.len(), n, "{out}");
+    assert!(hits.values().all(|h| h.as_u64().unwrap() >= 3), "{out}");
+    // ...and MCP requests themselves (initialize, lists, calls) went to each instance.
+    let requests: Vec<&str> = out["requests"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    for base in &bases {
+        let mcp = requests
+            .iter()
+            .filter(|r| **r == format!("POST /mcp -> {base}"))
+            .count();
+        assert!(mcp >= 3, "{base} answered {mcp} MCP requests: {requests:?}");
+    }
+    // Bob's server was never reached, with anything.
+    assert_eq!(trap.connections(), 0, "{}", trap.received());
+
+    let access = out["accessToken"].as_str().unwrap().to_owned();
+    let refresh = out["refreshToken"].as_str().unwrap().to_owned();
+    let client_id = out["clientId"].as_str().unwrap().to_owned();
+    let (status, _, v) = list_with(&at(1), &access).await;
+    assert_eq!(status, 200, "{v}");
+
+    // The stored rows hold hashes, never the tokens.
+    let dump = format!(
+        "{:?}",
+        store
+            .gateway_access(&access)
+            .await
+            .unwrap()
+            .map(|a| a.resource)
+    );
+    assert!(!dump.contains(&access));
+
+    // Refresh: rotated on the other instance; the spent refresh token again ends the grant.
+    let (status, v) = token_request(
+        &at(1),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", &client_id),
+            ("resource", &format!("{origin}/mcp")),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let new_access = v["access_token"].as_str().unwrap().to_owned();
+    assert_ne!(v["refresh_token"].as_str().unwrap(), refresh);
+    assert_eq!(list_with(&at(0), &new_access).await.0, 200);
+    let (status, v) = token_request(
+        &at(0),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refresh),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_grant")));
+    let (status, www, _) = list_with(&at(1), &new_access).await;
+    assert_eq!(status, 401, "a reused refresh token ends its grant");
+    assert!(www.contains("error=\"invalid_token\""), "{www}");
+
+    // Without a token: 401 pointing at the RFC 9728 metadata.
+    let (status, www, _) = list_with(&at(0), "").await;
+    assert_eq!(status, 401);
+    assert!(
+        www.contains(&format!(
+            "resource_metadata=\"{origin}/.well-known/oauth-protected-resource/mcp\""
+        )),
+        "{www}"
+    );
+    // A token for another resource, and an expired one: 401.
+    let (_, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    let other = store_token(
+        &store,
+        &session,
+        &client_id,
+        "http://other.example/mcp",
+        Duration::from_secs(600),
+    )
+    .await;
+    assert_eq!(list_with(&at(0), &other).await.0, 401);
+    // A token for another resource cannot be asked for either.
+    let (status, v) = token_request(
+        &at(1),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", "whatever"),
+            ("client_id", &client_id),
+            ("resource", "http://other.example/mcp"),
+        ],
+    )
+    .await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_target")));
+    let expired = store_token(
+        &store,
+        &session,
+        &client_id,
+        &format!("{origin}/mcp"),
+        Duration::ZERO,
+    )
+    .await;
+    assert_eq!(list_with(&at(0), &expired).await.0, 401);
+    // A good token stops working when the sign-in session that approved it ends.
+    let live = store_token(
+        &store,
+        &session,
+        &client_id,
+        &format!("{origin}/mcp"),
+        Duration::from_secs(600),
+    )
+    .await;
+    assert_eq!(list_with(&at(1), &live).await.0, 200);
+    let signed_out = Browser::new(&origin, Some(&session));
+    let (status, _) = signed_out
+        .send(signed_out.request(Method::POST, &at(0), "/auth/logout"))
+        .await;
+    assert!(status < 300, "{status}");
+    assert_eq!(list_with(&at(1), &live).await.0, 401);
+
+    trap.assert_never_saw("bob-header-secret");
+    for app in apps {
+        app.stop().await;
+    }
+}
+
+/// Gemini CLI (tests/peers/clients, pinned), in a throwaway HOME, shows the team gateway
+/// connected with a user's access token, and not connected without one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn gemini_cli_lists_the_team_gateway_connected_with_a_token() {
+    switchboard_testkit::ensure_peers();
+    let gemini = switchboard_testkit::peers_dir().join("clients/node_modules/.bin/gemini");
+    assert!(gemini.exists(), "run scripts/install-peers.sh (Gemini CLI)");
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let (alice, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("demo", &demo_http().await, None))
+        .await
+        .unwrap();
+    let client = team_support::gateway_client(&store, "http://127.0.0.1:7/cb").await;
+    let url = format!("{}/mcp", app.origin());
+    let (access, _) =
+        team_support::gateway_tokens(&store, &session, &client, &url, Duration::from_secs(600))
+            .await;
+    let home = tempfile::tempdir().unwrap();
+    let work = home.path().join("work");
+    std::fs::create_dir_all(home.path().join(".gemini")).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::write(
+        home.path().join(".gemini/trustedFolders.json"),
+        json!({work.display().to_string(): "TRUST_FOLDER"}).to_string(),
+    )
+    .unwrap();
+    std::fs::write(
+        home.path().join(".gemini/settings.json"),
+        json!({"mcpServers": {
+            "team": {"httpUrl": url, "headers": {"Authorization": format!("Bearer {access}")}},
+            "teamnotoken": {"httpUrl": url},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let home_path = home.path().to_path_buf();
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new("timeout")
+            .arg("120")
+            .arg(&gemini)
+            .args(["mcp", "list"])
+            .env("HOME", &home_path)
+            .env_remove("GEMINI_API_KEY")
+            .current_dir(&work)
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("{name}:")))
+            .unwrap_or_else(|| panic!("{name} not listed: {text}"))
+            .to_string()
+    };
+    assert!(line("team").contains("Connected"), "{text}");
+    assert!(!line("teamnotoken").contains("- Connected"), "{text}");
+    app.stop().await;
+}
+
+/// The authorization endpoint's refusals and the consent page: an unknown client or an
+/// unregistered redirect URI get our own page (nothing is sent there); `plain` PKCE and
+/// another resource go back to the client as errors; the client's name is text on a page
+/// that runs no script and cannot be framed; "deny" is `access_denied`; a code works once,
+/// and a wrong verifier spends it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn authorize_refuses_bad_requests_and_the_consent_page_is_inert() {
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let (_, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    let browser = Browser::new(app.origin(), Some(&session));
+    let redirect = "http://127.0.0.1:7/cb";
+    let (status, reg) = browser
+        .post(
+            &app.base,
+            "/oauth/register",
+            &json!({"redirect_uris": [redirect], "client_name": "<img src=x onerror=alert(1)>"}),
+        )
+        .await;
+    assert_eq!(status, 201, "{reg}");
+    let client = reg["client_id"].as_str().unwrap().to_owned();
+    let enc = |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+    let query = |client: &str, redirect: &str, method: &str, extra: &str| {
+        format!(
+            "/oauth/authorize?response_type=code&client_id={client}&redirect_uri={}&code_challenge={}&code_challenge_method={method}&state=st{extra}",
+            enc(redirect),
+            team_support::PKCE_CHALLENGE
+        )
+    };
+    let get = |path: String| {
+        let b = browser.clone();
+        let base = app.base.clone();
+        async move { b.request(Method::GET, &base, &path).send().await.unwrap() }
+    };
+    // Our own page, no redirect.
+    for path in [
+        query("sbc_unknown", redirect, "S256", ""),
+        query(&client, "http://127.0.0.1:8/elsewhere", "S256", ""),
+    ] {
+        let r = get(path).await;
+        assert_eq!(r.status(), 400);
+        assert!(r.headers().get("location").is_none());
+    }
+    // Errors back to the client.
+    for (path, error) in [
+        (query(&client, redirect, "plain", ""), "invalid_request"),
+        (
+            query(
+                &client,
+                redirect,
+                "S256",
+                &format!("&resource={}", enc("https://other.example/mcp")),
+            ),
+            "invalid_target",
+        ),
+        (
+            query(&client, redirect, "S256", "&scope=admin"),
+            "invalid_scope",
+        ),
+    ] {
+        let r = get(path).await;
+        assert_eq!(r.status(), 303);
+        let to = location(&r);
+        assert!(
+            to.starts_with(redirect)
+                && to.contains(&format!("error={error}"))
+                && to.contains("state=st"),
+            "{to}"
+        );
+    }
+    // The consent page: the name as text, no script, no framing, nothing cached.
+    let r = get(query(&client, redirect, "S256", "")).await;
+    assert_eq!(r.status(), 200);
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(csp.starts_with("default-src 'none'"), "{csp}");
+    assert!(!csp.contains("script-src"), "{csp}");
+    assert_eq!(r.headers()["x-frame-options"], "DENY");
+    assert_eq!(r.headers()["cache-control"], "no-store");
+    let html = r.text().await.unwrap();
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+    assert!(!html.contains("<img"), "{html}");
+    // Deny.
+    let form = |decision: &str| {
+        let mut f = hidden_fields(&html);
+        f.push(("decision".into(), decision.into()));
+        url::form_urlencoded::Serializer::new(String::new())
+            .extend_pairs(f.iter())
+            .finish()
+    };
+    let post = |body: String| {
+        browser
+            .request(Method::POST, &app.base, "/oauth/authorize")
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(body)
+    };
+    let r = post(form("deny")).send().await.unwrap();
+    assert!(location(&r).contains("error=access_denied"));
+    // Allow: a code that works once, with the right verifier only.
+    let code_of = |to: String| {
+        url::Url::parse(&to)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == "code")
+            .unwrap()
+            .1
+            .into_owned()
+    };
+    let exchange = |code: String, verifier: &'static str| {
+        let base = app.base.clone();
+        let client = client.clone();
+        async move {
+            token_request(
+                &base,
+                &[
+                    ("grant_type", "authorization_code"),
+                    ("code", &code),
+                    ("client_id", &client),
+                    ("redirect_uri", redirect),
+                    ("code_verifier", verifier),
+                ],
+            )
+            .await
+        }
+    };
+    let code = code_of(location(&post(form("allow")).send().await.unwrap()));
+    let wrong = "wrong-verifier-wrong-verifier-wrong-verifier-0";
+    let (status, v) = exchange(code.clone(), wrong).await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_grant")));
+    let (status, v) = exchange(code, team_support::PKCE_VERIFIER).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("invalid_grant")),
+        "spent by the wrong verifier"
+    );
+    let code = code_of(location(&post(form("allow")).send().await.unwrap()));
+    let (status, v) = exchange(code.clone(), team_support::PKCE_VERIFIER).await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(v["token_type"], "Bearer");
+    let (status, _) = exchange(code, team_support::PKCE_VERIFIER).await;
+    assert_eq!(status, 400, "a code works once");
+    app.stop().await;
+}
