@@ -633,11 +633,10 @@ async fn upgrading_from_schema_4_keeps_rows(db: Db) {
             .is_err(),
         "schema 4 has no catalog"
     );
-    // 0005 is another change landing separately: this binary's next step after 4 is 6.
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [6]);
-    assert_eq!(report.version, 6);
+    assert_eq!(versions, [5, 6, 7]);
+    assert_eq!(report.version, 7);
     assert!(
         a.oauth_tokens("s")
             .await

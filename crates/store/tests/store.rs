@@ -302,7 +302,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 5, "{ra:?} {rb:?}");
+    assert_eq!(ra.applied.len() + rb.applied.len(), 7, "{ra:?} {rb:?}");
     assert_eq!((ra.version, rb.version), (7, 7));
     let raw = db.raw().await;
     for table in [
@@ -1484,7 +1484,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5], 5));
+    assert_eq!((versions, report.version), (vec![5, 6, 7], 7));
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
