@@ -4,7 +4,8 @@
 //! model; a confirmation declined through the other instance goes back to the model as
 //! a refusal; a cancel sent to the other instance stops a turn waiting for an answer;
 //! a second send while a turn runs is refused; a user without an admin flag cannot set
-//! the team key.
+//! the team key; an enabled team-catalog server's tools are offered (as `catalog:NAME`)
+//! and called like the user's own, and a chat switch keeps them out.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -18,7 +19,10 @@ use switchboard_model_fakes::gemini::{
 };
 use team_support::{Browser, Db, Instance, InstanceOptions, demo_http, gemini_at, sign_in};
 
-on_both!(chat_rules_hold_across_instances);
+on_both!(
+    chat_rules_hold_across_instances,
+    enabled_catalog_servers_take_part_in_chats
+);
 
 const MODEL_KEY: &str = "user-gemini-key-19be4f";
 const TEAM_KEY: &str = "team-gemini-key-wrong-77d0";
@@ -259,4 +263,110 @@ async fn wait_for_confirmation(b: &Browser, base: &str, chat: &str) -> String {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("no confirmation appeared");
+}
+
+/// A catalog server the user enabled takes part in a chat under `catalog:NAME` (its
+/// tools offered, a call confirmed and answered by it); one not enabled, or switched off
+/// in the chat, is not offered.
+async fn enabled_catalog_servers_take_part_in_chats(db: Db) {
+    let gemini = FakeGemini::start_with(
+        FakeOptions {
+            api_key: MODEL_KEY.into(),
+            ..FakeOptions::default()
+        },
+        vec![],
+    )
+    .await;
+    let a = Instance::start(
+        &db,
+        InstanceOptions {
+            model: Some(gemini_at(&gemini.base_url)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let store = db.store().await;
+    let (_, admin_cookie) = sign_in(&store, "admin@example.com", true).await;
+    let (_, cookie) = sign_in(&store, "dana@example.com", false).await;
+    let admin = Browser::new(a.origin(), Some(&admin_cookie));
+    let dana = Browser::new(a.origin(), Some(&cookie));
+    let demo = demo_http().await;
+    let (status, v) = admin
+        .post(
+            &a.base,
+            "/api/admin/catalog",
+            &json!({"name": "shared", "description": "Demo for all", "url": demo}),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let (status, v) = dana
+        .put(&a.base, "/api/model-key", &json!({"key": MODEL_KEY}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let (_, v) = dana.post(&a.base, "/api/chats", &json!({})).await;
+    let chat = v["chat"]["id"].as_str().unwrap().to_owned();
+
+    // Not enabled: nothing offered.
+    gemini.push(FakeTurn::text("none yet"));
+    events(&dana, &a.base, &chat, "tools?").await;
+    let last = gemini.requests().pop().unwrap();
+    assert!(declared_function_names(&last).is_empty(), "{last}");
+
+    // Enabled: its tools are offered and a call reaches it.
+    let (status, v) = dana
+        .post(&a.base, "/api/catalog/shared/enable", &json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    gemini.push(FakeTurn::text("listed"));
+    events(&dana, &a.base, &chat, "tools now?").await;
+    let last = gemini.requests().pop().unwrap();
+    let names = declared_function_names(&last);
+    let echo = names
+        .iter()
+        .find(|n| n.contains("shared") && n.ends_with("echo"))
+        .unwrap_or_else(|| panic!("no echo of the catalog server in {names:?}"))
+        .to_string();
+    gemini.push(FakeTurn::call(
+        &echo,
+        json!({"message": "from the catalog"}),
+    ));
+    gemini.push(FakeTurn::text("done"));
+    let resp = dana
+        .request(Method::POST, &a.base, &format!("/api/chats/{chat}/send"))
+        .json(&json!({"message": "echo it"}))
+        .send()
+        .await
+        .unwrap();
+    let ask = wait_for_confirmation(&dana, &a.base, &chat).await;
+    let (status, _) = dana
+        .post(
+            &a.base,
+            &format!("/api/chats/{chat}/confirm"),
+            &json!({"id": ask, "decision": "once"}),
+        )
+        .await;
+    assert_eq!(status, 200);
+    let evs = parse_events(&resp.text().await.unwrap());
+    let ends = of_type(&evs, "tool-end");
+    assert_eq!(ends.len(), 1, "{evs:?}");
+    assert!(
+        ends[0].to_string().contains("Echo: from the catalog"),
+        "{evs:?}"
+    );
+    assert!(ends[0].to_string().contains("catalog:shared"), "{evs:?}");
+
+    // Switched off in this chat: not offered again.
+    let (status, v) = dana
+        .put(
+            &a.base,
+            &format!("/api/chats/{chat}/servers"),
+            &json!({"servers": {"catalog:shared": false}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    gemini.push(FakeTurn::text("off"));
+    events(&dana, &a.base, &chat, "and now?").await;
+    let last = gemini.requests().pop().unwrap();
+    assert!(declared_function_names(&last).is_empty(), "{last}");
+    a.stop().await;
 }

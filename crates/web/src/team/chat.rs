@@ -487,8 +487,10 @@ impl Turn {
         )))
     }
 
-    /// The caller's enabled servers less this chat's switches, connected through the
-    /// cache, with their tools; a server that does not connect is left out with a notice.
+    /// The caller's enabled servers and enabled team-catalog servers (named
+    /// `catalog:NAME` here, in the chat's switches as in the cache) less this chat's
+    /// switches, connected through the cache with the caller's own tokens, with their
+    /// tools; a server that does not connect is left out with a notice.
     async fn connect_servers(&mut self) {
         let records = match self.us.servers().await {
             Ok(r) => r,
@@ -498,31 +500,75 @@ impl Turn {
                 return;
             }
         };
-        let mut lists: Vec<(String, Vec<McpTool>)> = Vec::new();
-        for record in records {
-            let on = self
-                .chat
-                .server_toggles
-                .get(&record.name)
-                .copied()
-                .unwrap_or(record.enabled);
-            if !on {
-                continue;
+        let catalog = match self.us.catalog().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!("team chat: listing the catalog: {e}");
+                self.emit(json!({"type": "notice", "text": "the team catalog could not be read; its servers are left out of this turn"}));
+                Vec::new()
             }
-            let name = record.name.clone();
-            let tokens = match usable_tokens(&self.state, &self.us, &ServerRef::own(&name)).await {
+        };
+        let switched_on = |name: &str, enabled: bool| {
+            self.chat
+                .server_toggles
+                .get(name)
+                .copied()
+                .unwrap_or(enabled)
+        };
+        let mut wanted: Vec<(String, ServerRef)> = records
+            .iter()
+            .filter(|r| switched_on(&r.name, r.enabled))
+            .map(|r| (r.name.clone(), ServerRef::own(&r.name)))
+            .collect();
+        wanted.extend(
+            catalog
+                .iter()
+                .filter(|e| {
+                    e.enabled
+                        && (!e.record.server.launch.is_stdio() || self.state.allow_catalog_stdio())
+                })
+                .map(|e| {
+                    let name = format!("catalog:{}", e.record.server.name);
+                    (name, ServerRef::catalog(&e.record.server.name))
+                })
+                .filter(|(name, _)| switched_on(name, true)),
+        );
+        let mut lists: Vec<(String, Vec<McpTool>)> = Vec::new();
+        for (name, server) in wanted {
+            let tokens = match usable_tokens(&self.state, &self.us, &server).await {
                 Ok(t) => t,
                 Err(e) => {
                     self.emit(json!({"type": "notice", "text": format!("`{name}` is left out: {}", e.message)}));
                     continue;
                 }
             };
-            let conn = match self
-                .state
-                .cache()
-                .connection(self.us.user(), &record, tokens.as_ref())
-                .await
-            {
+            let made = match &server {
+                ServerRef::Own(own) => match records.iter().find(|r| &r.name == own) {
+                    Some(record) => {
+                        self.state
+                            .cache()
+                            .connection(self.us.user(), record, tokens.as_ref())
+                            .await
+                    }
+                    None => continue,
+                },
+                ServerRef::Catalog(c) => {
+                    match catalog.iter().find(|e| &e.record.server.name == c) {
+                        Some(entry) => {
+                            self.state
+                                .cache()
+                                .catalog_connection(
+                                    self.us.user(),
+                                    &entry.record.server,
+                                    tokens.as_ref(),
+                                )
+                                .await
+                        }
+                        None => continue,
+                    }
+                }
+            };
+            let conn = match made {
                 Ok(c) => c,
                 Err(e) => {
                     let why = super::servers::connect_error(&name, e).message;
