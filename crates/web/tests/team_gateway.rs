@@ -766,3 +766,88 @@ async fn authorize_refuses_bad_requests_and_the_consent_page_is_inert() {
     assert_eq!(status, 400, "a code works once");
     app.stop().await;
 }
+
+/// A team-catalog server the user enabled joins their gateway as `catalog:NAME` (named
+/// `catalog_NAME__tool` downstream) with the user's own connection; one they did not
+/// enable is absent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn enabled_catalog_servers_join_the_gateway() {
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let (_, admin_cookie) = team_support::sign_in(&store, "admin@example.com", true).await;
+    let (_, session) = team_support::sign_in(&store, "alice@example.com", false).await;
+    let admin = Browser::new(app.origin(), Some(&admin_cookie));
+    let alice = Browser::new(app.origin(), Some(&session));
+    let demo = demo_http().await;
+    for name in ["shared", "unused"] {
+        let (status, v) = admin
+            .post(
+                &app.base,
+                "/api/admin/catalog",
+                &json!({"name": name, "description": "Demo", "url": demo}),
+            )
+            .await;
+        assert_eq!(status, 201, "{v}");
+    }
+    let (status, v) = alice
+        .post(&app.base, "/api/catalog/shared/enable", &json!({}))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    let registered: Value = reqwest::Client::new()
+        .post(format!("{}/oauth/register", app.base))
+        .json(
+            &json!({"redirect_uris": ["http://127.0.0.1:1/cb"], "client_name": "test",
+                      "token_endpoint_auth_method": "none"}),
+        )
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let client_id = registered["client_id"].as_str().unwrap().to_owned();
+    let token = store_token(
+        &store,
+        &session,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+
+    let (status, _, v) = list_with(&app.base, &token).await;
+    assert_eq!(status, 200, "{v}");
+    let names: Vec<&str> = v["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("{v}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    let echo = names
+        .iter()
+        .find(|n| n.contains("shared") && n.ends_with("__echo"))
+        .unwrap_or_else(|| panic!("no catalog echo in {names:?}"))
+        .to_string();
+    assert!(!names.iter().any(|n| n.contains("unused")), "{names:?}");
+
+    let called: Value = reqwest::Client::new()
+        .post(format!("{}/mcp", app.base))
+        .bearer_auth(&token)
+        .header("Accept", "application/json, text/event-stream")
+        .header("MCP-Protocol-Version", "2025-06-18")
+        .json(&json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                      "params": {"name": echo, "arguments": {"message": "via the catalog"}}}))
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        called["result"]["content"][0]["text"], "Echo: via the catalog",
+        "{called}"
+    );
+    app.stop().await;
+}

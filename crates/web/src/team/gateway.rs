@@ -38,7 +38,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_gateway::{Catalog, CatalogOptions};
 use switchboard_host::{ServerSnapshot, ServerStatus};
 use switchboard_mcp::{CallOptions, Connection, RequestError};
-use switchboard_store::{User, UserId};
+use switchboard_store::{ServerRef, User, UserId};
 
 use super::gateway_auth::{mcp_url, resource_metadata_url};
 use super::mcp_oauth::usable_tokens;
@@ -272,10 +272,29 @@ async fn lists_of(conn: &Connection) -> Lists {
     l
 }
 
+/// How a team-catalog server is named among a user's servers (a user's own server name
+/// cannot hold `:`), as in the client cache and in chats.
+const CATALOG_PREFIX: &str = "catalog:";
+
 impl TeamGatewayServer {
-    /// The user's enabled server `name`, connected with the user's own credentials.
+    /// The user's enabled server `name` (or, as `catalog:NAME`, an enabled team-catalog
+    /// server), connected with the user's own credentials.
     async fn connection(&self, user: &UserId, name: &str) -> Result<Arc<Connection>, String> {
         let us = self.state.store().for_user(user);
+        if let Some(published) = name.strip_prefix(CATALOG_PREFIX) {
+            let server = super::catalog::enabled_catalog_server(&self.state, &us, published)
+                .await
+                .map_err(|e| e.message)?;
+            let tokens = usable_tokens(&self.state, &us, &ServerRef::catalog(published))
+                .await
+                .map_err(|e| e.message)?;
+            return self
+                .state
+                .cache()
+                .catalog_connection(user, &server, tokens.as_ref())
+                .await
+                .map_err(|e| redact_urls(&e.to_string()));
+        }
         let record = match us.server(name).await {
             Ok(Some(r)) if r.enabled => r,
             Ok(_) => return Err(format!("you have no enabled server `{name}`")),
@@ -284,7 +303,7 @@ impl TeamGatewayServer {
                 return Err("the team database did not answer".into());
             }
         };
-        let tokens = usable_tokens(&self.state, &us, &switchboard_store::ServerRef::own(name))
+        let tokens = usable_tokens(&self.state, &us, &ServerRef::own(name))
             .await
             .map_err(|e| e.message)?;
         self.state
@@ -294,23 +313,35 @@ impl TeamGatewayServer {
             .map_err(|e| redact_urls(&e.to_string()))
     }
 
-    /// The user's catalog, built now from every enabled server that answers in time.
+    /// The user's catalog, built now from every enabled server (own, and team-catalog
+    /// ones as `catalog:NAME`) that answers in time.
     async fn fresh_catalog(&self, user: &UserId) -> Result<Arc<Catalog>, ErrorData> {
-        let records = self
-            .state
-            .store()
-            .for_user(user)
-            .servers()
-            .await
-            .map_err(|e| {
-                tracing::warn!("team store (gateway): {e}");
-                ErrorData::internal_error("the team database did not answer", None)
-            })?;
-        let snaps = join_all(records.iter().filter(|r| r.enabled).map(|r| async move {
+        let us = self.state.store().for_user(user);
+        let unavailable = |e: switchboard_store::StoreError| {
+            tracing::warn!("team store (gateway): {e}");
+            ErrorData::internal_error("the team database did not answer", None)
+        };
+        let records = us.servers().await.map_err(unavailable)?;
+        let published = us.catalog().await.map_err(unavailable)?;
+        let mut names: Vec<String> = records
+            .iter()
+            .filter(|r| r.enabled)
+            .map(|r| r.name.clone())
+            .collect();
+        names.extend(
+            published
+                .iter()
+                .filter(|e| {
+                    e.enabled
+                        && (!e.record.server.launch.is_stdio() || self.state.allow_catalog_stdio())
+                })
+                .map(|e| format!("{CATALOG_PREFIX}{}", e.record.server.name)),
+        );
+        let snaps = join_all(names.iter().map(|name| async move {
             let got = tokio::time::timeout(SERVER_WAIT, async {
-                let conn = self.connection(user, &r.name).await.ok()?;
+                let conn = self.connection(user, name).await.ok()?;
                 let lists = lists_of(&conn).await;
-                Some(snapshot(&r.name, &conn, lists))
+                Some(snapshot(name, &conn, lists))
             })
             .await;
             got.ok().flatten()
