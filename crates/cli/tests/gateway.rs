@@ -286,6 +286,31 @@ async fn python_sdk_client_over_http_and_401_without_token() {
     assert!(echo["duration_ms"].is_u64());
 }
 
+/// The Python SDK client over stdio: it hands the gateway pipes (the TS SDK hands it
+/// sockets), so this is the reopened non-blocking pipe path end to end, with a reply
+/// larger than a pipe's buffer (the write waits for the client, in pieces) and a
+/// cancellation.
+#[test]
+fn python_sdk_client_over_stdio_pipes() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let out = py_driver(json!({
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--config", config, "--wait-ms", "30000"],
+        "echo": "py__echo",
+        "bigEcho": {"name": "py__echo", "bytes": 600_000},
+        "hang": {"name": "py__hang", "afterMs": 800},
+    }));
+    assert_eq!(out["echo"][0], "hi");
+    assert_eq!(out["bigEcho"], 600_000);
+    assert!(out["hang"]["cancelled"].as_bool().unwrap());
+    assert_eq!(out["afterCancel"][0], "after");
+    assert!(wait_for(&cancel_log, "cancelled"));
+}
+
 /// The TS SDK client over HTTP, with server-everything over Streamable HTTP as an
 /// upstream whose settings carry a secret header: its elicitation and sampling requests
 /// reach the client (which answers them, and the answers reach the tool), progress
