@@ -419,7 +419,10 @@ mod tests {
         let kept = relayed_meta(meta.as_object().unwrap()).unwrap();
         let mut keys: Vec<&str> = kept.keys().map(String::as_str).collect();
         keys.sort_unstable();
-        assert_eq!(keys, ["com.mcpvendor/kept", "io.example/trace", "traceparent"]);
+        assert_eq!(
+            keys,
+            ["com.mcpvendor/kept", "io.example/trace", "traceparent"]
+        );
         assert!(relayed_meta(json!({"progressToken": 1}).as_object().unwrap()).is_none());
     }
 }
