@@ -92,6 +92,16 @@ GW_SCENARIOS = [
 ]
 
 
+def _gw_alt_scenarios(by):
+    """Rows for the other builds of GW_ALT_SBS (`gateway-stdio@TAG`, `gateway-http@TAG`)."""
+    rows = []
+    for label in sorted(l for l in by if "@" in l and not l.startswith("gateway-rss-")):
+        kind, tag = label.split("@", 1)
+        transport = "http" if kind == "gateway-http" else "stdio"
+        rows.append((label, f"`switchboard gateway{' --http' if transport == 'http' else ''}` → demo server (stdio), build `{tag}`", transport))
+    return rows
+
+
 def _med(runs, phase, key):
     vals = [r[phase][key] for r in runs if phase in r]
     if not vals:
@@ -109,7 +119,7 @@ def gateway_summary(res):
         by.setdefault(row["label"], []).append(row)
     summary = {"scenarios": {}, "targets": {}}
     direct = by.get("direct", [])
-    for label, _, transport in GW_SCENARIOS:
+    for label, _, transport in GW_SCENARIOS + _gw_alt_scenarios(by):
         runs = by.get(label)
         if not runs:
             continue
@@ -143,7 +153,15 @@ def gateway_summary(res):
                         "measured": sc["gateway-http"][phase]["calls_per_s"] / sc[proxy][phase]["calls_per_s"],
                     }
     for row in res.get("gateway", []):
-        if row["label"].startswith("gateway-rss-"):
+        if row["label"].startswith("gateway-rss-") and "@" in row["label"]:
+            summary.setdefault("rss_alt", {})[row["label"].split("@", 1)[1]] = {
+                "vm_hwm_kb": row["rss"]["vm_hwm_kb"],
+                "vm_rss_kb": row["rss"]["vm_rss_kb"],
+                "threads": row["rss"].get("threads"),
+                "rss_anon_kb": row["rss"].get("rss_anon_kb"),
+                "rss_file_kb": row["rss"].get("rss_file_kb"),
+            }
+        elif row["label"].startswith("gateway-rss-"):
             summary["rss_many"] = {
                 "servers": int(row["label"].rsplit("-", 1)[1]),
                 "tools": row.get("tools"),
@@ -189,7 +207,7 @@ def render_gateway(res):
         " | proxy CPU µs/call (seq / in flight) | proxy RSS (VmHWM) | seq calls/s, all rounds |"
     )
     out.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for label, what, _ in GW_SCENARIOS:
+    for label, what, _ in GW_SCENARIOS + _gw_alt_scenarios({k: None for k in sc}):
         row = sc.get(label)
         if not row:
             continue
@@ -217,6 +235,13 @@ def render_gateway(res):
             f" {many['threads']} threads; of the VmRSS, {(many.get('rss_anon_kb') or 0) / 1024:.1f} MB anonymous"
             f" (heap, stacks) and {(many.get('rss_file_kb') or 0) / 1024:.1f} MB file-backed (the executable's"
             " touched pages). The gateway process alone; MB = 2^20 bytes."
+        )
+    for tag, alt in s.get("rss_alt", {}).items():
+        out.append(
+            f"\nThe same with build `{tag}`: VmHWM {alt['vm_hwm_kb'] / 1024:.1f} MB, VmRSS"
+            f" {alt['vm_rss_kb'] / 1024:.1f} MB, {alt['threads']} threads"
+            f" ({(alt.get('rss_anon_kb') or 0) / 1024:.1f} MB anonymous,"
+            f" {(alt.get('rss_file_kb') or 0) / 1024:.1f} MB file-backed)."
         )
     out.append("")
     t = s["targets"]

@@ -14,6 +14,9 @@
 #   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
 #                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
 #   GW_SCENARIOS="direct gateway-stdio gateway-http supergateway mcp-proxy"
+#   GW_ALT_SBS="base=PATH …"  gateway section: other `switchboard` builds (say, of the commit
+#                        before) run as gateway-stdio@base / gateway-http@base, interleaved
+#                        with the rest, plus their own RSS run with GW_RSS_SERVERS upstreams
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
 #   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
 #   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario (BENCH_NO_HYPERFINE=1: date loop)
@@ -441,7 +444,7 @@ if has_section gateway; then
     port="$(free_port)"
     start_server "$scenario" "${@//\{PORT\}/$port}"
     pid="${SERVER_PIDS[-1]}"
-    [ "$scenario" = gateway-http ] && token_args=(--token "$GW_TOKEN")
+    [[ "$scenario" == gateway-http* ]] && token_args=(--token "$GW_TOKEN")
     gw_run "$scenario" --transport http --url "http://127.0.0.1:$port/mcp" "${token_args[@]}" \
       --tool "$tool" --rss-pid "$pid"
     if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$port\b" >/dev/null; then
@@ -450,8 +453,31 @@ if has_section gateway; then
     stop_server "$pid"
   }
 
+  # gw_alt TAG: the `switchboard` binary GW_ALT_SBS names TAG.
+  gw_alt() {
+    local pair
+    for pair in ${GW_ALT_SBS:-}; do
+      [ "${pair%%=*}" = "$1" ] && { printf '%s\n' "${pair#*=}"; return; }
+    done
+    die "gateway scenario @$1: no $1=PATH in GW_ALT_SBS"
+  }
+
   gw_scenario() {
+    local gw="$SB" tag
     case "$1" in
+      gateway-stdio@* | gateway-http@*)
+        tag="${1#*@}"
+        gw="$(gw_alt "$tag")"
+        [ -x "$gw" ] || die "GW_ALT_SBS: $gw is not an executable"
+        ;;
+    esac
+    case "$1" in
+      gateway-stdio@*)
+        gw_run "$1" --transport stdio --command "$gw" --arg gateway \
+          --env SWITCHBOARD_HOME="$GW_HOME" --tool demo__echo --rss ;;
+      gateway-http@*)
+        gw_http "$1" demo__echo env SWITCHBOARD_HOME="$GW_HOME" "$gw" gateway --http \
+          --port "{PORT}" --token-file "$WORK/gw-token" ;;
       direct)
         gw_run direct --transport stdio --command "$SB" --arg demo-server --tool echo --rss ;;
       gateway-stdio)
@@ -474,8 +500,12 @@ if has_section gateway; then
   wait_quiet gateway
   record gateway_load "$(printf '{"when":"start","loadavg":"%s"}' "$(cut -d' ' -f1-3 /proc/loadavg)")"
   say "gateway: ${GW_SCENARIOS} ($GW_REPEATS x ($GW_N sequential + $GW_CONC_N at $GW_CONC in flight), interleaved)"
+  GW_ALL_SCENARIOS="$GW_SCENARIOS"
+  for pair in ${GW_ALT_SBS:-}; do
+    GW_ALL_SCENARIOS+=" gateway-stdio@${pair%%=*} gateway-http@${pair%%=*}"
+  done
   for _ in $(seq 1 "$GW_REPEATS"); do
-    for scenario in $GW_SCENARIOS; do
+    for scenario in $GW_ALL_SCENARIOS; do
       gw_scenario "$scenario"
     done
   done
@@ -486,6 +516,11 @@ if has_section gateway; then
     gw_run "gateway-rss-$GW_RSS_SERVERS" --transport stdio --command "$SB" --arg gateway \
       --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
       --call-all-suffix __echo --expect-tools "$GW_RSS_SERVERS" --n 500 --conc-n 0 --warmup 0 --rss
+    for pair in ${GW_ALT_SBS:-}; do
+      gw_run "gateway-rss-$GW_RSS_SERVERS@${pair%%=*}" --transport stdio --command "${pair#*=}" \
+        --arg gateway --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
+        --call-all-suffix __echo --expect-tools "$GW_RSS_SERVERS" --n 500 --conc-n 0 --warmup 0 --rss
+    done
   fi
   record gateway_load "$(printf '{"when":"end","loadavg":"%s"}' "$(cut -d' ' -f1-3 /proc/loadavg)")"
   # The section's numbers (medians, added latency, ratios, targets) as JSON on stdout.

@@ -777,6 +777,7 @@ impl CallContext {
             timeout: None,
             progress: Some(progress),
             cancel: Some(cancel),
+            meta: None,
         };
         let outcome = conn
             // The arguments are not needed after the call.

@@ -198,6 +198,7 @@ async fn call_inner(
         timeout: a.timeout_ms.map(Duration::from_millis),
         progress: Some(ptx),
         cancel: Some(cancel.clone()),
+        meta: None,
     };
     let bar = crate::progress::ProgressLine::start(a.json, tool);
     let printer = tokio::spawn(async move {

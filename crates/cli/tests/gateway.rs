@@ -286,6 +286,31 @@ async fn python_sdk_client_over_http_and_401_without_token() {
     assert!(echo["duration_ms"].is_u64());
 }
 
+/// The Python SDK client over stdio: it hands the gateway pipes (the TS SDK hands it
+/// sockets), so this is the reopened non-blocking pipe path end to end, with a reply
+/// larger than a pipe's buffer (the write waits for the client, in pieces) and a
+/// cancellation.
+#[test]
+fn python_sdk_client_over_stdio_pipes() {
+    ensure_peers();
+    let env = common::Env::new();
+    let cancel_log = env.project.path().join("cancel.log");
+    let config = settings(env.project.path(), &cancel_log, json!({}));
+    let out = py_driver(json!({
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--config", config, "--wait-ms", "30000"],
+        "echo": "py__echo",
+        "bigEcho": {"name": "py__echo", "bytes": 600_000},
+        "hang": {"name": "py__hang", "afterMs": 800},
+    }));
+    assert_eq!(out["echo"][0], "hi");
+    assert_eq!(out["bigEcho"], 600_000);
+    assert!(out["hang"]["cancelled"].as_bool().unwrap());
+    assert_eq!(out["afterCancel"][0], "after");
+    assert!(wait_for(&cancel_log, "cancelled"));
+}
+
 /// The TS SDK client over HTTP, with server-everything over Streamable HTTP as an
 /// upstream whose settings carry a secret header: its elicitation and sampling requests
 /// reach the client (which answers them, and the answers reach the tool), progress
@@ -465,4 +490,133 @@ fn read_only_offers_only_read_only_tools() {
         "{}",
         out["instructions"]
     );
+}
+
+fn roots_driver(plan: Value) -> Value {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("180")
+        .arg("node")
+        .arg(drivers().join("ts_roots_client.mjs"))
+        .arg(plan.to_string());
+    run_driver(cmd)
+}
+
+/// Upstreams that show what they are sent: the Python SDK server with its `meta` and
+/// `roots` tools (SWITCHBOARD_PY_META), and server-everything over stdio (it asks for
+/// roots after `initialize` and again on `notifications/roots/list_changed`).
+fn roots_settings(dir: &Path) -> PathBuf {
+    let (py, py_args) = python_stdio_command();
+    let (node, node_args) = switchboard_testkit::everything_stdio_command();
+    let path = dir.join("settings.json");
+    let servers = json!({
+        "py": {"command": py, "args": py_args, "env": {"SWITCHBOARD_PY_META": "1"}},
+        "everything": {"command": node, "args": node_args},
+    });
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+fn strings(v: &Value) -> Vec<String> {
+    v.as_array()
+        .unwrap_or_else(|| panic!("not a list: {v}"))
+        .iter()
+        .filter_map(|s| s.as_str().map(str::to_string))
+        .collect()
+}
+
+/// Roots and `_meta` over stdio, with the TS SDK client: an upstream's `roots/list`
+/// during a call is answered with the client's own roots; after the client changes
+/// them and sends `notifications/roots/list_changed`, the upstream asks again and sees
+/// the new list (server-everything only re-asks on that notification, so its
+/// `get-roots-list` proves the forwarding). A call's own `_meta` reaches the upstream on
+/// tools/call, resources/read and prompts/get, without the client's MCP-reserved keys.
+#[test]
+fn roots_and_meta_reach_the_upstreams() {
+    ensure_peers();
+    let env = common::Env::new();
+    let config = roots_settings(env.project.path());
+    let (a, b) = (
+        "file:///tmp/switchboard-roots-a",
+        "file:///tmp/switchboard-roots-b",
+    );
+    let meta = json!({
+        "io.example/trace": "t-1",
+        "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01",
+        "io.modelcontextprotocol/clientInfo": {"name": "spoofed", "version": "0"},
+    });
+    let out = roots_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": ["gateway", "--config", config, "--wait-ms", "30000"],
+        "clients": [{"roots": [a], "changedRoots": [b]}],
+        "rootsTool": "py__roots",
+        "everythingRootsTool": "everything__get-roots-list",
+        "metaTool": "py__meta",
+        "metaResource": "py://meta/x",
+        "metaPrompt": "py__meta",
+        "meta": meta,
+    }));
+    let c = &out["clients"][0];
+    assert_eq!(strings(&c["roots"]), [a], "py's roots/list during a call");
+    assert_eq!(
+        strings(&c["changedRoots"]),
+        [b],
+        "py's roots/list after the change"
+    );
+    let everything = c["everything"].as_str().unwrap();
+    assert!(
+        everything.contains(a),
+        "server-everything's roots: {everything}"
+    );
+    let changed = c["everythingChanged"].as_str().unwrap();
+    assert!(
+        changed.contains(b) && !changed.contains(a),
+        "server-everything never re-asked after roots/list_changed: {changed}"
+    );
+    assert!(
+        c["asked"].as_u64().unwrap() >= 3,
+        "roots/list reached the client: {c}"
+    );
+    for what in ["metaTool", "metaResource", "metaPrompt"] {
+        let seen = &out[what];
+        assert_eq!(seen["io.example/trace"], "t-1", "{what}: {seen}");
+        assert_eq!(seen["traceparent"], meta["traceparent"], "{what}: {seen}");
+        assert_ne!(
+            seen["io.modelcontextprotocol/clientInfo"]["name"], "spoofed",
+            "{what}: a client's reserved key went upstream: {seen}"
+        );
+    }
+}
+
+/// Roots per downstream session over HTTP: two TS SDK clients with different roots
+/// each get their own list back from the upstream's `roots/list`, and a client without
+/// the roots capability gets an empty list (the gateway never makes roots up).
+#[tokio::test(flavor = "multi_thread")]
+async fn roots_are_per_downstream_session_over_http() {
+    ensure_peers();
+    let env = common::Env::new();
+    let config = roots_settings(env.project.path());
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let (a, b) = (
+        "file:///tmp/switchboard-roots-a",
+        "file:///tmp/switchboard-roots-b",
+    );
+    let url = gw.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        roots_driver(json!({
+            "sdk": sdk_dir(),
+            "transport": "http",
+            "url": url,
+            "token": TOKEN,
+            "clients": [{"roots": [a]}, {"roots": [b]}, {"noRoots": true}],
+            "rootsTool": "py__roots",
+        }))
+    })
+    .await
+    .unwrap();
+    assert_eq!(strings(&out["clients"][0]["roots"]), [a]);
+    assert_eq!(strings(&out["clients"][1]["roots"]), [b]);
+    assert!(strings(&out["clients"][2]["roots"]).is_empty());
+    assert_eq!(out["clients"][2]["asked"], 0);
 }

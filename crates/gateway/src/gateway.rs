@@ -1,7 +1,14 @@
 //! The gateway's shared state: the host, the current [`Catalog`], the downstream
-//! sessions, the calls in flight (so that an upstream's elicitation or sampling request
-//! reaches the client whose call caused it), and the task that turns host events into
-//! downstream notifications (`list_changed`, log messages, status notes).
+//! sessions, the calls in flight (so that an upstream's elicitation, sampling or
+//! `roots/list` request reaches the client whose call caused it), and the task that
+//! turns host events into downstream notifications (`list_changed`, log messages,
+//! status notes).
+//!
+//! Roots: upstream servers are told (in `initialize`) that the roots may change; their
+//! `roots/list` is answered by a downstream client (the one whose call is running,
+//! else the latest that declared roots), and an empty list when no client declared
+//! the roots capability. A client's `notifications/roots/list_changed`, and a client
+//! with roots arriving, become `notifications/roots/list_changed` to every server.
 //!
 //! It owns no connection of its own: upstream servers are reached only through the
 //! [`Host`], downstream clients only through their rmcp `Peer`. Locks are sync mutexes
@@ -16,7 +23,7 @@ use futures::future::{BoxFuture, join_all};
 use rmcp::model::{
     CancelledNotificationParam, ClientResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, LoggingLevel,
-    LoggingMessageNotificationParam, ServerRequest,
+    LoggingMessageNotificationParam, Root, ServerRequest,
 };
 use rmcp::service::{Peer, PeerRequestOptions, RoleServer};
 use switchboard_host::{Host, HostEvent, ServerStatus};
@@ -53,8 +60,12 @@ impl Default for GatewayOptions {
     }
 }
 
+/// How long a forwarded `roots/list` waits for the client (no person is involved).
+const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// A request an upstream server sent that goes to a downstream client.
 pub(crate) enum Forwarded {
+    Roots(oneshot::Sender<Result<Vec<Root>, ErrorData>>),
     Elicit(ElicitRequestParams, oneshot::Sender<ElicitResult>),
     Sample(
         CreateMessageRequestParams,
@@ -141,6 +152,22 @@ impl ClientHooks for GatewayHooks {
     }
 
     fn supports_sampling(&self) -> bool {
+        true
+    }
+
+    fn list_roots(&self, server: &str) -> BoxFuture<'static, Result<Vec<Root>, ErrorData>> {
+        let shared = self.shared();
+        let server = server.to_string();
+        Box::pin(async move {
+            match shared {
+                Some(s) => s.forward_roots(&server).await,
+                None => Ok(Vec::new()),
+            }
+        })
+    }
+
+    /// Downstream clients come, go and change their roots: servers hear about it.
+    fn roots_list_changed(&self) -> bool {
         true
     }
 
@@ -295,6 +322,77 @@ impl Shared {
         self.live_peers().pop().map(|(p, _)| p)
     }
 
+    /// An upstream server's `roots/list`: answered by the client whose call to that
+    /// server is running (the one that started last), else by the client that connected
+    /// last among those that declared roots; with no such client, an empty list.
+    async fn forward_roots(&self, server: &str) -> Result<Vec<Root>, ErrorData> {
+        if let Some(tx) = self.inflight_for(server) {
+            let (otx, orx) = oneshot::channel();
+            if tx.send(Forwarded::Roots(otx)).is_ok() {
+                return orx.await.unwrap_or_else(|_| Ok(Vec::new()));
+            }
+        }
+        let peer = self
+            .live_peers()
+            .into_iter()
+            .rev()
+            .map(|(p, _)| p)
+            .find(declares_roots);
+        match peer {
+            Some(peer) => self.answer_roots(&peer, server).await,
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The roots of the client behind `peer`: empty when it did not declare the roots
+    /// capability (so a server is never told about roots nobody offered).
+    async fn answer_roots(
+        &self,
+        peer: &Peer<RoleServer>,
+        server: &str,
+    ) -> Result<Vec<Root>, ErrorData> {
+        if !declares_roots(peer) {
+            return Ok(Vec::new());
+        }
+        let request = ServerRequest::ListRootsRequest(Default::default());
+        let options = PeerRequestOptions::with_timeout(ROOTS_TIMEOUT);
+        let asked = async {
+            let handle = peer.send_request_with_option(request, options).await?;
+            handle.await_response().await
+        };
+        match asked.await {
+            Ok(ClientResult::ListRootsResult(r)) => Ok(r.roots),
+            Ok(_) => Err(ErrorData::internal_error(
+                "the client connected to the gateway answered roots/list with something else",
+                None,
+            )),
+            Err(rmcp::ServiceError::McpError(e)) => Err(e),
+            Err(e) => Err(ErrorData::internal_error(
+                format!(
+                    "server `{server}` asked for roots; the client connected to the gateway \
+                     did not answer roots/list: {e}"
+                ),
+                None,
+            )),
+        }
+    }
+
+    /// A client's roots changed (or a client with roots arrived): every connected
+    /// server gets `notifications/roots/list_changed` and may ask again.
+    pub(crate) async fn roots_changed(&self) {
+        let conns: Vec<_> = self
+            .host
+            .server_names()
+            .iter()
+            .filter_map(|n| self.host.connection(n))
+            .collect();
+        for c in conns {
+            if let Err(e) = c.notify_roots_changed().await {
+                tracing::info!("roots/list_changed to `{}`: {e}", c.name());
+            }
+        }
+    }
+
     async fn forward_elicit(&self, server: &str, request: ElicitRequestParams) -> ElicitResult {
         if let Some(tx) = self.inflight_for(server) {
             let (otx, orx) = oneshot::channel();
@@ -338,6 +436,12 @@ impl Shared {
     /// client's request is cancelled too.
     pub(crate) async fn answer(&self, peer: Peer<RoleServer>, server: String, f: Forwarded) {
         match f {
+            Forwarded::Roots(mut tx) => {
+                tokio::select! {
+                    r = self.answer_roots(&peer, &server) => { let _ = tx.send(r); }
+                    () = tx.closed() => {}
+                }
+            }
             Forwarded::Elicit(req, mut tx) => {
                 tokio::select! {
                     r = self.answer_elicit(&peer, &server, req) => { let _ = tx.send(r); }
@@ -523,6 +627,11 @@ impl Shared {
             notify_log(&peer, level, &text).await;
         }
     }
+}
+
+fn declares_roots(peer: &Peer<RoleServer>) -> bool {
+    peer.peer_info()
+        .is_some_and(|i| i.capabilities.roots.is_some())
 }
 
 pub(crate) async fn notify_log(peer: &Peer<RoleServer>, level: LoggingLevel, text: &str) {

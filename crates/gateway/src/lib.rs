@@ -5,9 +5,11 @@
 //! snapshots say each *connected* server offers (so `includeTools`/`excludeTools` and
 //! anything else the host withholds apply), under collision-proof names
 //! ([`names`]: `{server}__{tool}`) and URIs ([`uris`]), and relays each call to the
-//! right connection with progress, cancellation, logging and forwarded
-//! elicitation/sampling. It never opens an upstream connection itself and never
-//! passes an upstream credential downstream.
+//! right connection with progress, cancellation, logging, the call's own `_meta`,
+//! forwarded elicitation/sampling and the client's roots. Its own stdin/stdout are
+//! read and written on the reactor when they are sockets or pipes (`stdio`). It never
+//! opens an upstream connection itself and never passes an upstream credential
+//! downstream.
 
 mod audit;
 mod catalog;
@@ -16,6 +18,7 @@ mod gateway;
 mod http;
 pub mod names;
 mod server;
+mod stdio;
 pub mod uris;
 
 pub use audit::{Audit, AuditEntry};

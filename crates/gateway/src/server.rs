@@ -1,6 +1,7 @@
 //! One downstream session: the rmcp `ServerHandler` that answers a client from the
 //! current catalog and relays its calls to the right upstream server, with progress,
-//! cancellation and forwarded elicitation/sampling in both directions.
+//! cancellation, the request's own `_meta` (tools/call, resources/read, prompts/get,
+//! completion/complete) and forwarded elicitation/sampling/roots in both directions.
 //!
 //! It must not touch an upstream except through `Host::connection`, and never sends
 //! an upstream credential or header downstream (it only copies MCP results).
@@ -18,7 +19,7 @@ use rmcp::model::{
     ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
     ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 use switchboard_mcp::{CallOptions, Connection, Progress, RequestError};
 use tokio::sync::mpsc;
@@ -56,9 +57,10 @@ impl Gateway {
         }
     }
 
-    /// Serves one client on stdin/stdout until it closes the connection.
+    /// Serves one client on stdin/stdout until it closes the connection (read and
+    /// written on the reactor when they are sockets or pipes: [`crate::stdio`]).
     pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
-        let running = match self.session().serve(rmcp::transport::stdio()).await {
+        let running = match self.session().serve(crate::stdio::stdio()).await {
             Ok(r) => r,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(GatewayError::Initialize(e.to_string())),
@@ -218,10 +220,14 @@ impl GatewayServer {
         ctx: &RequestContext<RoleServer>,
     ) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
         let (ptx, prx) = mpsc::unbounded_channel();
+        // The client's own `_meta` goes along (switchboard-mcp leaves out
+        // `progressToken` and MCP's reserved keys, which belong to each connection).
+        let meta: &serde_json::Map<String, serde_json::Value> = &ctx.meta;
         let opts = CallOptions {
             timeout: None,
             progress: ctx.meta.get_progress_token().map(|_| ptx),
             cancel: Some(ctx.ct.clone()),
+            meta: (!meta.is_empty()).then(|| meta.clone()),
         };
         (opts, prx)
     }
@@ -581,6 +587,22 @@ impl ServerHandler for GatewayServer {
         self.relay(&context, &server, conn.complete(upstream, &opts), prx)
             .await
             .map_err(|e| upstream_error(&server, e))
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        // Servers may have asked for roots before this client came: with roots of its
+        // own, tell them the list changed.
+        if context
+            .peer
+            .peer_info()
+            .is_some_and(|i| i.capabilities.roots.is_some())
+        {
+            self.shared.roots_changed().await;
+        }
+    }
+
+    async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {
+        self.shared.roots_changed().await;
     }
 
     async fn set_level(

@@ -264,6 +264,18 @@ impl ClientHooks for HostHooks {
         self.user.roots()
     }
 
+    #[allow(deprecated)]
+    fn list_roots(
+        &self,
+        server: &str,
+    ) -> BoxFuture<'static, Result<Vec<switchboard_mcp::model::Root>, ErrorData>> {
+        self.user.list_roots(server)
+    }
+
+    fn roots_list_changed(&self) -> bool {
+        self.user.roots_list_changed()
+    }
+
     fn on_event(&self, server: &str, event: ServerEvent) {
         self.user.on_event(server, event.clone());
         let Some(inner) = self.host.upgrade() else {

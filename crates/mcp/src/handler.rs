@@ -82,6 +82,19 @@ pub trait ClientHooks: Send + Sync + 'static {
         false
     }
 
+    /// A server asks for the roots (`roots/list`). The default answers [`Self::roots`].
+    fn list_roots(&self, server: &str) -> BoxFuture<'static, Result<Vec<Root>, ErrorData>> {
+        let _ = server;
+        Box::pin(std::future::ready(Ok(self.roots())))
+    }
+
+    /// Whether the roots may change while connected (declared as the roots
+    /// capability's `listChanged`; then `Connection::notify_roots_changed` tells the
+    /// server). The default is false.
+    fn roots_list_changed(&self) -> bool {
+        false
+    }
+
     /// The roots offered to servers. The default is the current working directory.
     fn roots(&self) -> Vec<Root> {
         std::env::current_dir()
@@ -169,14 +182,21 @@ pub(crate) struct HostHandler {
 /// The extension id of MCP Apps, advertised in `initialize`.
 pub const UI_EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
 
-pub(crate) fn client_info(
-    name: &str,
-    version: &str,
-    sampling: bool,
-    ui_extension: bool,
-) -> ClientConfig {
+/// What the host declares in `initialize`, besides its name and version.
+pub(crate) struct Declared {
+    pub(crate) sampling: bool,
+    pub(crate) ui_extension: bool,
+    pub(crate) roots_list_changed: bool,
+}
+
+pub(crate) fn client_info(name: &str, version: &str, declared: Declared) -> ClientConfig {
+    let Declared {
+        sampling,
+        ui_extension,
+        roots_list_changed,
+    } = declared;
     let mut caps = serde_json::json!({
-        "roots": {"listChanged": false},
+        "roots": {"listChanged": roots_list_changed},
         "elicitation": {"form": {}},
     });
     if sampling {
@@ -242,9 +262,15 @@ impl ClientHandler for HostHandler {
 
     fn list_roots(
         &self,
-        _context: RequestContext<RoleClient>,
+        context: RequestContext<RoleClient>,
     ) -> impl Future<Output = Result<ListRootsResult, ErrorData>> + Send + '_ {
-        std::future::ready(Ok(ListRootsResult::new(self.hooks.roots())))
+        let fut = self.hooks.list_roots(&self.server);
+        async move {
+            tokio::select! {
+                r = fut => r.map(ListRootsResult::new),
+                () = context.ct.cancelled() => Err(cancelled_by_server()),
+            }
+        }
     }
 
     fn on_progress(

@@ -391,6 +391,7 @@ async fn call(
         timeout: Some(timeout),
         progress: Some(ptx),
         cancel: Some(runner.cancel().child_token()),
+        meta: None,
     };
     let result = conn.call_tool(tool, Some(args), &opts).await;
     drop(opts);

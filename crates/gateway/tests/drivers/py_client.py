@@ -4,7 +4,8 @@ document on stdout.
 
 Usage: python py_client.py '<json plan>'
   plan = {transport: "stdio"|"http", command, args, url, token,
-          echo, slow, hang, resource, prompt, promptArgs}
+          echo, slow, hang, resource, prompt, promptArgs,
+          bigEcho: {name, bytes} (echo a message that long; out.bigEcho = the length back)}
 """
 
 import asyncio
@@ -29,6 +30,10 @@ async def drive(session: ClientSession) -> None:
     if plan.get("echo"):
         r = await session.call_tool(plan["echo"], {"message": "hi"})
         out["echo"] = [c.text for c in r.content]
+    if plan.get("bigEcho"):
+        big = "".join(chr(ord("a") + i % 26) for i in range(plan["bigEcho"]["bytes"]))
+        r = await session.call_tool(plan["bigEcho"]["name"], {"message": big})
+        out["bigEcho"] = len(r.content[0].text) if r.content[0].text == big else -1
     if plan.get("slow"):
         progress = []
 

@@ -20,7 +20,7 @@ use super::failure::{connect_failure, init_error_message, is_connect_failure};
 use super::http_setup::{auth_source, check_url, header_map, http_client, preflight};
 use super::{ConnectOptions, Connection};
 use crate::error::ConnectError;
-use crate::handler::{HostHandler, ProgressRouter, client_info};
+use crate::handler::{Declared, HostHandler, ProgressRouter, client_info};
 use crate::http_bounds::BoundedHttpClient;
 use crate::sse::{SseError, SseOptions, SseTransport};
 use crate::stdio::{self, ChildGuard, SharedDiagnostics};
@@ -38,8 +38,11 @@ fn handler(opts: &ConnectOptions, progress: &Arc<ProgressRouter>) -> HostHandler
         info: client_info(
             &opts.client_name,
             &opts.client_version,
-            opts.hooks.supports_sampling(),
-            opts.ui_extension,
+            Declared {
+                sampling: opts.hooks.supports_sampling(),
+                ui_extension: opts.ui_extension,
+                roots_list_changed: opts.hooks.roots_list_changed(),
+            },
         ),
     }
 }

@@ -116,6 +116,11 @@ pub struct CallOptions {
     pub progress: Option<mpsc::UnboundedSender<Progress>>,
     /// Cancels the request (a `notifications/cancelled` is sent).
     pub cancel: Option<CancellationToken>,
+    /// `_meta` entries to send with the request (a client's own, relayed by the
+    /// gateway). `progressToken` and the keys MCP reserves for itself
+    /// (a prefix with a label `modelcontextprotocol` or `mcp`) are left out: those describe this
+    /// connection and are set by it.
+    pub meta: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 /// A connected MCP server.

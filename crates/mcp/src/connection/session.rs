@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult, GetPromptResult,
-    LoggingLevel, Prompt, ProtocolVersion, ReadResourceResult, Resource, ResourceTemplate,
-    ServerCapabilities, ServerResult, Tool,
+    LoggingLevel, Prompt, ProtocolVersion, ReadResourceResult, RequestMetaObject, Resource,
+    ResourceTemplate, ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use serde_json::{Value, json};
@@ -104,9 +104,11 @@ impl Connection {
     ) -> Result<ServerResult, RequestError> {
         let req = make_request(method, params)?;
         let timeout = opts.timeout.unwrap_or(self.request_timeout);
+        let mut options = request_options(timeout);
+        options.meta = opts.meta.as_ref().and_then(relayed_meta);
         let handle = self
             .peer
-            .send_request_with_option(req, request_options(timeout))
+            .send_request_with_option(req, options)
             .await
             .map_err(|e| map_service_error(method, timeout, e))?;
         let token = handle.progress_token.clone();
@@ -300,6 +302,19 @@ impl Connection {
             .map(|_| ())
     }
 
+    /// `notifications/roots/list_changed`: the roots offered to this server changed.
+    /// For hooks whose [`ClientHooks::roots_list_changed`](crate::ClientHooks::roots_list_changed)
+    /// is true (that is what `initialize` told the server).
+    pub async fn notify_roots_changed(&self) -> Result<(), RequestError> {
+        self.peer
+            .notify_roots_list_changed()
+            .await
+            .map_err(|e| RequestError::Transport {
+                method: "notifications/roots/list_changed".into(),
+                message: e.to_string(),
+            })
+    }
+
     /// `ping`.
     pub async fn ping(&self, timeout: Duration) -> Result<(), RequestError> {
         let opts = CallOptions {
@@ -331,6 +346,28 @@ fn request_options(timeout: Duration) -> PeerRequestOptions {
         .with_max_total_timeout(timeout.saturating_mul(PROGRESS_CAP))
 }
 
+/// The part of a caller's `_meta` that may go to the server: everything but
+/// `progressToken` and the keys MCP reserves for itself (a prefix with a label
+/// `modelcontextprotocol` or `mcp`: `io.modelcontextprotocol/clientInfo`,
+/// `modelcontextprotocol.io/…`, `tools.mcp.com/…`), which
+/// describe the caller's own connection. `None` when nothing is left.
+pub(crate) fn relayed_meta(meta: &serde_json::Map<String, Value>) -> Option<RequestMetaObject> {
+    let kept: serde_json::Map<String, Value> = meta
+        .iter()
+        .filter(|(k, _)| k.as_str() != "progressToken" && !reserved_meta_key(k))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    (!kept.is_empty()).then(|| RequestMetaObject::from(kept))
+}
+
+fn reserved_meta_key(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        prefix
+            .split('.')
+            .any(|label| label == "modelcontextprotocol" || label == "mcp")
+    })
+}
+
 /// How many times its timeout a request that keeps reporting progress may run.
 pub const PROGRESS_CAP: u32 = 10;
 
@@ -359,5 +396,33 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
             method: method.into(),
             message: strip_type_names(&other.to_string()),
         },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::relayed_meta;
+
+    #[test]
+    fn a_callers_meta_goes_without_the_keys_of_its_own_connection() {
+        let meta = json!({
+            "progressToken": 7,
+            "io.modelcontextprotocol/clientInfo": {"name": "x"},
+            "modelcontextprotocol.io/related-task": {"taskId": "t"},
+            "dev.mcp/anything": 1,
+            "traceparent": "00-1-2-01",
+            "io.example/trace": "t-1",
+            "com.mcpvendor/kept": true,
+        });
+        let kept = relayed_meta(meta.as_object().unwrap()).unwrap();
+        let mut keys: Vec<&str> = kept.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            ["com.mcpvendor/kept", "io.example/trace", "traceparent"]
+        );
+        assert!(relayed_meta(json!({"progressToken": 1}).as_object().unwrap()).is_none());
     }
 }

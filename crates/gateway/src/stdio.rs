@@ -1,0 +1,357 @@
+//! The gateway's own stdin/stdout as a non-blocking transport, so that a downstream
+//! message is read and written on tokio's reactor instead of a blocking-pool thread
+//! (`tokio::io::stdin()` hands every read and write to another thread; on a busy
+//! machine each hand-off waits for a core).
+//!
+//! What each kind of stream gets:
+//! - a socket (Node's `child_process.spawn` gives its children socketpairs, so this is
+//!   what the TS SDK, Gemini CLI and MCP Inspector hand us): a duplicate of the
+//!   descriptor watched by the reactor and read/written with `MSG_DONTWAIT`, so the
+//!   open file's flags are never changed;
+//! - a pipe or FIFO (Python's `subprocess`, shells): reopened through `/proc/self/fd`
+//!   with `O_NONBLOCK`, which gives the gateway its own open file description; the
+//!   process's fd 0/1 (and anything that shares them) stay blocking;
+//! - anything else (a terminal, a file, `/dev/null`) or a failure on the way: tokio's
+//!   blocking `stdin()`/`stdout()`, as before. `O_NONBLOCK` is never set on a
+//!   terminal or on a descriptor shared with another process.
+//!
+//! It owns nothing but these handles; framing and JSON-RPC are rmcp's.
+
+use std::io;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use tokio::io::Interest;
+use tokio::io::unix::AsyncFd;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::net::unix::pipe;
+
+/// How a downstream stream is driven (for logs and tests).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StreamKind {
+    /// A socket, read and written with `MSG_DONTWAIT` on the reactor.
+    Socket,
+    /// A pipe or FIFO, reopened non-blocking on its own open file description.
+    Pipe,
+    /// tokio's blocking-pool `stdin()`/`stdout()` (a terminal, a file, …).
+    Blocking,
+}
+
+/// The gateway's stdin as an `AsyncRead`.
+#[derive(Debug)]
+pub struct Input(InputImp);
+
+#[derive(Debug)]
+enum InputImp {
+    Socket(AsyncFd<OwnedFd>),
+    Pipe(pipe::Receiver),
+    Blocking(tokio::io::Stdin),
+}
+
+/// The gateway's stdout as an `AsyncWrite`.
+#[derive(Debug)]
+pub struct Output(OutputImp);
+
+#[derive(Debug)]
+enum OutputImp {
+    Socket(AsyncFd<OwnedFd>),
+    Pipe(pipe::Sender),
+    Blocking(tokio::io::Stdout),
+}
+
+impl Input {
+    pub fn kind(&self) -> StreamKind {
+        match self.0 {
+            InputImp::Socket(_) => StreamKind::Socket,
+            InputImp::Pipe(_) => StreamKind::Pipe,
+            InputImp::Blocking(_) => StreamKind::Blocking,
+        }
+    }
+
+    /// Reads from `fd` without blocking when it is a socket or a pipe; `None` otherwise.
+    pub fn nonblocking(fd: impl AsFd) -> Option<Self> {
+        match classify(fd.as_fd())? {
+            Class::Socket => {
+                watch(fd.as_fd(), Interest::READABLE).map(|a| Input(InputImp::Socket(a)))
+            }
+            Class::Fifo => {
+                let fd = reopen_nonblocking(fd.as_fd(), false)?;
+                pipe::Receiver::from_owned_fd(fd)
+                    .ok()
+                    .map(|r| Input(InputImp::Pipe(r)))
+            }
+        }
+    }
+}
+
+impl Output {
+    pub fn kind(&self) -> StreamKind {
+        match self.0 {
+            OutputImp::Socket(_) => StreamKind::Socket,
+            OutputImp::Pipe(_) => StreamKind::Pipe,
+            OutputImp::Blocking(_) => StreamKind::Blocking,
+        }
+    }
+
+    /// Writes to `fd` without blocking when it is a socket or a pipe; `None` otherwise.
+    pub fn nonblocking(fd: impl AsFd) -> Option<Self> {
+        match classify(fd.as_fd())? {
+            Class::Socket => {
+                watch(fd.as_fd(), Interest::WRITABLE).map(|a| Output(OutputImp::Socket(a)))
+            }
+            Class::Fifo => {
+                let fd = reopen_nonblocking(fd.as_fd(), true)?;
+                pipe::Sender::from_owned_fd(fd)
+                    .ok()
+                    .map(|w| Output(OutputImp::Pipe(w)))
+            }
+        }
+    }
+}
+
+/// The process's stdin and stdout, each non-blocking where it can be. Must be called
+/// inside a tokio runtime with I/O enabled.
+pub fn stdio() -> (Input, Output) {
+    let input =
+        Input::nonblocking(io::stdin()).unwrap_or(Input(InputImp::Blocking(tokio::io::stdin())));
+    let output = Output::nonblocking(io::stdout())
+        .unwrap_or(Output(OutputImp::Blocking(tokio::io::stdout())));
+    tracing::debug!(
+        "gateway stdio: stdin {:?}, stdout {:?}",
+        input.kind(),
+        output.kind()
+    );
+    (input, output)
+}
+
+enum Class {
+    Socket,
+    Fifo,
+}
+
+fn classify(fd: std::os::fd::BorrowedFd<'_>) -> Option<Class> {
+    use std::os::unix::fs::FileTypeExt;
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
+    let kind = file.metadata().ok()?.file_type();
+    if kind.is_socket() {
+        Some(Class::Socket)
+    } else if kind.is_fifo() {
+        Some(Class::Fifo)
+    } else {
+        None
+    }
+}
+
+/// A new open file description of the same pipe, with `O_NONBLOCK` (Linux's
+/// `/proc/self/fd`; elsewhere `None`, and the caller falls back).
+fn reopen_nonblocking(fd: std::os::fd::BorrowedFd<'_>, write: bool) -> Option<OwnedFd> {
+    use std::os::unix::fs::OpenOptionsExt;
+    if !cfg!(target_os = "linux") {
+        return None;
+    }
+    std::fs::OpenOptions::new()
+        .read(!write)
+        .write(write)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+        .ok()
+        .map(OwnedFd::from)
+}
+
+/// A duplicate of `fd`, registered with the reactor for `interest`.
+#[allow(unsafe_code)]
+fn watch(fd: std::os::fd::BorrowedFd<'_>, interest: Interest) -> Option<AsyncFd<OwnedFd>> {
+    let dup = fd.try_clone_to_owned().ok()?;
+    // SAFETY: the `OwnedFd` keeps its descriptor open, and always returns the same one,
+    // for as long as the `AsyncFd` owns it.
+    unsafe { AsyncFd::register_with_interest(dup, interest) }.ok()
+}
+
+/// One `recv(MSG_DONTWAIT)` into `buf`.
+#[allow(unsafe_code)]
+fn recv_now(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
+    // SAFETY: `fd` is a live descriptor we own and `buf` is valid for `buf.len()` bytes.
+    let n = unsafe {
+        libc::recv(
+            fd.as_raw_fd(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+/// One `send(MSG_DONTWAIT | MSG_NOSIGNAL)` of `buf`.
+#[allow(unsafe_code)]
+fn send_now(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
+    // SAFETY: `fd` is a live descriptor we own and `buf` is valid for `buf.len()` bytes.
+    let n = unsafe {
+        libc::send(
+            fd.as_raw_fd(),
+            buf.as_ptr().cast(),
+            buf.len(),
+            libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+        )
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
+impl AsyncRead for Input {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            InputImp::Socket(fd) => loop {
+                let mut guard = ready!(fd.poll_read_ready(cx))?;
+                let unfilled = buf.initialize_unfilled();
+                match guard.try_io(|inner| recv_now(inner.get_ref(), unfilled)) {
+                    Ok(Ok(n)) => {
+                        buf.advance(n);
+                        return Poll::Ready(Ok(()));
+                    }
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Ok(Err(e)) => return Poll::Ready(Err(e)),
+                    Err(_would_block) => continue,
+                }
+            },
+            InputImp::Pipe(r) => Pin::new(r).poll_read(cx, buf),
+            InputImp::Blocking(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Output {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.get_mut().0 {
+            OutputImp::Socket(fd) => loop {
+                let mut guard = ready!(fd.poll_write_ready(cx))?;
+                match guard.try_io(|inner| send_now(inner.get_ref(), buf)) {
+                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Ok(r) => return Poll::Ready(r),
+                    Err(_would_block) => continue,
+                }
+            },
+            OutputImp::Pipe(w) => Pin::new(w).poll_write(cx, buf),
+            OutputImp::Blocking(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            OutputImp::Socket(_) => Poll::Ready(Ok(())),
+            OutputImp::Pipe(w) => Pin::new(w).poll_flush(cx),
+            OutputImp::Blocking(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.get_mut().0 {
+            OutputImp::Socket(_) => Poll::Ready(Ok(())),
+            OutputImp::Pipe(w) => Pin::new(w).poll_shutdown(cx),
+            OutputImp::Blocking(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    use super::*;
+
+    #[allow(unsafe_code)]
+    fn nonblocking_flag(fd: &impl AsRawFd) -> bool {
+        // SAFETY: F_GETFL on a live descriptor only reads its flags.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        assert!(flags >= 0, "F_GETFL failed");
+        flags & libc::O_NONBLOCK != 0
+    }
+
+    #[tokio::test]
+    async fn a_socket_round_trips_without_changing_its_flags() {
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let mut input = Input::nonblocking(&ours).unwrap();
+        let mut output = Output::nonblocking(&ours).unwrap();
+        assert_eq!(input.kind(), StreamKind::Socket);
+        assert_eq!(output.kind(), StreamKind::Socket);
+        assert!(!nonblocking_flag(&ours));
+
+        use std::io::{Read, Write};
+        theirs.write_all(b"{\"id\":1}\n").unwrap();
+        let mut got = [0u8; 9];
+        input.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"{\"id\":1}\n");
+        // A big reply: more than the socket buffer, so the writer must wait for the
+        // reader (readiness, not a busy loop or an error).
+        let big = vec![b'x'; 4 << 20];
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut chunk = [0u8; 65536];
+            while all.len() < 4 << 20 {
+                let n = theirs.read(&mut chunk).unwrap();
+                assert!(n > 0);
+                all.extend_from_slice(&chunk[..n]);
+            }
+            all.len()
+        });
+        output.write_all(&big).await.unwrap();
+        output.flush().await.unwrap();
+        assert_eq!(reader.join().unwrap(), 4 << 20);
+        assert!(!nonblocking_flag(&ours), "the shared socket stays blocking");
+    }
+
+    #[tokio::test]
+    async fn a_pipe_is_reopened_and_the_original_stays_blocking() {
+        let (read_end, write_end) = std::io::pipe().unwrap();
+        let (their_read, their_write) = std::io::pipe().unwrap();
+        let mut input = Input::nonblocking(&read_end).unwrap();
+        let mut output = Output::nonblocking(&their_write).unwrap();
+        assert_eq!(input.kind(), StreamKind::Pipe);
+        assert_eq!(output.kind(), StreamKind::Pipe);
+        assert!(!nonblocking_flag(&read_end));
+        assert!(!nonblocking_flag(&their_write));
+
+        use std::io::{Read, Write};
+        let mut w = write_end;
+        w.write_all(b"hello\n").unwrap();
+        let mut got = [0u8; 6];
+        input.read_exact(&mut got).await.unwrap();
+        assert_eq!(&got, b"hello\n");
+        output.write_all(b"world\n").await.unwrap();
+        let mut r = their_read;
+        let mut back = [0u8; 6];
+        r.read_exact(&mut back).unwrap();
+        assert_eq!(&back, b"world\n");
+        assert!(!nonblocking_flag(&read_end));
+    }
+
+    #[tokio::test]
+    async fn files_and_character_devices_are_left_to_the_blocking_handles() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = std::fs::File::create(dir.path().join("f")).unwrap();
+        assert!(Input::nonblocking(&file).is_none());
+        assert!(Output::nonblocking(&file).is_none());
+        let null = std::fs::File::open("/dev/null").unwrap();
+        assert!(Input::nonblocking(&null).is_none());
+        assert!(!nonblocking_flag(&null));
+    }
+}
