@@ -809,6 +809,7 @@ async fn direct_calls(host: &Host, calls: &[PlannedCall]) -> Result<Duration> {
             timeout: None,
             progress: Some(ptx),
             cancel: Some(CancellationToken::new()),
+            meta: None,
         };
         conn.call_tool(&c.tool, Some(c.args.clone()), &opts)
             .await

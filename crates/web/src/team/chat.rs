@@ -738,6 +738,7 @@ impl Turn {
             timeout: Some(CALL_TIMEOUT),
             progress: None,
             cancel: Some(self.cancel.child_token()),
+            meta: None,
         };
         let arguments = match args {
             Value::Object(m) => Some(m),
