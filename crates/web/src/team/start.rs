@@ -190,15 +190,8 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
         let router = super::team_app(state.clone());
         let stop = stop.clone();
         tokio::spawn(async move {
-            // TCP_NODELAY: an answer is several small writes; with Nagle's algorithm each
-            // waits for the client's delayed ACK (~40 ms per request on a kept-alive
-            // connection).
-            let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("cannot set TCP_NODELAY: {e}");
-                }
-            });
-            let served = axum::serve(listener, router)
+            // TCP_NODELAY: an answer is several small writes.
+            let served = axum::serve(switchboard_net::no_delay(listener), router)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
             if let Err(e) = served {
