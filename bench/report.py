@@ -277,6 +277,49 @@ def render_gateway(res):
     return out
 
 
+def render_team(res):
+    """Issue 11's measurement: signed-in users through `serve --team`, 1 vs 2 instances."""
+    out = []
+    for run in res.get("team", []):
+        scen = run.get("scenarios", [])
+        if not scen:
+            continue
+        users, rounds = scen[0]["users"], scen[0]["rounds"]
+        out.append(f"## Team mode: {users} signed-in users (issue 11)\n")
+        out.append(
+            f"Each of {users} users, signed in through the real OpenID provider (`tests/peers/oidc`), runs"
+            f" {rounds} rounds of `GET /api/servers/demo/tools` (tools/list) then `POST /api/servers/demo/call`"
+            " (`echo`) against the demo server over Streamable HTTP, all users at once, through"
+            " `switchboard serve --team` on PostgreSQL (a throwaway cluster on this machine). With two"
+            " instances on one database the driver sends the requests round-robin (no proxy). Sign-in and one"
+            " warm-up round per instance (the per-instance MCP client cache) are not timed. Driver:"
+            " `switchboard-bench team`, on the same machine.\n"
+        )
+        out.append("| Instances | Requests | Requests/s | p50 all | p99 all | p50 / p99 tools/list | p50 / p99 call echo | Errors | Peak RSS per instance |")
+        out.append("|---|---|---|---|---|---|---|---|---|")
+        for s in scen:
+            rss = ", ".join(f"{i['peak_rss_mib']:.1f} MiB" for i in s["per_instance"])
+            out.append(
+                f"| {s['instances']} | {s['requests']:,} | {s['requests_per_s']:,.0f} | {s['all']['p50_ms']:.1f} ms"
+                f" | {s['all']['p99_ms']:.1f} ms | {s['tools_list']['p50_ms']:.1f} / {s['tools_list']['p99_ms']:.1f} ms"
+                f" | {s['call_echo']['p50_ms']:.1f} / {s['call_echo']['p99_ms']:.1f} ms | {s['errors']}"
+                f" (warm-up {s['warmup_errors']}) | {rss} |"
+            )
+        ratio = run.get("ratio_2_vs_1")
+        mach = run.get("machine", {})
+        if ratio is not None:
+            out.append(
+                f"\n2-vs-1 throughput ratio: **{ratio:.2f}×**. On {mach.get('cpus', '?')} cores shared by the"
+                " driver, both instances, PostgreSQL, the demo server and the provider, a second instance"
+                " cannot add CPU: the ratio shows the cost (or gain) of spreading the same load over two"
+                f" processes on one database, not scale-out. Load average at the end: {mach.get('loadavg', '?')}."
+            )
+        if run.get("demo_server_peak_rss_mib") is not None:
+            out.append(f"Demo server peak RSS: {run['demo_server_peak_rss_mib']:.1f} MiB.")
+        out.append("")
+    return out
+
+
 def render(res, n, warmup, repeats, runs):
     out = []
     m = res["machine"][0]
@@ -488,6 +531,9 @@ def render(res, n, warmup, repeats, runs):
     # ------------------------------------------------------------------ gateway
     if res.get("gateway"):
         out.extend(render_gateway(res))
+
+    # ------------------------------------------------------------------ team
+    out.extend(render_team(res))
 
     # ------------------------------------------------------------------ targets
     if not (calls or steady or disc or rss or lists):

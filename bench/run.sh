@@ -9,7 +9,10 @@
 #   BENCH_N=1000         timed calls per client run      BENCH_WARMUP=50  untimed calls first
 #   BENCH_REPEATS=3      runs per client and scenario (interleaved; the median run is kept)
 #   BENCH_LONG_N=20000   calls per run in the steady-state stdio scenario (BENCH_LONG_REPEATS=3 runs)
-#   BENCH_SECTIONS="calls steady discover rss list gateway"   which sections to run
+#   BENCH_SECTIONS="calls steady discover rss list gateway team"   which sections to run
+#   TEAM_USERS=200 TEAM_ROUNDS=10 TEAM_INSTANCES=1,2   team section: signed-in users, timed
+#                        rounds per user (each: tools/list + call echo), instance counts
+#                        (every count on a fresh database of one PostgreSQL cluster)
 #   GW_N=2000 GW_WARMUP=200 GW_CONC=32 GW_CONC_N=4000 GW_REPEATS=$BENCH_REPEATS
 #   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
 #                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
@@ -18,7 +21,10 @@
 #                        before) run as gateway-stdio@base / gateway-http@base, interleaved
 #                        with the rest, plus their own RSS run with GW_RSS_SERVERS upstreams
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
-#   BENCH_OUT=path       where to write the report (default BENCHMARKS.md)
+#   BENCH_OUT=path       where to write the report (default BENCHMARKS.md). The generated
+#                        block holds only the sections that ran: to measure one section
+#                        alone (e.g. BENCH_SECTIONS=team) without dropping the others from
+#                        BENCHMARKS.md, point BENCH_OUT at another file.
 #   BENCH_LIST_RUNS=5    hyperfine runs per `mcp list` scenario (BENCH_NO_HYPERFINE=1: date loop)
 #   BENCH_QUIET_WAIT=900 before each section, wait up to this many seconds for the machine
 #   BENCH_QUIET_PCT=25   to be under this % CPU busy for 3 s (0 s: don't wait)
@@ -33,8 +39,12 @@
 # on a current-thread runtime); then discovery wall time for 1/5/20 stdio demo servers (0 ms and
 # 1000 ms start-up delay), `switchboard mcp list` with 20 Python-SDK stdio servers (and,
 # as a Gemini-CLI-like baseline, the same 20 servers connected serially with the TS SDK:
-# bench/peers/ts_serial_list.mjs), and host peak RSS with 20 servers. Every server it
-# starts is killed on exit.
+# bench/peers/ts_serial_list.mjs), and host peak RSS with 20 servers; the team section
+# (issue 11): TEAM_USERS users signed in through the real OpenID provider, each listing the
+# demo server's tools and calling `echo` through `switchboard serve --team`, against 1
+# instance and 2 on one PostgreSQL (`switchboard-bench team`, which starts the cluster,
+# the provider, the demo server and the instances itself). Every server it starts is
+# killed on exit.
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -42,7 +52,7 @@ cd "$ROOT"
 
 N="${BENCH_N:-1000}"
 LONG_N="${BENCH_LONG_N:-20000}"
-SECTIONS="${BENCH_SECTIONS:-calls steady discover rss list gateway}"
+SECTIONS="${BENCH_SECTIONS:-calls steady discover rss list gateway team}"
 has_section() { [[ " $SECTIONS " == *" $1 "* ]]; }
 WARMUP="${BENCH_WARMUP:-50}"
 REPEATS="${BENCH_REPEATS:-3}"
@@ -97,7 +107,7 @@ if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
 fi
 NEED_BINS=("$SB")
 # The HTTP servers below serve the calls section only; the Rust bench runs in all but gateway.
-if has_section calls; then NEED_BINS+=("$DEMO"); fi
+if has_section calls || has_section team; then NEED_BINS+=("$DEMO"); fi
 if [ "$SECTIONS" != gateway ]; then NEED_BINS+=("$BENCH"); fi
 for b in "${NEED_BINS[@]}"; do
   [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
@@ -270,6 +280,16 @@ if has_section rss; then
   out="$("$BENCH" rss --servers 20 --switchboard "$SB")" || die "rss failed"
   say "  $out"
   record rss "$out"
+fi
+
+# ---------------------------------------------------------------- team
+if has_section team; then
+  wait_quiet team
+  say "team: ${TEAM_USERS:-200} signed-in users, instances ${TEAM_INSTANCES:-1,2} (PostgreSQL)"
+  out="$("$BENCH" team --users "${TEAM_USERS:-200}" --rounds "${TEAM_ROUNDS:-10}" \
+    --instances "${TEAM_INSTANCES:-1,2}" --switchboard "$SB" --demo "$DEMO")" || die "team failed"
+  say "  $out"
+  record team "$out"
 fi
 
 # ---------------------------------------------------------------- mcp list

@@ -48,6 +48,14 @@ pub struct OAuthDiscovery {
     /// The authorization server's registration endpoint, when it has one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub registration_url: Option<String>,
+    /// The authorization server's issuer identifier (RFC 8414 `issuer`), which an
+    /// authorization response's `iss` must equal (RFC 9207). Not sent to the page.
+    #[serde(skip)]
+    pub issuer: String,
+    /// The metadata says `authorization_response_iss_parameter_supported`: a response
+    /// without `iss` is refused. Not sent to the page.
+    #[serde(skip)]
+    pub iss_parameter_supported: bool,
 }
 
 /// What is already configured for the server (a saved entry's `oauth`).
@@ -116,5 +124,7 @@ pub(crate) async fn browser_client(
             resource: d.resource_metadata.as_ref().map(|_| d.resource.clone()),
         },
         registration_url,
+        issuer: meta.issuer.clone(),
+        iss_parameter_supported: meta.authorization_response_iss_parameter_supported,
     })
 }

@@ -126,6 +126,7 @@ async fn a_browser_without_login_hint_signs_in_the_default_account_at_any_redire
     let peer = spawn_oidc_provider_with(OidcPeerOptions {
         redirect_uris: uris.clone(),
         default_account: Some("bob".into()),
+        ..Default::default()
     })
     .await;
     assert_eq!(peer.redirect_uri, uris[0]);

@@ -431,3 +431,63 @@ async fn split_flow_comes_back_to_the_apps_callback_once() {
         .unwrap_err();
     assert!(matches!(e, AuthError::UnknownState), "{e}");
 }
+
+/// RFC 9207 in the split flow (the personal app's callback page): when the server's
+/// metadata promises `iss`, a response without it or with another issuer's is refused
+/// before any code exchange (the waiting login is used up); the response as sent
+/// completes.
+#[tokio::test]
+async fn split_flow_refuses_a_missing_promised_or_foreign_iss() {
+    let peer = spawn_oauth_python(&["--iss-parameter"]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let m = switchboard_auth::AuthManager::with_pending(
+        TokenStore::in_home(dir.path()),
+        guard(),
+        switchboard_auth::PendingAuthorizations::default(),
+    );
+    m.add_server(switchboard_auth::ServerAuth::adhoc("py", &peer.url));
+    let redirect = "http://127.0.0.1:9/auth/mcp-oauth-callback";
+    let client = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let issuer = peer.url.trim_end_matches("/mcp").to_owned();
+    let mut outcomes = Vec::new();
+    for forged in [Some(None), Some(Some("http://127.0.0.1:9")), None] {
+        let a = m
+            .begin_authorization("py", &peer.url, redirect, None)
+            .await
+            .unwrap();
+        let resp = client.get(&a.authorize_url).send().await.unwrap();
+        let location = resp.headers()["location"].to_str().unwrap().to_string();
+        let back: std::collections::HashMap<_, _> = url::Url::parse(&location)
+            .unwrap()
+            .query_pairs()
+            .into_owned()
+            .collect();
+        assert_eq!(back.get("iss"), Some(&issuer), "{location}");
+        let iss = match forged {
+            Some(f) => f.map(str::to_owned),
+            None => back.get("iss").cloned(),
+        };
+        let done = m
+            .complete_authorization(&a.state, &back["code"], iss.as_deref())
+            .await;
+        if let Err(e) = &done {
+            assert!(matches!(e, AuthError::IssuerMismatch { .. }), "{e}");
+            // Used up: the genuine answer no longer completes it.
+            let again = m
+                .complete_authorization(
+                    &a.state,
+                    &back["code"],
+                    back.get("iss").map(String::as_str),
+                )
+                .await
+                .unwrap_err();
+            assert!(matches!(again, AuthError::UnknownState), "{again}");
+        }
+        outcomes.push(done.is_ok());
+    }
+    assert_eq!(outcomes, [false, false, true]);
+    assert_eq!(m.status("py", &peer.url), Some(TokenStatus::Authenticated));
+}

@@ -9,6 +9,8 @@
 //! switchboard-bench registry [--tools 1000] [--servers 20] [--iterations 200]
 //! switchboard-bench chat-turn [--tools 100] [--calls 3] [--sessions 200] [--session-turns 3]
 //!                             [--model in-process|fake-http|both] [--stream true|false|both]
+//! switchboard-bench team [--users 200] [--rounds 10] [--instances 1,2] [--switchboard PATH]
+//!                        [--demo PATH]
 //! (every subcommand also takes --runtime multi|current)
 //! ```
 //!
@@ -20,6 +22,7 @@ mod calls;
 mod chat_bench;
 mod host_bench;
 mod stats;
+mod team_bench;
 
 use std::process::ExitCode;
 
@@ -50,6 +53,11 @@ usage:
       host overhead of one chat turn (demo server + synthetic stdio servers, a model
       answering at once): turn time minus model time minus tool-call time, for the
       first turn of a conversation and for the later ones
+  switchboard-bench team [--users 200] [--rounds 10] [--warmup-rounds 1] [--instances 1,2]
+                         [--sign-in-concurrency 8] [--switchboard PATH] [--demo PATH]
+      N users signed in through the real OpenID provider, each listing the demo server's
+      tools and calling `echo` through `serve --team` (1 instance, then 2 on one
+      PostgreSQL, round-robin); prints requests/s, p50/p99, errors, peak RSS per instance
 
   --switchboard defaults to the `switchboard` binary next to this one; --peers to
   the repository's tests/peers; --runtime multi|current picks the tokio runtime
@@ -131,6 +139,11 @@ async fn run(command: &str, mut args: Args) -> Result<serde_json::Value> {
             let opts = chat_bench::RegistryOpts::from_args(&mut args)?;
             args.finish()?;
             chat_bench::registry(opts)?
+        }
+        "team" => {
+            let opts = team_bench::TeamOpts::from_args(&mut args)?;
+            args.finish()?;
+            team_bench::run(opts).await?
         }
         "chat-turn" => {
             let opts = chat_bench::ChatTurnOpts::from_args(&mut args)?;

@@ -244,6 +244,7 @@ async fn provider_for(origin: &str) -> OidcPeer {
     switchboard_testkit::spawn_oidc_provider_with(switchboard_testkit::OidcPeerOptions {
         redirect_uris: vec![format!("{origin}/auth/callback")],
         default_account: None,
+        ..Default::default()
     })
     .await
 }

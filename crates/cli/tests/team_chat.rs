@@ -315,6 +315,7 @@ async fn chat_survives_a_killed_instance(database: String, both_at_once: bool) {
         switchboard_testkit::spawn_oidc_provider_with(switchboard_testkit::OidcPeerOptions {
             redirect_uris: vec![format!("{origin}/auth/callback")],
             default_account: None,
+            numbered_users: 0,
         })
         .await;
     let gemini = FakeGemini::start_with(

@@ -2,7 +2,6 @@
 
 use std::{future::Future, sync::Arc};
 
-use axum::serve::ListenerExt;
 use rmcp::{
     ServiceExt,
     service::ServerInitializeError,
@@ -69,14 +68,9 @@ where
     );
     let router = axum::Router::new().nest_service(HTTP_PATH, service);
     tracing::info!(%local, "serving MCP over Streamable HTTP at {HTTP_PATH}");
-    // TCP_NODELAY: an answer is an SSE stream of small writes; with Nagle's algorithm the
-    // second waits for the client's delayed ACK (~40 ms per call on a kept-alive connection).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY: {e}");
-        }
-    });
-    axum::serve(listener, router)
+    // TCP_NODELAY (switchboard-net's `no_delay`): an answer is an SSE stream of small
+    // writes.
+    axum::serve(switchboard_net::no_delay(listener), router)
         .with_graceful_shutdown(async move {
             shutdown.await;
             sessions_ct.cancel();

@@ -15,7 +15,6 @@ use std::sync::Arc;
 use axum::extract::{Request, State};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::serve::ListenerExt;
 use http::{HeaderValue, StatusCode, header};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
@@ -103,15 +102,9 @@ where
     let router = axum::Router::new()
         .nest_service(MCP_PATH, service)
         .layer(axum::middleware::from_fn_with_state(token, require_token));
-    // TCP_NODELAY: a response is an SSE stream of small writes (priming event, then the
-    // result); with Nagle's algorithm the second waits for the client's delayed ACK, about
-    // 40 ms per call on a kept-alive connection (the TS SDK client's case).
-    let listener = listener.tap_io(|tcp| {
-        if let Err(e) = tcp.set_nodelay(true) {
-            tracing::debug!("cannot set TCP_NODELAY on a gateway connection: {e}");
-        }
-    });
-    axum::serve(listener, router)
+    // TCP_NODELAY (switchboard-net's `no_delay`): a response is an SSE stream of small
+    // writes (priming event, then the result).
+    axum::serve(switchboard_net::no_delay(listener), router)
         .with_graceful_shutdown(async move {
             shutdown.await;
             sessions_ct.cancel();

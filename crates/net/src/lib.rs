@@ -13,6 +13,8 @@
 //! - [`explain`]: the verdict behind `switchboard url-check`.
 //! - [`read_limited`]: an answer's body read up to a limit, for every caller that reads
 //!   a whole body.
+//! - [`no_delay`]: the inbound side, every served HTTP listener with `TCP_NODELAY` on
+//!   its accepted connections.
 
 mod blocked;
 mod body;
@@ -21,6 +23,7 @@ mod client;
 mod error;
 mod explain;
 mod ip;
+mod listen;
 mod policy;
 mod resolve;
 
@@ -33,6 +36,7 @@ pub use client::{
 pub use error::{NetError, find_blocked, redacted};
 pub use explain::{AddressVerdict, Verdict, explain, explain_with};
 pub use ip::{EmbeddedIpv4, IpClass, Ipv4Embedding, classify_ip, embedded_ipv4};
+pub use listen::{NoDelayListener, no_delay};
 pub use policy::{
     ALL_POLICIES, ParsePolicyError, PolicyChoice, PolicySources, UrlPolicy, choose_policy,
 };

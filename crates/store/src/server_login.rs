@@ -32,6 +32,13 @@ pub struct ServerLoginClient {
     pub resource: Option<String>,
     /// The scopes asked for.
     pub scopes: Vec<String>,
+    /// The authorization server's issuer identifier: an `iss` in the authorization
+    /// response must equal it (RFC 9207, the mix-up defence).
+    pub issuer: Option<String>,
+    /// The authorization server promised `iss` in its responses
+    /// (`authorization_response_iss_parameter_supported`): a response without it is
+    /// refused.
+    pub iss_required: bool,
 }
 
 /// What a server login is started for.
@@ -77,6 +84,8 @@ fn client_json(c: &ServerLoginClient) -> String {
         "redirectUri": c.redirect_uri,
         "resource": c.resource,
         "scopes": c.scopes,
+        "issuer": c.issuer,
+        "issRequired": c.iss_required,
     })
     .to_string()
 }
@@ -104,6 +113,11 @@ fn client_from(text: &str) -> Result<ServerLoginClient> {
                     .collect()
             })
             .unwrap_or_default(),
+        issuer: text_field("issuer"),
+        iss_required: v
+            .get("issRequired")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
     })
 }
 

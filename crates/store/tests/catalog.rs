@@ -353,6 +353,8 @@ fn login(name: &str, url: &str) -> NewServerLogin {
             redirect_uri: "https://team.example/oauth/mcp/callback".into(),
             resource: None,
             scopes: vec![],
+            issuer: Some("https://as.example".into()),
+            iss_required: false,
         },
     }
 }

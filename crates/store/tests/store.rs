@@ -129,6 +129,8 @@ fn login_client() -> ServerLoginClient {
         redirect_uri: "https://team.example/oauth/mcp/callback".into(),
         resource: Some("https://x.example/mcp".into()),
         scopes: vec!["mcp".into()],
+        issuer: Some("https://as.example".into()),
+        iss_required: true,
     }
 }
 

@@ -67,6 +67,9 @@ pub struct OidcPeerOptions {
     /// The account logged in when an authorization request has no `login_hint` (for a
     /// browser that cannot add one); `None` refuses such requests.
     pub default_account: Option<String>,
+    /// Also the accounts `user1` … `userN` (`userK@example.com`, verified), for load
+    /// benchmarks that sign many users in.
+    pub numbered_users: usize,
 }
 
 /// Starts the provider on a free 127.0.0.1 port with the default options and waits
@@ -105,6 +108,9 @@ pub async fn spawn_oidc_provider_with(options: OidcPeerOptions) -> OidcPeer {
         .env("OIDC_CLIENT_SECRET", &secret);
     if let Some(account) = &options.default_account {
         command.env("OIDC_DEFAULT_ACCOUNT", account);
+    }
+    if options.numbered_users > 0 {
+        command.env("OIDC_NUMBERED_USERS", options.numbered_users.to_string());
     }
     let mut process = PeerProcess::spawn("oidc-provider", command);
     process.port = port;

@@ -226,6 +226,31 @@ impl PgCluster {
         self.url(name)
     }
 
+    /// `pg_dump` of `database` (plain SQL, everything the database holds), as bytes.
+    ///
+    /// # Panics
+    /// With `pg_dump`'s output when it fails.
+    pub fn dump(&self, database: &str) -> Vec<u8> {
+        let out = self.run_pg(
+            "pg_dump",
+            &[
+                "-h".as_ref(),
+                "127.0.0.1".as_ref(),
+                "-p".as_ref(),
+                self.port.to_string().as_ref(),
+                "-U".as_ref(),
+                "postgres".as_ref(),
+                database.as_ref(),
+            ],
+        );
+        assert!(
+            out.status.success(),
+            "pg_dump {database} failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        out.stdout
+    }
+
     fn run_pg(&self, program: &str, args: &[&std::ffi::OsStr]) -> Output {
         let path = self.bin.join(program);
         let mut cmd = if self.as_nobody {

@@ -22,7 +22,6 @@ use axum::extract::State;
 use axum::middleware;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{delete, get, post, put};
-use axum::serve::ListenerExt;
 use serde_json::json;
 use switchboard_config::LoadOptions;
 use switchboard_host::ServerSpec;
@@ -322,14 +321,8 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
         let router = app(state.clone());
         let stop = stop.clone();
         tokio::spawn(async move {
-            // TCP_NODELAY: answers (SSE events above all) are several small writes; with
-            // Nagle's algorithm each waits for the browser's delayed ACK (~40 ms).
-            let listener = listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("cannot set TCP_NODELAY: {e}");
-                }
-            });
-            let served = axum::serve(listener, router)
+            // TCP_NODELAY: answers (SSE events above all) are several small writes.
+            let served = axum::serve(switchboard_net::no_delay(listener), router)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
             if let Err(e) = served {
@@ -341,14 +334,8 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
         let router = proxy_app(state.clone());
         let stop = stop.clone();
         tokio::spawn(async move {
-            // TCP_NODELAY: answers (SSE events above all) are several small writes; with
-            // Nagle's algorithm each waits for the browser's delayed ACK (~40 ms).
-            let proxy_listener = proxy_listener.tap_io(|tcp| {
-                if let Err(e) = tcp.set_nodelay(true) {
-                    tracing::debug!("cannot set TCP_NODELAY: {e}");
-                }
-            });
-            let served = axum::serve(proxy_listener, router)
+            // TCP_NODELAY: answers (SSE events above all) are several small writes.
+            let served = axum::serve(switchboard_net::no_delay(proxy_listener), router)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
             if let Err(e) = served {

@@ -89,6 +89,7 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     let peer = spawn_oidc_provider_with(OidcPeerOptions {
         redirect_uris: vec![format!("{origin}/auth/callback")],
         default_account: Some("alice".into()),
+        ..Default::default()
     })
     .await;
     let db = Db::sqlite();

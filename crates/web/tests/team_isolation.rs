@@ -557,6 +557,8 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                                 redirect_uri: format!("{}/oauth/mcp/callback", app.origin()),
                                 resource: None,
                                 scopes: vec![],
+                                issuer: None,
+                                iss_required: false,
                             },
                         },
                         std::time::Duration::from_secs(600),

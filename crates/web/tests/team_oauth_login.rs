@@ -305,3 +305,250 @@ async fn two_instances_refreshing_at_once_send_one_refresh_and_keep_a_working_to
     a.stop().await;
     b.stop().await;
 }
+
+/// `path` (`/oauth/mcp/callback?…`) with its `iss` replaced by `iss` (`None`: removed).
+fn with_iss(path: &str, iss: Option<&str>) -> String {
+    let u = url::Url::parse(&format!("http://x{path}")).unwrap();
+    let mut out = url::Url::parse(&format!("http://x{}", u.path())).unwrap();
+    {
+        let mut q = out.query_pairs_mut();
+        for (k, v) in u.query_pairs().filter(|(k, _)| k != "iss") {
+            q.append_pair(&k, &v);
+        }
+        if let Some(iss) = iss {
+            q.append_pair("iss", iss);
+        }
+    }
+    format!("{}?{}", out.path(), out.query().unwrap())
+}
+
+/// RFC 9207, the mix-up defence: against a server whose metadata promises `iss`
+/// (`authorization_response_iss_parameter_supported`), a callback without `iss`, or with
+/// another server's issuer, is refused and saves nothing (the login is used up); the
+/// response as the server sent it completes. Against a server that promises nothing, a
+/// missing `iss` is fine but a wrong one is still refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callback_refuses_an_iss_from_another_issuer_or_a_missing_promised_one() {
+    let strict = switchboard_testkit::spawn_oauth_python(&["--iss-parameter"]).await;
+    let plain = switchboard_testkit::spawn_oauth_python(&[]).await;
+    let strict_issuer = strict.url.trim_end_matches("/mcp").to_owned();
+    let plain_issuer = plain.url.trim_end_matches("/mcp").to_owned();
+    let db = Db::sqlite();
+    let (a, b) = pair(&db).await;
+    let store = db.store().await;
+    let (alice_id, cookie) = sign_in(&store, "alice@example.com", false).await;
+    let alice = Browser::new(a.origin(), Some(&cookie));
+    for (name, url) in [("secure", &strict.url), ("plain", &plain.url)] {
+        let (status, v) = alice
+            .post(&a.base, "/api/servers", &json!({"name": name, "url": url}))
+            .await;
+        assert_eq!(status, 201, "{v}");
+    }
+    let tokens = |name: &'static str| {
+        let store = store.clone();
+        let id = alice_id.clone();
+        async move { store.for_user(&id).oauth_tokens(name).await.unwrap() }
+    };
+
+    // The promised `iss` is missing.
+    let path = start_login(&alice, &a, "secure").await;
+    assert!(
+        path.contains(&format!(
+            "iss={}",
+            url::form_urlencoded::byte_serialize(strict_issuer.as_bytes()).collect::<String>()
+        )),
+        "{path}"
+    );
+    let (status, page) = callback(&alice, &b, &with_iss(&path, None)).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(
+        page.contains("RFC 9207") && page.contains("no `iss`"),
+        "{page}"
+    );
+    assert!(tokens("secure").await.is_none());
+    // The login was used up: the genuine answer no longer completes it.
+    let (status, _) = callback(&alice, &b, &path).await;
+    assert_eq!(status, 400);
+
+    // Another server's issuer.
+    let path = start_login(&alice, &a, "secure").await;
+    let (status, page) = callback(&alice, &b, &with_iss(&path, Some(&plain_issuer))).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(page.contains("RFC 9207"), "{page}");
+    assert!(tokens("secure").await.is_none());
+
+    // As the server sent it.
+    let path = start_login(&alice, &a, "secure").await;
+    let (status, page) = callback(&alice, &b, &path).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(tokens("secure").await.is_some());
+
+    // A server that promises nothing: a forged `iss` is still refused, none is fine.
+    let path = start_login(&alice, &a, "plain").await;
+    assert!(!path.contains("iss="), "{path}");
+    let (status, page) = callback(&alice, &a, &with_iss(&path, Some(&strict_issuer))).await;
+    assert_eq!(status, 400, "{page}");
+    assert!(tokens("plain").await.is_none());
+    let path = start_login(&alice, &a, "plain").await;
+    let (status, page) = callback(&alice, &a, &path).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(tokens("plain").await.is_some());
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A refresh token the authorization server refuses (`invalid_grant`: here every token
+/// was revoked) is dead: the use that tried it answers `needs_oauth` naming the next step
+/// (sign in to the server again), the saved tokens are gone from the store, and the
+/// server list says signed out; a later call does not send the dead token again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_refresh_token_removes_the_login_and_says_to_sign_in_again() {
+    let peer = switchboard_testkit::spawn_oauth_python(&["--access-ttl", "4"]).await;
+    let peer_base = peer.url.trim_end_matches("/mcp").to_owned();
+    let db = Db::sqlite();
+    let (a, b) = pair(&db).await;
+    let store = db.store().await;
+    let (alice_id, alice_cookie) = sign_in(&store, "alice@example.com", false).await;
+    let alice = Browser::new(a.origin(), Some(&alice_cookie));
+    let (status, _) = alice
+        .post(
+            &a.base,
+            "/api/servers",
+            &json!({"name": "secure", "url": peer.url}),
+        )
+        .await;
+    assert_eq!(status, 201);
+    let path = start_login(&alice, &a, "secure").await;
+    let (status, page) = callback(&alice, &b, &path).await;
+    assert_eq!(status, 200, "{page}");
+    assert!(saved_access(&store, &alice_id).await.is_some());
+    reqwest::Client::new()
+        .post(format!("{peer_base}/test/revoke-all"))
+        .send()
+        .await
+        .unwrap();
+    // Due for a refresh after half its 4 s life.
+    tokio::time::sleep(std::time::Duration::from_millis(2_300)).await;
+    let (status, v) = alice
+        .post(
+            &b.base,
+            "/api/servers/secure/call",
+            &json!({"tool": "whoami"}),
+        )
+        .await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (502, Some("needs_oauth")),
+        "{v}"
+    );
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("invalid_grant") && message.contains("sign in to `secure` again"),
+        "{v}"
+    );
+    assert_eq!(
+        saved_access(&store, &alice_id).await,
+        None,
+        "the dead tokens stay"
+    );
+    let (status, v) = alice.get(&a.base, "/api/servers").await;
+    assert_eq!(
+        (status, &v["servers"][0]["oauth"]),
+        (200, &json!({"signedIn": false}))
+    );
+    let failures = stats(&peer_base).await["refresh_failures"].clone();
+    let (status, v) = alice.get(&a.base, "/api/servers/secure/tools").await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (502, Some("needs_oauth")),
+        "{v}"
+    );
+    assert_eq!(
+        stats(&peer_base).await["refresh_failures"],
+        failures,
+        "the dead refresh token was sent again"
+    );
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A 401 to saved tokens (the server dropped every access token behind our back) during
+/// a call on a cached connection: the tokens are refreshed once under the lease and the
+/// call is retried once, and it succeeds with the new token. Against a server that
+/// refuses every token, the retry's 401 is `needs_oauth` naming the login, after exactly
+/// one refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_401_to_saved_tokens_refreshes_once_and_retries_once() {
+    let peer = switchboard_testkit::spawn_oauth_python(&[]).await;
+    let peer_base = peer.url.trim_end_matches("/mcp").to_owned();
+    let refusing = switchboard_testkit::spawn_oauth_python(&["--refuse-tokens"]).await;
+    let refusing_base = refusing.url.trim_end_matches("/mcp").to_owned();
+    let db = Db::sqlite();
+    let (a, b) = pair(&db).await;
+    let store = db.store().await;
+    let (alice_id, alice_cookie) = sign_in(&store, "alice@example.com", false).await;
+    let alice = Browser::new(a.origin(), Some(&alice_cookie));
+    for (name, url) in [("secure", &peer.url), ("refusing", &refusing.url)] {
+        let (status, v) = alice
+            .post(&a.base, "/api/servers", &json!({"name": name, "url": url}))
+            .await;
+        assert_eq!(status, 201, "{v}");
+        let path = start_login(&alice, &a, name).await;
+        let (status, page) = callback(&alice, &a, &path).await;
+        assert_eq!(status, 200, "{page}");
+    }
+    let call = |server: &'static str| {
+        let alice = alice.clone();
+        let base = a.base.clone();
+        async move {
+            alice
+                .post(
+                    &base,
+                    &format!("/api/servers/{server}/call"),
+                    &json!({"tool": "whoami"}),
+                )
+                .await
+        }
+    };
+    let (status, v) = call("secure").await;
+    assert_eq!(status, 200, "{v}");
+    let first = saved_access(&store, &alice_id).await.unwrap();
+    assert_eq!(a.running.state.open_connections(), 1);
+
+    // Every access token dropped: the cached connection's next request gets a 401.
+    reqwest::Client::new()
+        .post(format!("{peer_base}/test/expire-access"))
+        .send()
+        .await
+        .unwrap();
+    let (status, v) = call("secure").await;
+    assert_eq!(status, 200, "{v}");
+    assert!(
+        v["result"]["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .starts_with("client="),
+        "{v}"
+    );
+    assert_eq!(stats(&peer_base).await["refreshes"], 1);
+    assert_ne!(saved_access(&store, &alice_id).await.unwrap(), first);
+    let (status, v) = alice.get(&a.base, "/api/servers/secure/tools").await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(stats(&peer_base).await["refreshes"], 1, "refreshed again");
+
+    // A server that refuses every token: one refresh, one retry, then a clear answer.
+    let (status, v) = call("refusing").await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (502, Some("needs_oauth")),
+        "{v}"
+    );
+    let message = v["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("sign in to `refusing` again") && message.contains("401"),
+        "{v}"
+    );
+    assert_eq!(stats(&refusing_base).await["refreshes"], 1);
+    a.stop().await;
+    b.stop().await;
+}

@@ -194,6 +194,46 @@ async fn signs_in(db: Db, n: usize) {
             );
         }
     }
+    // A browser navigating to the callback (it asks for HTML) is told on a page, under
+    // the pages' CSP, with no script; still no session.
+    let (authorize, login) = start_login(&anonymous, at(0), "/auth/login").await;
+    let back = peer.drive_login(&authorize, "bob").await;
+    let r = anonymous
+        .request(
+            Method::GET,
+            at(1),
+            &format!("/auth/callback?{}", back.query),
+        )
+        .header("Cookie", &login)
+        .header("Accept", "text/html,application/xhtml+xml,*/*;q=0.8")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status().as_u16(), 403);
+    assert!(set_cookie(&r, "switchboard_session").is_none());
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html"),
+        "{:?}",
+        r.headers()
+    );
+    let csp = r.headers()["content-security-policy"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+    let page = r.text().await.unwrap();
+    assert!(
+        page.contains("You cannot sign in")
+            && page.contains("bob@other.org")
+            && !page.contains("<script"),
+        "{page}"
+    );
     let (authorize, login) = start_login(&anonymous, at(1), "/auth/login").await;
     let state = url::Url::parse(&authorize)
         .unwrap()

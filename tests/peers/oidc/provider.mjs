@@ -7,6 +7,8 @@
 //        OIDC_CLIENT_SECRET    the secret of every client (default "test-secret")
 //        OIDC_DEFAULT_ACCOUNT  the account logged in when the request has no
 //                              `login_hint` (default: none, such a request is refused)
+//        OIDC_NUMBERED_USERS   N: also the accounts user1 … userN
+//                              (userK@example.com, verified), for load benchmarks
 //
 // Clients: `switchboard` (client_secret_basic, ID tokens RS256), `switchboard-es`
 // (client_secret_post, ID tokens ES256), `other-client` (client_secret_basic, RS256).
@@ -46,6 +48,14 @@ const accounts = {
   carol: { email: 'carol@example.com', email_verified: false, name: 'Carol Unverified' },
   dave: { name: 'Dave No-Email' },
 };
+const numbered = Number(process.env.OIDC_NUMBERED_USERS ?? 0);
+if (!Number.isInteger(numbered) || numbered < 0 || numbered > 100000) {
+  console.error('provider.mjs: OIDC_NUMBERED_USERS must be a whole number from 0 to 100000');
+  process.exit(2);
+}
+for (let k = 1; k <= numbered; k += 1) {
+  accounts[`user${k}`] = { email: `user${k}@example.com`, email_verified: true, name: `User ${k}` };
+}
 
 const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey.export({ format: 'jwk' });
 const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({ format: 'jwk' });

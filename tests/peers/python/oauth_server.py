@@ -9,12 +9,18 @@ redirect URI), so a test can "log in" with a plain HTTP client following redirec
 Usage:
     python oauth_server.py --port P [--access-ttl SECONDS] [--scopes "mcp"]
                            [--no-rotation] [--refuse-registration] [--step-up]
-                           [--transport streamable-http|sse]
+                           [--transport streamable-http|sse] [--iss-parameter]
+                           [--refuse-tokens]
 
 - Refresh tokens rotate: a used refresh token is invalidated at once (reusing it is
   `invalid_grant`), unless --no-rotation.
 - --step-up: the `admin` tool needs the extra scope `mcp:admin`; without it the server
   answers 403 `insufficient_scope` (RFC 6750 §3.1) naming the wider scope.
+- --iss-parameter: RFC 9207. The authorization-server metadata says
+  `authorization_response_iss_parameter_supported: true` and every authorization
+  response carries `iss` (the metadata's `issuer`).
+- --refuse-tokens: the resource server answers 401 to every access token (logins and
+  refreshes still work), as a server whose tokens are revoked behind the client's back.
 - Test endpoints (no auth): POST /test/revoke-all revokes every token; POST
   /test/expire-access drops every access token (refresh tokens stay); GET /test/stats
   returns counters (registrations, authorizations, code exchanges, refreshes,
@@ -63,6 +69,7 @@ class Provider:
         self.rotate = rotate
         self.refuse_registration = refuse_registration
         self.resource = resource
+        self.refuse_tokens = False
         self.clients: dict[str, OAuthClientInformationFull] = {}
         self.codes: dict[str, AuthorizationCode] = {}
         self.access: dict[str, AccessToken] = {}
@@ -92,6 +99,10 @@ class Provider:
             redirect_uri_provided_explicitly=params.redirect_uri_provided_explicitly,
             resource=params.resource,
         )
+        if ISSUER["value"] is not None:
+            return construct_redirect_uri(
+                str(params.redirect_uri), code=code, state=params.state, iss=ISSUER["value"]
+            )
         return construct_redirect_uri(str(params.redirect_uri), code=code, state=params.state)
 
     async def load_authorization_code(self, client: OAuthClientInformationFull, authorization_code: str):
@@ -146,6 +157,8 @@ class Provider:
         return issued
 
     async def load_access_token(self, token: str) -> AccessToken | None:
+        if self.refuse_tokens:
+            return None
         access = self.access.get(token)
         if access is None:
             return None
@@ -227,6 +240,40 @@ def step_up_middleware(app, resource_metadata_url: str, base_scopes: list[str]):
 
 
 PROVIDER: Provider
+# With --iss-parameter: the issuer the metadata publishes (learnt from it), sent as `iss`.
+ISSUER: dict = {"value": None}
+
+
+def iss_middleware(app):
+    """RFC 9207: adds `authorization_response_iss_parameter_supported` to the
+    authorization-server metadata and remembers its `issuer` for the redirects."""
+
+    async def wrapped(scope, receive, send):
+        if scope["type"] != "http" or not scope["path"].startswith("/.well-known/oauth-authorization-server"):
+            await app(scope, receive, send)
+            return
+        start = {}
+        chunks = []
+
+        async def capture(message):
+            if message["type"] == "http.response.start":
+                start.update(message)
+            elif message["type"] == "http.response.body":
+                chunks.append(message.get("body", b""))
+
+        await app(scope, receive, capture)
+        body = b"".join(chunks)
+        if start.get("status") == 200:
+            doc = json.loads(body)
+            doc["authorization_response_iss_parameter_supported"] = True
+            ISSUER["value"] = doc["issuer"]
+            body = json.dumps(doc).encode()
+        headers = [(k, v) for k, v in start.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        await send({"type": "http.response.start", "status": start.get("status", 500), "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+    return wrapped
 
 
 def main() -> None:
@@ -239,6 +286,10 @@ def main() -> None:
     parser.add_argument("--refuse-registration", action="store_true", help="answer /register with an error")
     parser.add_argument("--step-up", action="store_true", help="the admin tool needs scope mcp:admin")
     parser.add_argument("--transport", choices=["streamable-http", "sse"], default="streamable-http")
+    parser.add_argument("--refuse-tokens", action="store_true", help="answer 401 to every access token")
+    parser.add_argument(
+        "--iss-parameter", action="store_true", help="RFC 9207: advertise and send `iss` in authorization responses"
+    )
     args = parser.parse_args()
 
     base = f"http://127.0.0.1:{args.port}"
@@ -246,6 +297,7 @@ def main() -> None:
     scopes = args.scopes.split()
     valid = scopes + (["mcp:admin"] if args.step_up else [])
     PROVIDER = Provider(args.access_ttl, not args.no_rotation, args.refuse_registration, resource)
+    PROVIDER.refuse_tokens = args.refuse_tokens
     mcp = MCPServer(
         name="switchboard-oauth-peer",
         version="1.0.0",
@@ -297,6 +349,8 @@ def main() -> None:
         app = mcp.streamable_http_app(host="127.0.0.1")
     if args.step_up:
         app = step_up_middleware(app, f"{base}/.well-known/oauth-protected-resource/mcp", scopes)
+    if args.iss_parameter:
+        app = iss_middleware(app)
     sys.stderr.write(f"oauth peer listening on {base}\n")
     sys.stderr.flush()
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

@@ -375,12 +375,8 @@ impl AuthManager {
         params: CallbackParams,
         verifier_override: Option<String>,
     ) -> Result<StoredLogin, AuthError> {
-        if params.error.is_some() {
-            return Err(AuthError::Denied {
-                error: params.error,
-                description: params.error_description,
-            });
-        }
+        // RFC 9207 first, for error responses too: an answer from another issuer is
+        // reported as such, whatever it says.
         match &params.iss {
             Some(iss) if !iss.trim_end_matches('/').eq(p.issuer.trim_end_matches('/')) => {
                 return Err(AuthError::IssuerMismatch {
@@ -395,6 +391,12 @@ impl AuthManager {
                 });
             }
             _ => {}
+        }
+        if params.error.is_some() {
+            return Err(AuthError::Denied {
+                error: params.error,
+                description: params.error_description,
+            });
         }
         let code = params
             .code

@@ -16,13 +16,19 @@
 //!   .put_oauth_tokens`. The answer is a small page that posts
 //!   `{type:"mcp-oauth-result", server, ok, error?}` to its opener (target origin: the
 //!   app's) and closes, or, with no opener (mobile, popup blocked), goes back to the app
-//!   (`/?mcpOAuth=ok|error&server=…`). No token is in any answer.
+//!   (`/?mcpOAuth=ok|error&server=…`). No token is in any answer. RFC 9207 (mix-up
+//!   defence, [`check_issuer`]): an `iss` in the response must be exactly the issuer
+//!   the login started with, and is required when that server's metadata says
+//!   `authorization_response_iss_parameter_supported`; otherwise the login is used up
+//!   and its code goes nowhere.
 //! - `POST /api/servers/{name}/oauth/logout` ([`logout`]): removes the user's tokens.
 //! - [`usable_tokens`]: before a connection uses saved tokens that expire within
 //!   [`REFRESH_BUFFER`] (half its lifetime for a token that lives under ten minutes),
 //!   they are refreshed under the store's refresh lease, so one
 //!   instance at a time spends a (rotating) refresh token; an instance that finds the
-//!   lease taken waits for the holder's tokens and uses them.
+//!   lease taken waits for the holder's tokens and uses them. A refresh token the
+//!   authorization server refuses (`invalid_grant`) is dead: the tokens are removed
+//!   and the answer says to sign in to the server again.
 //!
 //! Must not: put a token, verifier or code in an answer or a log; reach tokens except
 //! through `Store::for_user` with the signed-in user's id; send a token request past
@@ -189,6 +195,8 @@ pub(super) async fn start_login(
         redirect_uri: redirect_uri.clone(),
         resource: config.resource.clone(),
         scopes: config.scopes.clone(),
+        issuer: Some(found.issuer.clone()),
+        iss_required: found.iss_parameter_supported,
     };
     let login = NewServerLogin {
         server_name: name.clone(),
@@ -264,6 +272,9 @@ pub struct RawCallback {
     state: Option<String>,
     #[serde(default)]
     error: Option<String>,
+    /// RFC 9207: the issuer that sent this response.
+    #[serde(default)]
+    iss: Option<String>,
 }
 
 /// The outcome the callback page reports.
@@ -344,6 +355,10 @@ async fn complete(state: &TeamState, headers: &HeaderMap, raw: RawCallback) -> O
         server: Some(server.clone()),
         error: Some(why),
     };
+    // The mix-up defence comes first, for error responses too: the login is used up.
+    if let Err(why) = check_issuer(&pending.client, raw.iss.as_deref()) {
+        return failed(StatusCode::BAD_REQUEST, why);
+    }
     if let Some(e) = raw.error {
         return failed(
             StatusCode::BAD_REQUEST,
@@ -369,6 +384,30 @@ async fn complete(state: &TeamState, headers: &HeaderMap, raw: RawCallback) -> O
             }
         }
         Err(e) => failed(e.status, e.message),
+    }
+}
+
+/// RFC 9207 for an authorization response: an `iss` that is there must be exactly the
+/// issuer the login was started with; a server whose metadata promised `iss`
+/// (`authorization_response_iss_parameter_supported`) must send it. Otherwise the
+/// response may come from another authorization server (a mix-up attack) and its code
+/// is not sent anywhere.
+fn check_issuer(client: &ServerLoginClient, iss: Option<&str>) -> Result<(), String> {
+    match (iss, client.issuer.as_deref()) {
+        (Some(got), Some(want)) if got == want => Ok(()),
+        (Some(got), want) => Err(format!(
+            "the authorization response came from issuer `{}`, not `{}` where this login started (RFC 9207: it may be another server's answer); nothing was saved: start the login again",
+            sanitize(got),
+            want.unwrap_or("unknown")
+        )),
+        (None, _) if client.iss_required => Err(format!(
+            "the authorization response has no `iss` although `{}` promises one (RFC 9207); nothing was saved: start the login again",
+            client
+                .issuer
+                .as_deref()
+                .unwrap_or("the authorization server")
+        )),
+        (None, _) => Ok(()),
     }
 }
 
@@ -578,6 +617,18 @@ async fn refresh(guard: &GuardedClient, old: &TeamTokens) -> Result<TeamTokens, 
     })
 }
 
+/// The refresh token was refused (`invalid_grant`): the saved login is gone, and the
+/// user is told where to sign in again.
+fn login_refused(name: &str, why: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "needs_oauth",
+        format!(
+            "the login to `{name}` is no longer valid ({why}); its saved tokens were removed: sign in to `{name}` again (Servers → Test → Sign in to this server)"
+        ),
+    )
+}
+
 fn login_again(name: &str, why: &str) -> ApiError {
     ApiError::new(
         StatusCode::BAD_GATEWAY,
@@ -598,13 +649,53 @@ pub(crate) async fn usable_tokens(
     us: &UserStore,
     server: &ServerRef,
 ) -> ApiResult<Option<StoredTokens>> {
+    fresh_tokens(state, us, server, None).await
+}
+
+/// After the server answered 401 to `rejected`: the tokens refreshed once under the
+/// lease (or, when another request or instance already replaced them, the new ones).
+///
+/// # Errors
+/// A store failure; tokens that cannot be refreshed (no refresh token, or the refresh
+/// failed): the user has to log in to the server again.
+pub(crate) async fn tokens_after_401(
+    state: &TeamState,
+    us: &UserStore,
+    server: &ServerRef,
+    rejected: &StoredTokens,
+) -> ApiResult<Option<StoredTokens>> {
+    let name = server.name();
+    let refreshable = parse_tokens(rejected)
+        .is_some_and(|p| p.set.refresh_token.is_some() && p.token_url.is_some());
+    if !refreshable {
+        return Err(login_again(
+            name,
+            "the server refused the access token and the login has no refresh token",
+        ));
+    }
+    fresh_tokens(state, us, server, Some(rejected)).await
+}
+
+async fn fresh_tokens(
+    state: &TeamState,
+    us: &UserStore,
+    server: &ServerRef,
+    rejected: Option<&StoredTokens>,
+) -> ApiResult<Option<StoredTokens>> {
     let name = server.name();
     let Some(mut seen) = us.tokens(server).await.map_err(store_error)? else {
         return Ok(None);
     };
+    let forced = rejected.is_some_and(|r| r.tokens == seen.tokens);
+    if rejected.is_some() && !forced {
+        // Replaced since the rejected ones were read: use the new ones.
+        return Ok(Some(seen));
+    }
     let needs = |t: &StoredTokens| {
         parse_tokens(t).filter(|p| {
-            p.refresh_due(now_ms()) && p.set.refresh_token.is_some() && p.token_url.is_some()
+            (p.refresh_due(now_ms()) || rejected.is_some_and(|r| r.tokens == t.tokens))
+                && p.set.refresh_token.is_some()
+                && p.token_url.is_some()
         })
     };
     if needs(&seen).is_none() {
@@ -645,10 +736,20 @@ pub(crate) async fn usable_tokens(
                         }
                         return us.tokens(server).await.map_err(store_error);
                     }
+                    Err(e) if e.error.as_deref() == Some("invalid_grant") => {
+                        // The refresh token is dead (revoked, expired, or spent by a
+                        // rotation elsewhere): so are these tokens. Removed under the
+                        // lease, so no other instance keeps retrying them.
+                        us.remove_tokens(server).await.map_err(store_error)?;
+                        us.abandon_refresh(lease).await.map_err(store_error)?;
+                        state.cache().forget(us.user(), &server_key(server));
+                        tracing::warn!(server = name, "the refresh token was refused: {e}");
+                        return Err(login_refused(name, &e.message));
+                    }
                     Err(e) => {
                         us.abandon_refresh(lease).await.map_err(store_error)?;
                         tracing::warn!(server = name, "refreshing the token failed: {e}");
-                        if old.is_expired(now_ms()) || e.error.as_deref() == Some("invalid_grant") {
+                        if forced || old.is_expired(now_ms()) {
                             return Err(login_again(name, &e.message));
                         }
                         return Ok(Some(current));
@@ -765,6 +866,35 @@ mod tests {
         };
         assert!(!long.refresh_due(now + 3_290_000));
         assert!(long.refresh_due(now + 3_300_000));
+    }
+
+    #[test]
+    fn iss_must_match_and_is_required_when_promised() {
+        let client = |issuer: Option<&str>, iss_required: bool| ServerLoginClient {
+            client_id: "c".into(),
+            token_url: "https://as.example/token".into(),
+            redirect_uri: "https://team.example/oauth/mcp/callback".into(),
+            resource: None,
+            scopes: vec![],
+            issuer: issuer.map(str::to_owned),
+            iss_required,
+        };
+        let strict = client(Some("https://as.example"), true);
+        assert!(check_issuer(&strict, Some("https://as.example")).is_ok());
+        assert!(
+            check_issuer(&strict, None)
+                .unwrap_err()
+                .contains("no `iss`")
+        );
+        // Simple string comparison (RFC 9207 §2.4): not even a trailing slash differs.
+        assert!(check_issuer(&strict, Some("https://as.example/")).is_err());
+        let e = check_issuer(&strict, Some("https://evil.example\n")).unwrap_err();
+        assert!(e.contains("evil.example") && !e.contains('\n'), "{e}");
+        let lax = client(Some("https://as.example"), false);
+        assert!(check_issuer(&lax, None).is_ok());
+        assert!(check_issuer(&lax, Some("https://evil.example")).is_err());
+        // A login whose issuer is unknown accepts no `iss` at all.
+        assert!(check_issuer(&client(None, false), Some("https://as.example")).is_err());
     }
 
     #[tokio::test]

@@ -9,8 +9,12 @@
 //! with a strict CSP (scripts from the app's own origin only, no frames, no framing of
 //! the app) and `no-store`.
 //!
-//! Must not: put anything from the store (email, server names, URLs) into a page, or
-//! serve a file that is not in the embedded list.
+//! [`problem_page`]: the page a browser gets when the sign-in callback fails (a refused
+//! account, an expired login): the reason, HTML-escaped, and a link back to `/`, under
+//! the same CSP, no script.
+//!
+//! Must not: put anything from the store (email, server names, URLs) into a page, put
+//! unescaped text into one, or serve a file that is not in the embedded list.
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -98,6 +102,59 @@ pub async fn page(State(state): State<TeamState>, headers: HeaderMap) -> Respons
     resp
 }
 
+/// Whether the request prefers an HTML answer (a browser navigating), by its `Accept`.
+pub(crate) fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get_all(header::ACCEPT)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .any(|v| v.to_ascii_lowercase().contains("text/html"))
+}
+
+/// `text` with `& < > " '` as character references.
+fn escape_html(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A page saying why the sign-in did not complete (`why`, escaped) with a link back to
+/// the sign-in page; `status` as given, the pages' CSP, `no-store`.
+pub(crate) fn problem_page(status: StatusCode, title: &str, why: &str) -> Response {
+    let html = format!(
+        "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\">\
+         <meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\
+         <title>{title}</title><link rel=\"stylesheet\" href=\"/assets/app.css\">\
+         <link rel=\"stylesheet\" href=\"/assets/team.css\"></head>\
+         <body><main class=\"signin\"><h1>{title}</h1><p class=\"problem\">{why}</p>\
+         <p><a href=\"/\">Back to the sign-in page</a></p></main></body></html>",
+        title = escape_html(title),
+        why = escape_html(why),
+    );
+    let mut resp = (status, html).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(TEAM_PAGE_CSP),
+    );
+    security_headers(h);
+    resp
+}
+
 /// `GET /assets/{file}`: one of the embedded files, else 404.
 pub async fn asset(Path(file): Path<String>) -> Response {
     match ASSETS.iter().find(|(name, _, _)| *name == file) {
@@ -110,5 +167,33 @@ pub async fn asset(Path(file): Path<String>) -> Response {
             resp
         }
         None => (StatusCode::NOT_FOUND, "no such asset").into_response(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_problem_page_escapes_its_text_and_runs_no_script() {
+        let resp = problem_page(
+            StatusCode::FORBIDDEN,
+            "Not allowed",
+            "<script>alert('x')</script> & \"more\"",
+        );
+        assert_eq!(resp.status(), StatusCode::FORBIDDEN);
+        assert_eq!(
+            resp.headers()[header::CONTENT_SECURITY_POLICY],
+            TEAM_PAGE_CSP
+        );
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 20)
+            .await
+            .unwrap();
+        let page = String::from_utf8(body.to_vec()).unwrap();
+        assert!(!page.contains("<script"), "{page}");
+        assert!(
+            page.contains("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt; &amp; &quot;more&quot;"),
+            "{page}"
+        );
     }
 }

@@ -11,7 +11,9 @@
 //!   alone tests that saved server;
 //! - `GET /api/servers/{name}/tools`, `POST /api/servers/{name}/call` `{tool, args?}`:
 //!   through this instance's client cache, with saved OAuth tokens refreshed first when
-//!   they expire within five minutes (`mcp_oauth::usable_tokens`);
+//!   they expire within five minutes (`mcp_oauth::usable_tokens`); a 401 to saved
+//!   tokens refreshes them once (under the store's lease) and retries once, a second
+//!   401 is `needs_oauth` naming the login;
 //!   each counted and timed in `/metrics` by outcome (`metrics::McpOutcome`).
 //!
 //! HTTP and SSE only: a body with `command`, `args`, `env` or `cwd`, or transport
@@ -33,9 +35,10 @@ use switchboard_auth::BrowserClientOptions;
 use switchboard_mcp::{CallOptions, ConnectError, Connection, RequestError};
 use switchboard_store::{Secret, ServerRecord, ServerRef, Transport, UserStore};
 
+use super::cache::server_key;
 use super::cache::{PlannedTarget, target_options};
 use super::catalog::enabled_catalog_server;
-use super::mcp_oauth::usable_tokens;
+use super::mcp_oauth::{tokens_after_401, usable_tokens};
 use super::metrics::{McpMethod, McpOutcome};
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
@@ -486,41 +489,124 @@ fn request_error(e: RequestError) -> ApiError {
     }
 }
 
-/// The caller's server (or enabled catalog server), connected (from the cache when it is
-/// current) for an MCP request `method` started at `started`; a failed connection is
-/// counted as its outcome.
-async fn connection(
+/// Whether a request failed because the server answered 401 (rmcp's `AuthRequired`,
+/// "Auth required", which reaches us as the failed request's text).
+fn is_unauthorized(e: &RequestError) -> bool {
+    e.to_string().to_ascii_lowercase().contains("auth required")
+}
+
+/// The server refused the tokens again right after they were refreshed.
+fn still_refused(name: &str) -> ApiError {
+    ApiError::new(
+        StatusCode::BAD_GATEWAY,
+        "needs_oauth",
+        format!(
+            "server `{name}` refuses your login even after refreshing its token (HTTP 401 twice): sign in to `{name}` again (Servers → Test → Sign in to this server)"
+        ),
+    )
+}
+
+/// One attempt on the server: its answer, or a 401 to the saved tokens.
+enum Attempt<T> {
+    Answer(Result<T, RequestError>),
+    Unauthorized,
+}
+
+/// What a server reference names, resolved for the caller before connecting.
+enum Resolved {
+    Own(ServerRecord),
+    Catalog(switchboard_store::CatalogServer),
+}
+
+/// Runs `op` (an MCP request `method`) on the caller's server (or enabled catalog
+/// server), connected from the cache with the caller's saved OAuth tokens (refreshed
+/// first when due). When the server
+/// answers 401 although tokens were sent (at connect or on the request), the tokens are
+/// refreshed once under the store's lease and `op` runs once more on a new connection;
+/// a second 401 is `needs_oauth` naming the login. Counted and timed in `/metrics`.
+async fn on_server<T, F, Fut>(
     state: &TeamState,
     signed: &SignedIn,
     server: &ServerRef,
-    (method, started): (McpMethod, Instant),
-) -> ApiResult<Arc<Connection>> {
+    (method, tool_error): (McpMethod, fn(&T) -> bool),
+    op: F,
+) -> ApiResult<T>
+where
+    F: Fn(Arc<Connection>) -> Fut,
+    Fut: Future<Output = Result<T, RequestError>>,
+{
+    let started = Instant::now();
     let us = user_store(state, signed);
-    let made = match server {
-        ServerRef::Own(name) => {
-            let record = server_or_404(&us, name).await?;
-            let tokens = usable_tokens(state, &us, server).await?;
-            state
-                .cache()
-                .connection(&signed.user.id, &record, tokens.as_ref())
-                .await
-        }
+    let name = server.name();
+    let resolved = match server {
+        ServerRef::Own(name) => Resolved::Own(server_or_404(&us, name).await?),
         ServerRef::Catalog(name) => {
-            let entry = enabled_catalog_server(state, &us, name).await?;
-            let tokens = usable_tokens(state, &us, server).await?;
-            state
-                .cache()
-                .catalog_connection(&signed.user.id, &entry, tokens.as_ref())
-                .await
+            Resolved::Catalog(enabled_catalog_server(state, &us, name).await?)
         }
     };
-    let name = server.name();
-    made.map_err(|e| {
-        state
-            .metrics()
-            .mcp_call(method, McpOutcome::of_connect(&e), started);
-        connect_error(name, e)
-    })
+    let mut tokens = usable_tokens(state, &us, server).await?;
+    let mut refreshed = false;
+    loop {
+        let connected = match &resolved {
+            Resolved::Own(record) => {
+                state
+                    .cache()
+                    .connection(&signed.user.id, record, tokens.as_ref())
+                    .await
+            }
+            Resolved::Catalog(entry) => {
+                state
+                    .cache()
+                    .catalog_connection(&signed.user.id, entry, tokens.as_ref())
+                    .await
+            }
+        };
+        let attempt = match connected {
+            Ok(conn) => match op(conn).await {
+                Err(e) if tokens.is_some() && is_unauthorized(&e) => Attempt::Unauthorized,
+                answer => Attempt::Answer(answer),
+            },
+            Err(ConnectError::AuthRequired { .. }) if tokens.is_some() => Attempt::Unauthorized,
+            Err(e) => {
+                state
+                    .metrics()
+                    .mcp_call(method, McpOutcome::of_connect(&e), started);
+                return Err(connect_error(name, e));
+            }
+        };
+        match attempt {
+            Attempt::Answer(answer) => {
+                state.metrics().mcp_call(
+                    method,
+                    McpOutcome::of_answer(&answer, tool_error),
+                    started,
+                );
+                return answer.map_err(request_error);
+            }
+            Attempt::Unauthorized => {
+                state.cache().forget(&signed.user.id, &server_key(server));
+                let rejected = match tokens.take() {
+                    Some(t) if !refreshed => t,
+                    _ => {
+                        state
+                            .metrics()
+                            .mcp_call(method, McpOutcome::Failed, started);
+                        return Err(still_refused(name));
+                    }
+                };
+                refreshed = true;
+                tokens = match tokens_after_401(state, &us, server, &rejected).await {
+                    Ok(t) => t,
+                    Err(e) => {
+                        state
+                            .metrics()
+                            .mcp_call(method, McpOutcome::Failed, started);
+                        return Err(e);
+                    }
+                };
+            }
+        }
+    }
 }
 
 /// `GET /api/servers/{name}/tools`.
@@ -538,16 +624,15 @@ pub(super) async fn tools_of(
     signed: &SignedIn,
     server: ServerRef,
 ) -> ApiResult<Json<Value>> {
-    let started = Instant::now();
-    let conn = connection(state, signed, &server, (McpMethod::ListTools, started)).await?;
     let name = server.name();
-    let tools = conn.list_tools(&CallOptions::default()).await;
-    state.metrics().mcp_call(
-        McpMethod::ListTools,
-        McpOutcome::of_answer(&tools, |_| false),
-        started,
-    );
-    let tools = tools.map_err(request_error)?;
+    let tools = on_server(
+        state,
+        signed,
+        &server,
+        (McpMethod::ListTools, |_| false),
+        |conn| async move { conn.list_tools(&CallOptions::default()).await },
+    )
+    .await?;
     let tools: Vec<Value> = tools
         .iter()
         .filter_map(|t| serde_json::to_value(t).ok())
@@ -590,18 +675,22 @@ pub(super) async fn call_on(
     if raw.tool.trim().is_empty() {
         return Err(ApiError::bad_request("name the `tool` to call"));
     }
-    let started = Instant::now();
-    let conn = connection(state, signed, &server, (McpMethod::CallTool, started)).await?;
     let name = server.name();
-    let result = conn
-        .call_tool(&raw.tool, args, &CallOptions::default())
-        .await;
-    state.metrics().mcp_call(
-        McpMethod::CallTool,
-        McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
-        started,
-    );
-    let result = result.map_err(request_error)?;
+    let tool = raw.tool.clone();
+    let result = on_server(
+        state,
+        signed,
+        &server,
+        (
+            McpMethod::CallTool,
+            |r: &switchboard_mcp::model::CallToolResult| r.is_error == Some(true),
+        ),
+        |conn| {
+            let (tool, args) = (tool.clone(), args.clone());
+            async move { conn.call_tool(&tool, args, &CallOptions::default()).await }
+        },
+    )
+    .await?;
     Ok(Json(json!({
         "server": name,
         "tool": raw.tool,

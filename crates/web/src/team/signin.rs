@@ -195,11 +195,33 @@ fn finish_error(e: &AuthError) -> ApiError {
     }
 }
 
-/// `GET /auth/callback?code&state&iss` (or `?error`).
+/// `GET /auth/callback?code&state&iss` (or `?error`). A browser (`Accept: text/html`)
+/// that cannot be signed in — an account the team does not admit, a stale login — gets
+/// a page saying why; other clients get the JSON error.
 pub async fn callback(
     State(state): State<TeamState>,
     request_headers: HeaderMap,
     Query(q): Query<CallbackQuery>,
+) -> Response {
+    let html = super::pages::wants_html(&request_headers);
+    match finish_callback(&state, &request_headers, q).await {
+        Ok(r) => r,
+        Err(e) if html => {
+            let title = if e.status == StatusCode::FORBIDDEN {
+                "You cannot sign in to this Switchboard"
+            } else {
+                "The sign-in did not complete"
+            };
+            super::pages::problem_page(e.status, title, &e.message)
+        }
+        Err(e) => e.into_response(),
+    }
+}
+
+async fn finish_callback(
+    state: &TeamState,
+    request_headers: &HeaderMap,
+    q: CallbackQuery,
 ) -> ApiResult<Response> {
     let Some(login_state) = q.state.clone().filter(|s| !s.is_empty()) else {
         return Err(ApiError::bad_request(
@@ -209,7 +231,7 @@ pub async fn callback(
     // Only the browser that started this login may finish it (login CSRF): a callback
     // URL someone else made carries a state this browser's login cookie does not hold.
     // Checked before the login is taken, so a stray callback cannot use it up.
-    let started_here = cookie_value(&request_headers, state.cfg().login_cookie_name())
+    let started_here = cookie_value(request_headers, state.cfg().login_cookie_name())
         .is_some_and(|c| constant_time_eq(&c, &login_state));
     if !started_here {
         return Err(ApiError::bad_request(

@@ -204,7 +204,8 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
         let router = super::team_app(state.clone());
         let stop = stop.clone();
         tokio::spawn(async move {
-            let served = axum::serve(listener, router)
+            // TCP_NODELAY: an answer is several small writes.
+            let served = axum::serve(switchboard_net::no_delay(listener), router)
                 .with_graceful_shutdown(stop.cancelled_owned())
                 .await;
             if let Err(e) = served {

@@ -238,6 +238,7 @@ pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcP
     switchboard_testkit::spawn_oidc_provider_with(switchboard_testkit::OidcPeerOptions {
         redirect_uris: vec![redirect_uri.to_owned()],
         default_account: None,
+        ..Default::default()
     })
     .await
 }
