@@ -41,7 +41,6 @@ use axum::http::{HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
-use switchboard_auth::BrowserClientOptions;
 use switchboard_store::{
     CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer, Secret, ServerRef, Transport,
     UserStore,
@@ -55,7 +54,7 @@ use super::state::{TeamState, store_error};
 use crate::KEEP_UNCHANGED;
 use crate::access::ApiJson;
 use crate::error::{ApiError, ApiResult};
-use crate::test_conn::{Discovery, discover_oauth, failure, preflight, run_test};
+use crate::test_conn::{failure, preflight};
 
 /// The flag an operator passes to allow stdio catalog servers.
 pub const ALLOW_STDIO_FLAG: &str = "--allow-catalog-stdio";
@@ -654,22 +653,7 @@ pub async fn test(
         return r;
     }
     let opts = catalog_options(state.guard(), &server, tokens.as_ref());
-    let guard = state.guard().clone();
-    let redirect_uri = state.cfg().oauth_redirect_uri();
-    run_test(opts, |url, www_authenticate| async move {
-        discover_oauth(
-            &guard,
-            &Discovery {
-                name: Some(&name),
-                url: &url,
-                www_authenticate: www_authenticate.as_deref(),
-                redirect_uri: &redirect_uri,
-            },
-            &BrowserClientOptions::default(),
-        )
-        .await
-    })
-    .await
+    super::servers::test_with_oauth_hint(&state, opts).await
 }
 
 #[cfg(test)]

@@ -368,27 +368,35 @@ pub async fn test(
     ApiJson(raw): ApiJson<RawTest>,
 ) -> Response {
     match prepare_test(&state, &signed, raw).await {
-        Ok(opts) => {
-            let guard = state.guard().clone();
-            let redirect_uri = state.cfg().oauth_redirect_uri();
-            let name = opts.name.clone();
-            run_test(opts, |url, www_authenticate| async move {
-                discover_oauth(
-                    &guard,
-                    &Discovery {
-                        name: Some(&name),
-                        url: &url,
-                        www_authenticate: www_authenticate.as_deref(),
-                        redirect_uri: &redirect_uri,
-                    },
-                    &BrowserClientOptions::default(),
-                )
-                .await
-            })
-            .await
-        }
+        Ok(opts) => test_with_oauth_hint(&state, opts).await,
         Err(r) => r,
     }
+}
+
+/// A Test of `opts` (a user's server or a catalog server): when the server asks for
+/// OAuth, the answer carries what discovery found, with the team's callback as the
+/// redirect URI.
+pub(super) async fn test_with_oauth_hint(
+    state: &TeamState,
+    opts: switchboard_mcp::ConnectOptions,
+) -> Response {
+    let guard = state.guard().clone();
+    let redirect_uri = state.cfg().oauth_redirect_uri();
+    let name = opts.name.clone();
+    run_test(opts, |url, www_authenticate| async move {
+        discover_oauth(
+            &guard,
+            &Discovery {
+                name: Some(&name),
+                url: &url,
+                www_authenticate: www_authenticate.as_deref(),
+                redirect_uri: &redirect_uri,
+            },
+            &BrowserClientOptions::default(),
+        )
+        .await
+    })
+    .await
 }
 
 /// The connection a Test makes, or the answer when it cannot be made.
