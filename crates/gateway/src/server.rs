@@ -58,7 +58,7 @@ impl Gateway {
     }
 
     /// Serves one client on stdin/stdout until it closes the connection (read and
-    /// written on the reactor when they are sockets or pipes: [`crate::stdio`]).
+    /// written on the reactor when they are sockets or pipes: the `stdio` module).
     pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
         let running = match self.session().serve(crate::stdio::stdio()).await {
             Ok(r) => r,
