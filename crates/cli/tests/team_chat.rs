@@ -178,7 +178,16 @@ impl Page {
 
     /// `POST …/send`: the event stream, read event by event.
     async fn send(&self, base: &str, chat: &str, message: &str) -> Events {
-        let r = http()
+        let r = self.post_send(base, chat, message).await;
+        assert_eq!(r.status(), 200);
+        Events {
+            response: r,
+            buf: String::new(),
+        }
+    }
+
+    async fn post_send(&self, base: &str, chat: &str, message: &str) -> reqwest::Response {
+        http()
             .post(format!("{base}/api/chats/{chat}/send"))
             .header("Origin", &self.origin)
             .header("Cookie", &self.cookie)
@@ -186,11 +195,26 @@ impl Page {
             .json(&json!({"message": message}))
             .send()
             .await
-            .unwrap();
-        assert_eq!(r.status(), 200);
-        Events {
-            response: r,
-            buf: String::new(),
+            .unwrap()
+    }
+
+    /// `send`, after the turn lease a killed instance left has run out: 409 (naming the
+    /// wait) until then, at most ~15 s.
+    async fn send_when_free(&self, base: &str, chat: &str, message: &str) -> Events {
+        let until = std::time::Instant::now() + Duration::from_secs(40);
+        loop {
+            let r = self.post_send(base, chat, message).await;
+            if r.status() == 409 && std::time::Instant::now() < until {
+                let text = r.text().await.unwrap();
+                assert!(text.contains("already running"), "{text}");
+                tokio::time::sleep(Duration::from_millis(500)).await;
+                continue;
+            }
+            assert_eq!(r.status(), 200);
+            return Events {
+                response: r,
+                buf: String::new(),
+            };
         }
     }
 }
@@ -477,7 +501,8 @@ async fn chat_survives_a_killed_instance(database: String, both_at_once: bool) {
     assert_eq!(v["confirmations"], json!([]), "{v}");
 
     // A new turn on B continues the conversation (the fake checks the history).
-    let mut events = page.send(&b.base, &chat, "and now?").await;
+    // (The killed turn's lease holds the chat for at most 15 s.)
+    let mut events = page.send_when_free(&b.base, &chat, "and now?").await;
     let done = events.until(&page, "done").await;
     assert_eq!(done["text"], "B continues with the saved history");
     let (_, v) = page

@@ -378,6 +378,66 @@ impl UserStore {
         Ok(done.rows_affected() > 0)
     }
 
+    /// Take the turn lease of the user's conversation `id` for `holder` (a random id of
+    /// one turn) for `lease`: `false` while another turn holds an unexpired one (on any
+    /// instance), or when the conversation is not the user's.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn claim_turn(&self, id: &str, holder: &str, lease: Duration) -> Result<bool> {
+        let t = now();
+        let done = sqlx::query(
+            "UPDATE conversations SET turn_holder = $1, turn_until = $2 \
+             WHERE user_id = $3 AND id = $4 AND (turn_until IS NULL OR turn_until < $5)",
+        )
+        .bind(holder.to_owned())
+        .bind(t + lease_secs(lease))
+        .bind(self.uid())
+        .bind(id.to_owned())
+        .bind(t)
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("taking a chat's turn lease"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Extend `holder`'s turn lease of conversation `id`; `false` when it holds none.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn renew_turn(&self, id: &str, holder: &str, lease: Duration) -> Result<bool> {
+        let done = sqlx::query(
+            "UPDATE conversations SET turn_until = $1 \
+             WHERE user_id = $2 AND id = $3 AND turn_holder = $4",
+        )
+        .bind(now() + lease_secs(lease))
+        .bind(self.uid())
+        .bind(id.to_owned())
+        .bind(holder.to_owned())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("renewing a chat's turn lease"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Give back `holder`'s turn lease of conversation `id` (nothing when it holds none).
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn release_turn(&self, id: &str, holder: &str) -> Result<()> {
+        sqlx::query(
+            "UPDATE conversations SET turn_holder = NULL, turn_until = NULL \
+             WHERE user_id = $1 AND id = $2 AND turn_holder = $3",
+        )
+        .bind(self.uid())
+        .bind(id.to_owned())
+        .bind(holder.to_owned())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("giving back a chat's turn lease"))?;
+        Ok(())
+    }
+
     /// Forget a cancel request (a new turn starts).
     ///
     /// # Errors
@@ -718,4 +778,11 @@ impl UserStore {
             KeySource::Team,
         )))
     }
+}
+
+/// A lease in whole seconds, at least one.
+fn lease_secs(lease: Duration) -> i64 {
+    i64::try_from(lease.as_secs())
+        .unwrap_or(i64::MAX / 2)
+        .max(1)
 }

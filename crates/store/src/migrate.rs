@@ -40,10 +40,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "gateway oauth",
         include_str!("../migrations/0007_gateway_oauth.sql"),
     ),
+    (
+        8,
+        "chat turn lease",
+        include_str!("../migrations/0008_chat_turn_lease.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 7;
+pub const LATEST_VERSION: i64 = 8;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -120,6 +120,7 @@ on_both!(
     a_server_login_is_its_users_once_on_any_instance,
     chats_are_their_users_and_sealed,
     chats_migrate_from_schema_4,
+    one_turn_at_a_time_in_a_chat_on_any_instance,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -157,7 +158,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7]
+        [4, 5, 6, 7, 8]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -286,12 +287,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 7);
+    assert_eq!(first.version, 8);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 7);
+    assert_eq!(again.version, 8);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -304,8 +305,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 7, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (7, 7));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 8, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (8, 8));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -362,8 +363,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7]);
-    assert_eq!(report.version, 7);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(report.version, 8);
     let back = store
         .session_user(token.expose())
         .await
@@ -1106,7 +1107,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 5);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 6);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1486,7 +1487,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5, 6, 7], 7));
+    assert_eq!((versions, report.version), (vec![5, 6, 7, 8], 8));
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
@@ -1655,4 +1656,49 @@ async fn gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session
             .await
             .is_err()
     );
+}
+
+/// A chat's turn lease: held by one turn on any instance (another store sees it held),
+/// renewed only by its holder, given back, and free again once a lease left behind
+/// (a killed instance) runs out; never taken for another user's chat.
+async fn one_turn_at_a_time_in_a_chat_on_any_instance(db: Db) {
+    let k = key();
+    let one = db.store(keys(&k, None)).await;
+    let two = db.store(keys(&k, None)).await;
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let (a1, a2) = (one.for_user(&ann.id), two.for_user(&ann.id));
+    let chat = a1.create_conversation("Plans").await.unwrap();
+    let lease = Duration::from_secs(60);
+    assert!(
+        !two.for_user(&bob.id)
+            .claim_turn(&chat.id, "b", lease)
+            .await
+            .unwrap()
+    );
+    assert!(a1.claim_turn(&chat.id, "t1", lease).await.unwrap());
+    assert!(!a2.claim_turn(&chat.id, "t2", lease).await.unwrap());
+    assert!(a2.renew_turn(&chat.id, "t1", lease).await.unwrap());
+    assert!(!a2.renew_turn(&chat.id, "t2", lease).await.unwrap());
+    a2.release_turn(&chat.id, "t2").await.unwrap();
+    assert!(
+        !a1.claim_turn(&chat.id, "t3", lease).await.unwrap(),
+        "only the holder gives it back"
+    );
+    a1.release_turn(&chat.id, "t1").await.unwrap();
+    assert!(
+        a2.claim_turn(&chat.id, "t2", Duration::from_secs(1))
+            .await
+            .unwrap()
+    );
+    // Left behind by a killed instance: free once it has run out.
+    assert!(!a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert!(a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
 }

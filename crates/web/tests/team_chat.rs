@@ -3,7 +3,7 @@
 //! answer ever holds either); a chat's server switch keeps that server's tools from the
 //! model; a confirmation declined through the other instance goes back to the model as
 //! a refusal; a cancel sent to the other instance stops a turn waiting for an answer;
-//! a second send while a turn runs is refused; a user without an admin flag cannot set
+//! a second send while a turn runs is refused, on either instance (the turn lease in the store); a user without an admin flag cannot set
 //! the team key; an enabled team-catalog server's tools are offered (as `catalog:NAME`)
 //! and called like the user's own, and a chat switch keeps them out.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -172,6 +172,16 @@ async fn chat_rules_hold_across_instances(db: Db) {
         )
         .await;
     assert_eq!(status, 409, "{v}");
+    // ...on the other instance too: the turn's lease is in the store.
+    let (status, v) = carol
+        .post(
+            &b.base,
+            &format!("/api/chats/{chat}/send"),
+            &json!({"message": "again, elsewhere"}),
+        )
+        .await;
+    assert_eq!(status, 409, "{v}");
+    assert!(v.to_string().contains("another instance"), "{v}");
     let (status, _) = carol
         .post(
             &b.base,

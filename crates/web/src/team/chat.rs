@@ -292,6 +292,11 @@ pub struct RawSend {
     message: String,
 }
 
+/// How long a turn's lease lasts without renewal (what a killed instance's turn blocks
+/// its chat for), and how often a running turn renews it.
+const TURN_LEASE: Duration = Duration::from_secs(15);
+const TURN_RENEW: Duration = Duration::from_secs(5);
+
 /// `POST /api/chats/{id}/send`.
 pub async fn send(
     State(state): State<TeamState>,
@@ -313,6 +318,19 @@ pub async fn send(
             "a turn is already running in this chat; wait for it or cancel it",
         ));
     };
+    // One turn at a time across instances: the store's lease, renewed while the turn
+    // runs; one left by a killed instance runs out after TURN_LEASE.
+    let holder = crate::random::random_id();
+    if !us
+        .claim_turn(&id, &holder, TURN_LEASE)
+        .await
+        .map_err(store_error)?
+    {
+        return Err(ApiError::conflict(format!(
+            "a turn is already running in this chat (perhaps on another instance); wait for it or cancel it — one left by a stopped instance ends within {} s",
+            TURN_LEASE.as_secs()
+        )));
+    }
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     let _ = tx.send(json!({"type": "chat", "id": id}));
     let turn = Turn {
@@ -330,7 +348,23 @@ pub async fn send(
     };
     tokio::spawn(async move {
         let _running = running;
-        turn.run(message).await;
+        let lease_store = turn.us.clone();
+        let chat_id = turn.chat.id.clone();
+        let renew = async {
+            loop {
+                tokio::time::sleep(TURN_RENEW).await;
+                if let Err(e) = lease_store.renew_turn(&chat_id, &holder, TURN_LEASE).await {
+                    tracing::warn!("team chat: renewing the turn lease: {e}");
+                }
+            }
+        };
+        tokio::select! {
+            () = turn.run(message) => {}
+            () = renew => {}
+        }
+        if let Err(e) = lease_store.release_turn(&chat_id, &holder).await {
+            tracing::warn!("team chat: giving back the turn lease: {e}");
+        }
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|v| {
