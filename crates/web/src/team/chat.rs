@@ -333,6 +333,10 @@ pub async fn send(
     }
     let (tx, rx) = mpsc::unbounded_channel::<Value>();
     let _ = tx.send(json!({"type": "chat", "id": id}));
+    // The event stream ends when its last sender goes: this one is dropped only after
+    // the lease is given back, so a browser that sends again at the end of a stream
+    // finds the chat free.
+    let stream_open = tx.clone();
     let turn = Turn {
         state: state.clone(),
         us,
@@ -347,7 +351,6 @@ pub async fn send(
         instructions: Vec::new(),
     };
     tokio::spawn(async move {
-        let _running = running;
         let lease_store = turn.us.clone();
         let chat_id = turn.chat.id.clone();
         let renew = async {
@@ -365,6 +368,8 @@ pub async fn send(
         if let Err(e) = lease_store.release_turn(&chat_id, &holder).await {
             tracing::warn!("team chat: giving back the turn lease: {e}");
         }
+        drop(running);
+        drop(stream_open);
     });
     let stream = futures::stream::unfold(rx, |mut rx| async move {
         rx.recv().await.map(|v| {
