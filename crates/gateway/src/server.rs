@@ -84,7 +84,9 @@ fn capabilities() -> ServerCapabilities {
     .unwrap_or_default()
 }
 
-fn upstream_error(server: &str, e: RequestError) -> ErrorData {
+/// An upstream request's failure in the gateway's words for the client: the server's own
+/// JSON-RPC error as it is, anything else with URLs scrubbed ([`scrub_urls`]).
+pub fn upstream_error(server: &str, e: RequestError) -> ErrorData {
     match e {
         // The server's own JSON-RPC error goes through with its code and message.
         RequestError::Server { code, message, .. } => {
@@ -99,7 +101,7 @@ fn upstream_error(server: &str, e: RequestError) -> ErrorData {
 
 /// The gateway's own words about an upstream failure may quote the server's URL: shown
 /// without user info, query or fragment (`switchboard_net::redacted`).
-fn scrub_urls(text: &str) -> String {
+pub fn scrub_urls(text: &str) -> String {
     text.split(' ')
         .map(|word| match word.find("://") {
             Some(at) if at > 0 => {

@@ -75,28 +75,39 @@ pub struct ClientCache {
     open: Gauge,
 }
 
+/// A SHA-256 over length-prefixed fields, ending with the user's credentials.
+struct Fields(Sha256);
+
+impl Fields {
+    fn field(&mut self, bytes: &[u8]) {
+        self.0.update((bytes.len() as u64).to_be_bytes());
+        self.0.update(bytes);
+    }
+
+    fn tokens(mut self, tokens: Option<&StoredTokens>) -> [u8; 32] {
+        match tokens {
+            Some(t) => {
+                self.field(b"tokens");
+                self.field(t.tokens.expose().as_bytes());
+                self.field(&t.updated_at.to_be_bytes());
+            }
+            None => self.field(b"no tokens"),
+        }
+        self.0.finalize().into()
+    }
+}
+
 /// SHA-256 over the record and credentials, each field length-prefixed.
 fn digest(record: &ServerRecord, tokens: Option<&StoredTokens>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_be_bytes());
-        h.update(bytes);
-    };
+    let mut h = Fields(Sha256::new());
+    let mut field = |bytes: &[u8]| h.field(bytes);
     field(record.url.as_bytes());
     field(record.transport.as_str().as_bytes());
     for (name, value) in &record.headers {
         field(name.as_bytes());
         field(value.expose().as_bytes());
     }
-    match tokens {
-        Some(t) => {
-            field(b"tokens");
-            field(t.tokens.expose().as_bytes());
-            field(&t.updated_at.to_be_bytes());
-        }
-        None => field(b"no tokens"),
-    }
-    h.finalize().into()
+    h.tokens(tokens)
 }
 
 /// The cache's name for catalog server `name`: `catalog:` is no user server's name (a
@@ -116,11 +127,8 @@ pub(crate) fn server_key(server: &ServerRef) -> String {
 /// SHA-256 over a catalog server's launch and the user's credentials, each field
 /// length-prefixed.
 fn catalog_digest(server: &CatalogServer, tokens: Option<&StoredTokens>) -> [u8; 32] {
-    let mut h = Sha256::new();
-    let mut field = |bytes: &[u8]| {
-        h.update((bytes.len() as u64).to_be_bytes());
-        h.update(bytes);
-    };
+    let mut h = Fields(Sha256::new());
+    let mut field = |bytes: &[u8]| h.field(bytes);
     field(server.launch.transport_name().as_bytes());
     match &server.launch {
         CatalogLaunch::Http { url, headers, .. } => {
@@ -148,15 +156,7 @@ fn catalog_digest(server: &CatalogServer, tokens: Option<&StoredTokens>) -> [u8;
             }
         }
     }
-    match tokens {
-        Some(t) => {
-            field(b"tokens");
-            field(t.tokens.expose().as_bytes());
-            field(&t.updated_at.to_be_bytes());
-        }
-        None => field(b"no tokens"),
-    }
-    h.finalize().into()
+    h.tokens(tokens)
 }
 
 /// How to connect to a catalog server: its URL with the admin's headers and the user's

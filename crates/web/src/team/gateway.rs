@@ -27,17 +27,17 @@ use axum::response::{IntoResponse, Response};
 use futures::future::join_all;
 use rmcp::ServerHandler;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, ErrorCode, ErrorData, GetPromptRequestParams,
-    GetPromptResponse, Implementation, ListPromptsResult, ListResourceTemplatesResult,
-    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
-    ReadResourceResponse, ServerCapabilities, ServerConfig,
+    CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
+    Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, ServerConfig,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use switchboard_gateway::{Catalog, CatalogOptions};
+use switchboard_gateway::{Catalog, CatalogOptions, scrub_urls, upstream_error};
 use switchboard_host::{ServerSnapshot, ServerStatus};
-use switchboard_mcp::{CallOptions, Connection, RequestError};
+use switchboard_mcp::{CallOptions, Connection};
 use switchboard_store::{ServerRef, User, UserId};
 
 use super::gateway_auth::{mcp_url, resource_metadata_url};
@@ -190,31 +190,6 @@ fn capabilities() -> ServerCapabilities {
     .unwrap_or_default()
 }
 
-fn upstream_error(server: &str, e: RequestError) -> ErrorData {
-    match e {
-        RequestError::Server { code, message, .. } => {
-            ErrorData::new(ErrorCode(code), message, None)
-        }
-        other => ErrorData::internal_error(
-            format!("server `{server}`: {}", redact_urls(&other.to_string())),
-            None,
-        ),
-    }
-}
-
-fn redact_urls(text: &str) -> String {
-    text.split(' ')
-        .map(|w| {
-            if w.contains("://") {
-                switchboard_net::redacted(w.trim_end_matches(['.', ',', ')']))
-            } else {
-                w.to_owned()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
 /// One connected server's lists, as a snapshot the gateway's catalog is built from.
 fn snapshot(name: &str, conn: &Connection, lists: Lists) -> ServerSnapshot {
     ServerSnapshot {
@@ -293,7 +268,7 @@ impl TeamGatewayServer {
                 .cache()
                 .catalog_connection(user, &server, tokens.as_ref())
                 .await
-                .map_err(|e| redact_urls(&e.to_string()));
+                .map_err(|e| scrub_urls(&e.to_string()));
         }
         let record = match us.server(name).await {
             Ok(Some(r)) if r.enabled => r,
@@ -310,7 +285,7 @@ impl TeamGatewayServer {
             .cache()
             .connection(user, &record, tokens.as_ref())
             .await
-            .map_err(|e| redact_urls(&e.to_string()))
+            .map_err(|e| scrub_urls(&e.to_string()))
     }
 
     /// The user's catalog, built now from every enabled server (own, and team-catalog
