@@ -56,6 +56,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::mcp_oauth::usable_tokens;
 use super::model_key::model_client;
+use super::servers::Resolved;
 use super::session::SignedIn;
 use super::state::{TeamState, store_error};
 use crate::access::ApiJson;
@@ -554,26 +555,27 @@ impl Turn {
                 .copied()
                 .unwrap_or(enabled)
         };
-        let mut wanted: Vec<(String, ServerRef)> = records
-            .iter()
+        let mut wanted: Vec<(String, ServerRef, Resolved)> = records
+            .into_iter()
             .filter(|r| switched_on(&r.name, r.enabled))
-            .map(|r| (r.name.clone(), ServerRef::own(&r.name)))
+            .map(|r| (r.name.clone(), ServerRef::own(&r.name), Resolved::Own(r)))
             .collect();
         wanted.extend(
             catalog
-                .iter()
+                .into_iter()
                 .filter(|e| {
                     e.enabled
                         && (!e.record.server.launch.is_stdio() || self.state.allow_catalog_stdio())
                 })
                 .map(|e| {
-                    let name = format!("catalog:{}", e.record.server.name);
-                    (name, ServerRef::catalog(&e.record.server.name))
+                    let name = super::cache::catalog_key(&e.record.server.name);
+                    let server = ServerRef::catalog(&e.record.server.name);
+                    (name, server, Resolved::Catalog(e.record.server))
                 })
-                .filter(|(name, _)| switched_on(name, true)),
+                .filter(|(name, _, _)| switched_on(name, true)),
         );
         let mut lists: Vec<(String, Vec<McpTool>)> = Vec::new();
-        for (name, server) in wanted {
+        for (name, server, resolved) in wanted {
             let tokens = match usable_tokens(&self.state, &self.us, &server).await {
                 Ok(t) => t,
                 Err(e) => {
@@ -581,32 +583,9 @@ impl Turn {
                     continue;
                 }
             };
-            let made = match &server {
-                ServerRef::Own(own) => match records.iter().find(|r| &r.name == own) {
-                    Some(record) => {
-                        self.state
-                            .cache()
-                            .connection(self.us.user(), record, tokens.as_ref())
-                            .await
-                    }
-                    None => continue,
-                },
-                ServerRef::Catalog(c) => {
-                    match catalog.iter().find(|e| &e.record.server.name == c) {
-                        Some(entry) => {
-                            self.state
-                                .cache()
-                                .catalog_connection(
-                                    self.us.user(),
-                                    &entry.record.server,
-                                    tokens.as_ref(),
-                                )
-                                .await
-                        }
-                        None => continue,
-                    }
-                }
-            };
+            let made = resolved
+                .connect(&self.state, self.us.user(), tokens.as_ref())
+                .await;
             let conn = match made {
                 Ok(c) => c,
                 Err(e) => {

@@ -43,6 +43,7 @@ use switchboard_store::{ServerRef, User, UserId};
 use super::gateway_auth::{mcp_url, resource_metadata_url};
 use super::mcp_oauth::usable_tokens;
 use super::metrics::{McpMethod, McpOutcome};
+use super::servers::Resolved;
 use super::state::TeamState;
 
 /// How long a catalog built for a user may resolve that user's calls on this instance.
@@ -256,34 +257,23 @@ impl TeamGatewayServer {
     /// server), connected with the user's own credentials.
     async fn connection(&self, user: &UserId, name: &str) -> Result<Arc<Connection>, String> {
         let us = self.state.store().for_user(user);
-        if let Some(published) = name.strip_prefix(CATALOG_PREFIX) {
-            let server = super::catalog::enabled_catalog_server(&self.state, &us, published)
-                .await
-                .map_err(|e| e.message)?;
-            let tokens = usable_tokens(&self.state, &us, &ServerRef::catalog(published))
-                .await
-                .map_err(|e| e.message)?;
-            return self
-                .state
-                .cache()
-                .catalog_connection(user, &server, tokens.as_ref())
-                .await
-                .map_err(|e| scrub_urls(&e.to_string()));
-        }
-        let record = match us.server(name).await {
-            Ok(Some(r)) if r.enabled => r,
-            Ok(_) => return Err(format!("you have no enabled server `{name}`")),
-            Err(e) => {
-                tracing::warn!("team store (gateway): {e}");
-                return Err("the team database did not answer".into());
-            }
+        let server = match name.strip_prefix(CATALOG_PREFIX) {
+            Some(published) => ServerRef::catalog(published),
+            None => ServerRef::own(name),
         };
-        let tokens = usable_tokens(&self.state, &us, &ServerRef::own(name))
+        let resolved = Resolved::of(&self.state, &us, &server)
             .await
             .map_err(|e| e.message)?;
-        self.state
-            .cache()
-            .connection(user, &record, tokens.as_ref())
+        if let Resolved::Own(record) = &resolved
+            && !record.enabled
+        {
+            return Err(format!("you have no enabled server `{name}`"));
+        }
+        let tokens = usable_tokens(&self.state, &us, &server)
+            .await
+            .map_err(|e| e.message)?;
+        resolved
+            .connect(&self.state, user, tokens.as_ref())
             .await
             .map_err(|e| scrub_urls(&e.to_string()))
     }

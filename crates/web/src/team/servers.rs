@@ -521,9 +521,39 @@ enum Attempt<T> {
 }
 
 /// What a server reference names, resolved for the caller before connecting.
-enum Resolved {
+pub(super) enum Resolved {
     Own(ServerRecord),
     Catalog(switchboard_store::CatalogServer),
+}
+
+impl Resolved {
+    /// The caller's server `server` names: their own (404 when they have none of that
+    /// name) or an enabled catalog server (409 not enabled, 403 stdio not allowed here).
+    pub(super) async fn of(
+        state: &TeamState,
+        us: &UserStore,
+        server: &ServerRef,
+    ) -> ApiResult<Self> {
+        Ok(match server {
+            ServerRef::Own(name) => Self::Own(server_or_404(us, name).await?),
+            ServerRef::Catalog(name) => {
+                Self::Catalog(enabled_catalog_server(state, us, name).await?)
+            }
+        })
+    }
+
+    /// Connected through the per-instance cache with `tokens`, as `user`.
+    pub(super) async fn connect(
+        &self,
+        state: &TeamState,
+        user: &switchboard_store::UserId,
+        tokens: Option<&switchboard_store::StoredTokens>,
+    ) -> Result<Arc<Connection>, ConnectError> {
+        match self {
+            Self::Own(record) => state.cache().connection(user, record, tokens).await,
+            Self::Catalog(entry) => state.cache().catalog_connection(user, entry, tokens).await,
+        }
+    }
 }
 
 /// Runs `op` (an MCP request `method`) on the caller's server (or enabled catalog
@@ -546,29 +576,13 @@ where
     let started = Instant::now();
     let us = user_store(state, signed);
     let name = server.name();
-    let resolved = match server {
-        ServerRef::Own(name) => Resolved::Own(server_or_404(&us, name).await?),
-        ServerRef::Catalog(name) => {
-            Resolved::Catalog(enabled_catalog_server(state, &us, name).await?)
-        }
-    };
+    let resolved = Resolved::of(state, &us, server).await?;
     let mut tokens = usable_tokens(state, &us, server).await?;
     let mut refreshed = false;
     loop {
-        let connected = match &resolved {
-            Resolved::Own(record) => {
-                state
-                    .cache()
-                    .connection(&signed.user.id, record, tokens.as_ref())
-                    .await
-            }
-            Resolved::Catalog(entry) => {
-                state
-                    .cache()
-                    .catalog_connection(&signed.user.id, entry, tokens.as_ref())
-                    .await
-            }
-        };
+        let connected = resolved
+            .connect(state, &signed.user.id, tokens.as_ref())
+            .await;
         let attempt = match connected {
             Ok(conn) => match op(conn).await {
                 Err(e) if tokens.is_some() && is_unauthorized(&e) => Attempt::Unauthorized,
