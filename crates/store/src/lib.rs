@@ -13,7 +13,9 @@
 //!   the model API key, and OAuth logins to a server in flight
 //!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user),
 //!   chats (conversations, messages sealed, confirmations answered from any instance) and
-//!   the team model key an admin sets ([`UserStore::put_team_model_key`]).
+//!   the team model key an admin sets ([`UserStore::put_team_model_key`]), saved
+//!   workflows (source sealed) and their runs (started and finished from any instance,
+//!   the run log sealed, the newest kept: [`UserStore::start_workflow_run`]).
 //! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
 //!   refused unless the acting user is an admin), each user's enablement
 //!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
@@ -34,6 +36,7 @@ mod seal;
 mod server_login;
 mod store;
 mod user_data;
+mod workflows;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
@@ -55,4 +58,8 @@ pub use server_login::{NewServerLogin, PendingServerLogin, ServerLoginClient, St
 pub use store::{ReencryptReport, Store};
 pub use user_data::{
     ModelKey, RefreshLease, ServerRecord, ServerRef, StoredTokens, Transport, UserStore,
+};
+pub use workflows::{
+    MAX_RUN_LOG_BYTES, MAX_RUNNING_PER_USER, MAX_RUNS_PER_USER, MAX_WORKFLOW_BYTES,
+    MAX_WORKFLOWS_PER_USER, RunState, SavedWorkflow, WorkflowRun,
 };

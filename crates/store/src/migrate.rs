@@ -45,10 +45,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "chat turn lease",
         include_str!("../migrations/0008_chat_turn_lease.sql"),
     ),
+    (
+        9,
+        "workflows",
+        include_str!("../migrations/0009_workflows.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 8;
+pub const LATEST_VERSION: i64 = 9;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -134,7 +134,19 @@ pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "catalog_name",
 };
-const SEALED_COLUMNS: [SealedColumn; 11] = [
+pub(crate) const WORKFLOW_SOURCE: SealedColumn = SealedColumn {
+    table: "workflows",
+    column: "source",
+    user_column: Some("user_id"),
+    key_column: "name",
+};
+pub(crate) const WORKFLOW_RUN_LOG: SealedColumn = SealedColumn {
+    table: "workflow_runs",
+    column: "log",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+const SEALED_COLUMNS: [SealedColumn; 13] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -146,6 +158,8 @@ const SEALED_COLUMNS: [SealedColumn; 11] = [
     CATALOG_HEADERS,
     CATALOG_ENV,
     CATALOG_TOKENS,
+    WORKFLOW_SOURCE,
+    WORKFLOW_RUN_LOG,
 ];
 
 impl Store {

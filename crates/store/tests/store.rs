@@ -121,6 +121,7 @@ on_both!(
     chats_are_their_users_and_sealed,
     chats_migrate_from_schema_4,
     one_turn_at_a_time_in_a_chat_on_any_instance,
+    workflows_and_runs_are_their_users_sealed_and_capped,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -158,7 +159,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7, 8]
+        [4, 5, 6, 7, 8, 9]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -287,12 +288,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 8);
+    assert_eq!(first.version, 9);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 8);
+    assert_eq!(again.version, 9);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -305,8 +306,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 8, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (8, 8));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 9, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (9, 9));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -327,6 +328,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "gateway_grants",
         "gateway_codes",
         "gateway_tokens",
+        "workflows",
+        "workflow_runs",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -363,8 +366,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8]);
-    assert_eq!(report.version, 8);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(report.version, 9);
     let back = store
         .session_user(token.expose())
         .await
@@ -1107,7 +1110,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 6);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 7);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1487,7 +1490,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5, 6, 7, 8], 8));
+    assert_eq!((versions, report.version), (vec![5, 6, 7, 8, 9], 9));
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
@@ -1701,4 +1704,228 @@ async fn one_turn_at_a_time_in_a_chat_on_any_instance(db: Db) {
     assert!(!a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert!(a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
+}
+
+/// Saved workflows and their runs: per user (another user's are "not there"), the source
+/// and the run log sealed (a dump shows neither; rotation re-seals both), a run visible
+/// as running from another store (instance) until it finishes, at most three running and
+/// the newest fifty kept; the tables arrive by migrating from schema 8.
+async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{MAX_RUNNING_PER_USER, MAX_RUNS_PER_USER, RunState};
+    let k = key();
+    let store = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(store.migrate_to(8).await.unwrap().version, 8);
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
+    assert!(a.put_workflow("w", "x").await.is_err(), "no tables at 8");
+    let report = store.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!((versions, report.version), (vec![9], 9));
+
+    let source = "name: w\nnodes:\n  - id: a\n    type: http\n    url: https://x.example/?key=wf-source-secret-1\n";
+    assert!(a.put_workflow("w", source).await.unwrap());
+    assert!(a.put_workflow("bad name", source).await.is_err());
+    assert!(
+        a.put_workflow(
+            "big",
+            &"x".repeat(switchboard_store::MAX_WORKFLOW_BYTES + 1)
+        )
+        .await
+        .is_err()
+    );
+    let saved = a.workflow("w").await.unwrap().unwrap();
+    assert_eq!(saved.source, source);
+    assert_eq!(a.workflows().await.unwrap().len(), 1);
+    // Bob sees nothing of ann's, and his workflow of the same name is his own.
+    assert!(b.workflows().await.unwrap().is_empty());
+    assert!(b.workflow("w").await.unwrap().is_none());
+    assert!(!b.delete_workflow("w").await.unwrap());
+    assert!(b.put_workflow("w", "bob's").await.unwrap());
+    assert_eq!(a.workflow("w").await.unwrap().unwrap().source, source);
+
+    // A run: running for every instance until it finishes, then with its sealed log.
+    let id = a
+        .start_workflow_run("w", Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    let other = db.store(keys(&k, None)).await;
+    let (run, log) = other
+        .for_user(&ann.id)
+        .workflow_run(&id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((run.state, log), (RunState::Running, None));
+    assert!(b.workflow_run(&id).await.unwrap().is_none());
+    assert!(!b.request_run_cancel(&id).await.unwrap());
+    assert!(b.workflow_runs(None).await.unwrap().is_empty());
+    assert!(
+        !b.finish_workflow_run(&id, RunState::Ok, &json!({}))
+            .await
+            .unwrap()
+    );
+    assert!(
+        other
+            .for_user(&ann.id)
+            .request_run_cancel(&id)
+            .await
+            .unwrap()
+    );
+    assert!(
+        a.workflow_run(&id)
+            .await
+            .unwrap()
+            .unwrap()
+            .0
+            .cancel_requested_at
+            .is_some()
+    );
+    let log = json!({"status": "ok", "variables": {"out": "wf-log-secret-2"}});
+    assert!(
+        a.finish_workflow_run(&id, RunState::Ok, &log)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a.finish_workflow_run(&id, RunState::Failed, &log)
+            .await
+            .unwrap(),
+        "once"
+    );
+    assert!(
+        a.finish_workflow_run(&id, RunState::Running, &log)
+            .await
+            .is_err()
+    );
+    let (run, got) = other
+        .for_user(&ann.id)
+        .workflow_run(&id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((run.state, got.as_ref()), (RunState::Ok, Some(&log)));
+    assert!(run.finished_at.is_some());
+    let big = json!({"x": "y".repeat(switchboard_store::MAX_RUN_LOG_BYTES)});
+    let id2 = a
+        .start_workflow_run("w", Duration::from_secs(600))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        a.finish_workflow_run(&id2, RunState::Failed, &big)
+            .await
+            .is_err()
+    );
+    assert!(
+        a.finish_workflow_run(&id2, RunState::Failed, &json!({}))
+            .await
+            .unwrap()
+    );
+
+    // A run past its deadline without an outcome was left by a stopped instance.
+    let lost = a
+        .start_workflow_run("w", Duration::ZERO)
+        .await
+        .unwrap()
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    assert_eq!(
+        a.workflow_run(&lost).await.unwrap().unwrap().0.state,
+        RunState::Interrupted
+    );
+    // At most three running at once.
+    let mut running = Vec::new();
+    for _ in 0..MAX_RUNNING_PER_USER {
+        running.push(
+            a.start_workflow_run("w", Duration::from_secs(600))
+                .await
+                .unwrap()
+                .unwrap(),
+        );
+    }
+    assert!(
+        a.start_workflow_run("w", Duration::from_secs(600))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        b.start_workflow_run("w", Duration::from_secs(600))
+            .await
+            .unwrap()
+            .is_some()
+    );
+    for r in &running {
+        a.finish_workflow_run(r, RunState::Cancelled, &json!({}))
+            .await
+            .unwrap();
+    }
+
+    // The dump shows neither the source nor the log; rotation re-seals both.
+    let dump = dump_hex(&db).await;
+    let hex = |s: &str| s.bytes().map(|b| format!("{b:02X}")).collect::<String>();
+    assert!(dump.contains(&hex("ann@example.com")));
+    for secret in ["wf-source-secret-1", "wf-log-secret-2"] {
+        assert!(
+            !dump.contains(&hex(secret)),
+            "{secret} is in the dump in clear"
+        );
+    }
+    let k2 = key();
+    let rotated = db.store(keys(&k2, Some(&k))).await;
+    let r = rotated.reencrypt().await.unwrap();
+    // Two workflows, and the logs of the runs finished (ok, failed, three cancelled).
+    assert_eq!((r.resealed, r.unchanged), (7, 0), "{r:?}");
+    let only_new = db.store(keys(&k2, None)).await;
+    let an = only_new.for_user(&ann.id);
+    assert_eq!(an.workflow("w").await.unwrap().unwrap().source, source);
+    assert_eq!(an.workflow_run(&id).await.unwrap().unwrap().1, Some(log));
+
+    // The newest fifty finished runs are kept; deleting the workflow drops its runs.
+    for _ in 0..MAX_RUNS_PER_USER {
+        let r = an
+            .start_workflow_run("w", Duration::from_secs(600))
+            .await
+            .unwrap()
+            .unwrap();
+        an.finish_workflow_run(&r, RunState::Ok, &json!({}))
+            .await
+            .unwrap();
+    }
+    let runs = an.workflow_runs(Some("w")).await.unwrap();
+    let finished = runs
+        .iter()
+        .filter(|r| r.state != RunState::Interrupted)
+        .count();
+    assert_eq!(finished, MAX_RUNS_PER_USER, "{runs:?}");
+    assert!(
+        an.workflow_run(&id).await.unwrap().is_none(),
+        "the oldest went"
+    );
+    assert!(an.delete_workflow("w").await.unwrap());
+    assert!(an.workflow("w").await.unwrap().is_none());
+    let left = an.workflow_runs(None).await.unwrap();
+    assert!(left.iter().all(|r| r.finished_at.is_none()), "{left:?}");
+    assert_eq!(
+        only_new
+            .for_user(&bob.id)
+            .workflow("w")
+            .await
+            .unwrap()
+            .unwrap()
+            .source,
+        "bob's"
+    );
 }
