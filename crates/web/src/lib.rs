@@ -56,5 +56,5 @@ pub use team::{
     ALLOW_STDIO_FLAG, CHAT_CONFIRM_TIMEOUT, CHAT_POLL_EVERY, CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL,
     MCP_OAUTH_CALLBACK_PATH, METRICS_TOKEN_MIN_LEN, MetricsToken, REFRESH_BUFFER, RouteAccess,
     RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH, SignInOptions, TeamModel, TeamOptions, TeamState,
-    route_table, serve_team, start_team, team_app,
+    WORKFLOW_MAX_RUN_TIME, route_table, serve_team, start_team, team_app,
 };

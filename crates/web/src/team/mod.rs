@@ -10,7 +10,9 @@
 //! (`pages`: `/` and `/assets/{file}`);
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the model key of a user
 //! and the team key admins set (`model_key`), chats kept in the store (`chat`); the team catalog
-//! (`catalog`: admins publish servers, each user enables them with their own login).
+//! (`catalog`: admins publish servers, each user enables them with their own login);
+//! saved workflows and their runs (`workflows`: kept in the store, run over a per-run host
+//! of the caller's servers with the caller's tokens, behind the team's URL guard).
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
 //! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
 //! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
@@ -75,6 +77,7 @@ mod session;
 mod signin;
 mod start;
 mod state;
+mod workflows;
 
 use axum::Router;
 use axum::http::Method;
@@ -95,6 +98,7 @@ pub use model_key::TeamModel;
 pub use signin::{LOGIN_TTL, SignInOptions};
 pub use start::{RunningTeam, SIGNIN_CALLBACK_PATH, TeamOptions, serve_team, start_team};
 pub use state::TeamState;
+pub use workflows::MAX_RUN_TIME as WORKFLOW_MAX_RUN_TIME;
 
 /// Who may call a route.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,6 +386,76 @@ fn routes() -> Vec<Route> {
             Session,
             "asks the turn running in the caller's conversation `id` (on any instance) to stop",
             chat::cancel
+        ),
+        route!(
+            GET,
+            "/api/workflows",
+            Session,
+            "the names and times of the caller's saved workflows",
+            workflows::list
+        ),
+        route!(
+            GET,
+            "/api/workflows/{name}",
+            Session,
+            "the caller's workflow `name` with its source",
+            workflows::get
+        ),
+        route!(
+            PUT,
+            "/api/workflows/{name}",
+            Session,
+            "saves the caller's workflow `name` (source sealed); answers its problems against the caller's servers",
+            workflows::save
+        ),
+        route!(
+            DELETE,
+            "/api/workflows/{name}",
+            Session,
+            "removes the caller's workflow `name` with its finished runs",
+            workflows::remove
+        ),
+        route!(
+            POST,
+            "/api/validate-workflow",
+            Session,
+            "validates a workflow source against the names of the caller's usable servers (reads nothing else)",
+            workflows::check
+        ),
+        route!(
+            POST,
+            "/api/workflows/{name}/run",
+            Session,
+            "runs the caller's workflow `name` on this instance against the caller's enabled servers and catalog servers, with the caller's tokens and model key, behind the URL guard; records the run and saves its sealed log",
+            workflows::start
+        ),
+        route!(
+            GET,
+            "/api/workflow-runs",
+            Session,
+            "the caller's runs (states and times)",
+            workflows::runs
+        ),
+        route!(
+            GET,
+            "/api/workflow-runs/{id}",
+            Session,
+            "the caller's run `id` with its saved log",
+            workflows::run
+        ),
+        route!(
+            GET,
+            "/api/workflow-runs/{id}/events",
+            Session,
+            "the caller's run `id`: its state, live events (on the instance running it) and saved log",
+            workflows::events
+        ),
+        route!(
+            POST,
+            "/api/workflow-runs/{id}/cancel",
+            Session,
+            "asks the caller's run `id` (on any instance) to stop",
+            workflows::cancel
         ),
         route!(
             GET,

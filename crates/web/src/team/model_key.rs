@@ -195,6 +195,19 @@ pub(crate) async fn model_client(
     state: &TeamState,
     us: &UserStore,
 ) -> ApiResult<(Arc<dyn ModelClient>, String)> {
+    let (cfg, model) = model_config(state, us).await?;
+    let client = cfg
+        .build()
+        .map_err(|e| ApiError::unavailable(format!("the model client: {e}")))?;
+    Ok((client, model))
+}
+
+/// The model configuration (the team's provider and base URL, with the user's key, else
+/// the team key; HTTP through the URL guard) and the model name `us` runs with.
+pub(crate) async fn model_config(
+    state: &TeamState,
+    us: &UserStore,
+) -> ApiResult<(ModelConfig, String)> {
     let team = state.model().ok_or_else(no_model)?;
     let Some((key, _source)) = us.chat_model_key().await.map_err(store_error)? else {
         return Err(ApiError::unavailable(
@@ -215,8 +228,5 @@ pub(crate) async fn model_client(
         Provider::OpenAi => cfg.openai.api_key = Some(key.key.expose().to_owned()),
     }
     cfg.default_http(state.guard().inner());
-    let client = cfg
-        .build()
-        .map_err(|e| ApiError::unavailable(format!("the model client: {e}")))?;
-    Ok((client, team.model.clone()))
+    Ok((cfg, team.model.clone()))
 }

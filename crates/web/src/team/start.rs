@@ -197,6 +197,7 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             turns: Arc::default(),
             allow_catalog_stdio: opts.allow_catalog_stdio,
             catalogs: Default::default(),
+            runs: Default::default(),
         }),
     };
     let stop = CancellationToken::new();

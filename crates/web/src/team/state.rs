@@ -72,6 +72,9 @@ pub(crate) struct TeamShared {
     pub allow_catalog_stdio: bool,
     /// The gateway's recently built per-user catalogs (a cache only).
     pub catalogs: super::gateway::CatalogCache,
+    /// Workflow runs running on this instance, with their live events (the store has
+    /// each run's row and, once finished, its log: nothing another instance needs).
+    pub runs: super::workflows::LiveRuns,
 }
 
 /// A turn running on this instance; dropping it ends the mark.
@@ -124,6 +127,10 @@ impl TeamState {
     /// Whether this instance publishes and runs stdio catalog servers.
     pub(crate) fn allow_catalog_stdio(&self) -> bool {
         self.inner.allow_catalog_stdio
+    }
+
+    pub(crate) fn live_runs(&self) -> &super::workflows::LiveRuns {
+        &self.inner.runs
     }
 
     pub(crate) fn catalogs(&self) -> &super::gateway::CatalogCache {

@@ -74,6 +74,8 @@ pub struct InstanceOptions {
     pub model: Option<switchboard_web::TeamModel>,
     /// `--allow-catalog-stdio`.
     pub allow_catalog_stdio: bool,
+    /// The URL policy (`None`: `local`, so the demo servers on loopback are reachable).
+    pub url_policy: Option<UrlPolicy>,
 }
 
 /// A running team instance and how to reach it.
@@ -87,7 +89,7 @@ impl Instance {
     pub async fn start(db: &Db, opts: InstanceOptions) -> Self {
         let mut o = TeamOptions::new(db.store().await);
         o.port = 0;
-        o.url_policy = UrlPolicy::Local;
+        o.url_policy = opts.url_policy.unwrap_or(UrlPolicy::Local);
         o.public_origin = opts.public_origin;
         o.cache = opts.cache;
         o.sign_in = opts.sign_in;
