@@ -33,6 +33,8 @@ const METRICS_TOKEN: &str = "isolation-metrics-token-5d1c0e9a";
 const BOB_CHAT_TEXT: &str = "bob-chat-secret-6e1d";
 const BOB_MODEL_KEY: &str = "bob-model-key-secret-a4c2";
 const TEAM_KEY: &str = "team-model-key-secret-0b7e";
+const BOB_WF_SECRET: &str = "bob-workflow-secret-3d9a";
+const BOB_RUN_SECRET: &str = "bob-run-log-secret-c15f";
 
 fn bob_server(name: &str, url: &str) -> ServerRecord {
     ServerRecord {
@@ -52,6 +54,10 @@ struct Bob {
     leaks: Vec<String>,
     chat: String,
     confirmation: String,
+    /// His saved workflow's source, a finished run (with its log) and a running one.
+    workflow: String,
+    finished_run: String,
+    running_run: String,
 }
 
 impl Bob {
@@ -116,6 +122,35 @@ impl Bob {
             .unwrap()
             .expect("bob's catalog tokens are gone");
         assert!(t.tokens.expose().contains(BOB_ACCESS));
+        // His workflow and runs.
+        assert_eq!(
+            us.workflow("plans")
+                .await
+                .unwrap()
+                .expect("bob's workflow is gone")
+                .source,
+            self.workflow,
+            "bob's workflow changed"
+        );
+        assert_eq!(us.workflows().await.unwrap().len(), 1);
+        let (run, log) = us
+            .workflow_run(&self.finished_run)
+            .await
+            .unwrap()
+            .expect("bob's run is gone");
+        assert_eq!(run.state, switchboard_store::RunState::Ok);
+        assert!(log.unwrap().to_string().contains(BOB_RUN_SECRET));
+        let (running, _) = us
+            .workflow_run(&self.running_run)
+            .await
+            .unwrap()
+            .expect("bob's running run is gone");
+        assert_eq!(running.state, switchboard_store::RunState::Running);
+        assert!(
+            running.cancel_requested_at.is_none(),
+            "bob's run was cancelled"
+        );
+        assert_eq!(us.workflow_runs(None).await.unwrap().len(), 2);
         let bob = Browser::new(app.origin(), Some(&self.cookie));
         let (status, v) = bob.get(&app.base, "/api/me").await;
         assert_eq!(
@@ -200,6 +235,30 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             .await
             .unwrap()
     );
+    // Bob's workflow (a secret in its source), a finished run with its log, a running one.
+    let bob_workflow = format!(
+        "name: plans\nnodes:\n  - id: k\n    type: set\n    name: key\n    value: \"{BOB_WF_SECRET}\"\n"
+    );
+    assert!(bs.put_workflow("plans", &bob_workflow).await.unwrap());
+    let finished_run = bs
+        .start_workflow_run("plans", std::time::Duration::from_secs(3600))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(
+        bs.finish_workflow_run(
+            &finished_run,
+            switchboard_store::RunState::Ok,
+            &json!({"status": "ok", "variables": {"key": BOB_RUN_SECRET}}),
+        )
+        .await
+        .unwrap()
+    );
+    let running_run = bs
+        .start_workflow_run("plans", std::time::Duration::from_secs(3600))
+        .await
+        .unwrap()
+        .unwrap();
     let bob = Bob {
         id: bob_id,
         cookie: bob_cookie,
@@ -213,9 +272,14 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             BOB_MODEL_KEY.into(),
             TEAM_KEY.into(),
             "Bob's plans".into(),
+            BOB_WF_SECRET.into(),
+            BOB_RUN_SECRET.into(),
         ],
         chat: chat.id.clone(),
         confirmation,
+        workflow: bob_workflow,
+        finished_run,
+        running_run,
     };
     let bob_chat = format!("/api/chats/{}", bob.chat);
 
@@ -736,6 +800,105 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");
                 answers.push((status, v));
+            }
+            ("GET", "/api/workflows") => {
+                let (status, v) = alice.get(&app.base, "/api/workflows").await;
+                assert_eq!((status, &v["workflows"]), (200, &json!([])), "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/workflows/{name}") => {
+                let (status, v) = alice.get(&app.base, "/api/workflows/plans").await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("PUT", "/api/workflows/{name}") => {
+                // Saving under his workflow's name makes one of her own; his is untouched.
+                let (status, v) = alice
+                    .put(
+                        &app.base,
+                        "/api/workflows/plans",
+                        &json!({"source": "name: mine\nnodes:\n  - id: a\n    type: mcp\n    server: bobs\n    tool: echo\n"}),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                // His server is no server of hers.
+                assert!(
+                    v["problems"].to_string().contains("no configured server")
+                        || v["problems"].to_string().contains("unknown server")
+                        || v["problems"].to_string().contains("bobs"),
+                    "{what}: {v}"
+                );
+                assert_eq!(
+                    alice_store
+                        .workflow("plans")
+                        .await
+                        .unwrap()
+                        .unwrap()
+                        .source
+                        .lines()
+                        .next(),
+                    Some("name: mine")
+                );
+                // Running it cannot reach his server: it does not validate.
+                let (status, run) = alice
+                    .post(&app.base, "/api/workflows/plans/run", &json!({}))
+                    .await;
+                assert_eq!(status, 422, "{what}: {run}");
+                assert!(alice_store.delete_workflow("plans").await.unwrap());
+                answers.push((status, v));
+                answers.push((status, run));
+            }
+            ("DELETE", "/api/workflows/{name}") => {
+                let (status, v) = alice.delete(&app.base, "/api/workflows/plans").await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/validate-workflow") => {
+                let (status, v) = alice
+                    .post(
+                        &app.base,
+                        "/api/validate-workflow",
+                        &json!({"source": "name: t\nnodes:\n  - id: a\n    type: mcp\n    server: trap\n    tool: echo\n"}),
+                    )
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                assert_eq!(v["problems"].as_array().unwrap().len(), 1, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/workflows/{name}/run") => {
+                let (status, v) = alice
+                    .post(&app.base, "/api/workflows/plans/run", &json!({}))
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/workflow-runs") => {
+                for path in ["/api/workflow-runs", "/api/workflow-runs?workflow=plans"] {
+                    let (status, v) = alice.get(&app.base, path).await;
+                    assert_eq!((status, &v["runs"]), (200, &json!([])), "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("GET", "/api/workflow-runs/{id}") | ("GET", "/api/workflow-runs/{id}/events") => {
+                for run in [&bob.finished_run, &bob.running_run] {
+                    let path = route.path.replace("{id}", run);
+                    let (status, v) = alice.get(&app.base, &path).await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("POST", "/api/workflow-runs/{id}/cancel") => {
+                for run in [&bob.finished_run, &bob.running_run] {
+                    let (status, v) = alice
+                        .post(
+                            &app.base,
+                            &format!("/api/workflow-runs/{run}/cancel"),
+                            &json!({}),
+                        )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
             }
             ("GET", "/api/admin/catalog")
             | ("POST", "/api/admin/catalog")
