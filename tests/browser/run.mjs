@@ -560,7 +560,8 @@ async function registryScenario(page) {
 // with default account alice, the demo server and a server that answers 401): sign in,
 // add a server, Test it, call echo, the OAuth hint, sign in to a server in a popup,
 // chat (own model key, a confirmation, the tool's result), enable a team catalog server
-// and sign in to it in a popup, sign out, sign out everywhere.
+// and sign in to it in a popup, a workflow (validate, save, run echo, its log), sign
+// out, sign out everywhere.
 //   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
 //   OAuth-protected server whose authorization server approves at once), MODEL_KEY
 //   (the key the fake Gemini the team app chats with accepts)
@@ -736,6 +737,35 @@ async function teamScenario(page) {
   }, null, { timeout: TIMEOUT });
   assert((await page.locator("[data-chat-item]").count()) === 1, "the chat is listed");
   await shot(page, "07c-chat-done");
+
+  step = "workflows: validate (problems with lines), save one calling the demo server's echo, run it, see the result";
+  await page.click('[data-nav="workflows"]');
+  await page.waitForSelector('[data-workflows][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+  await page.waitForSelector('[data-wf-source][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+  await page.fill("[data-wf-name]", "greet");
+  await page.fill("[data-wf-source]", "name: greet\nnodes:\n  - id: call\n    type: mcp\n    server: nope\n    tool: echo\n");
+  await page.click("[data-wf-validate]");
+  const problems = page.locator(".wf-problems");
+  await problems.waitFor({ timeout: TIMEOUT });
+  const problemText = await problems.textContent();
+  assert(problemText.includes("line 5") && problemText.includes("nope"), "the problem names its line: " + problemText);
+  await shot(page, "07d-workflow-problems");
+  await page.fill("[data-wf-source]", "name: greet\nnodes:\n  - id: call\n    type: mcp\n    server: demo\n    tool: echo\n    args: '{\"message\": \"from a <b>workflow</b>\"}'\n    saveTo: out\n");
+  await page.click("[data-wf-validate]");
+  await page.waitForSelector('[data-wf-problems="0"]', { timeout: TIMEOUT });
+  await page.click("[data-wf-save]");
+  await page.waitForSelector('[data-workflow="greet"]', { timeout: TIMEOUT });
+  await page.waitForSelector("[data-wf-run]", { timeout: TIMEOUT });
+  await page.waitForSelector('[data-wf-source][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+  await page.click("[data-wf-run]");
+  await page.waitForSelector('[data-wf-done="ok"]', { timeout: TIMEOUT });
+  const wfLog = page.locator('[data-wf-log="ok"]');
+  await wfLog.waitFor({ timeout: TIMEOUT });
+  const wfText = await wfLog.textContent();
+  assert(wfText.includes("Echo: from a <b>workflow</b>"), "the result is shown as text: " + wfText);
+  assert((await page.locator(".wf-log b, .wf-live b").count()) === 0, "server text is never markup");
+  await page.waitForSelector("[data-wf-past]", { timeout: TIMEOUT });
+  await shot(page, "07e-workflow-run");
 
   step = "sign out";
   await page.click("[data-sign-out]");

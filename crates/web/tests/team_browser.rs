@@ -11,7 +11,10 @@
 //! opens a popup that completes the login and closes, after which the server is listed
 //! signed in and its Test connects, and "Sign out of server" forgets it; a team catalog
 //! server an admin published (the same OAuth peer) is enabled, Tested (needs OAuth) and
-//! signed in to in a popup with alice's own login; Sign out shows the
+//! signed in to in a popup with alice's own login; on the Workflows tab a workflow with an
+//! unknown server shows its problem with its line, one calling the demo server's `echo`
+//! (markup in the message) is validated, saved, run, and its live log and saved result
+//! are shown as text; Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.
 //! Screenshots go to `target/screenshots/team-*.png`.
@@ -208,6 +211,22 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
             .unwrap()
             .is_some(),
         "alice's own catalog tokens"
+    );
+    // Her workflow and its finished run, with the echo in its saved log.
+    let wf = us
+        .workflow("greet")
+        .await
+        .unwrap()
+        .expect("alice's workflow");
+    assert!(wf.source.contains("server: demo"), "{}", wf.source);
+    let runs = us.workflow_runs(Some("greet")).await.unwrap();
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    let (run, log) = us.workflow_run(&runs[0].id).await.unwrap().unwrap();
+    assert_eq!(run.state, switchboard_store::RunState::Ok);
+    assert!(
+        log.unwrap()["variables"]["out"]
+            .to_string()
+            .contains("Echo: from a <b>workflow</b>")
     );
     let ended = store.end_all_sessions(&alice.id).await.unwrap();
     assert_eq!(ended, 0, "signed out everywhere: no session left");

@@ -639,15 +639,189 @@
     });
   }
 
+  // ---------- Workflows ----------
+  // The user's saved workflows (kept in the team store, usable from any instance): edit
+  // the YAML, save, validate (problems with their lines), run (the live log is polled;
+  // the run goes on if this page goes away), and past runs with their saved logs.
+  var NEW_WORKFLOW = "name: my-workflow\nnodes:\n  - id: call\n    type: mcp\n    server: SERVER\n    tool: echo\n    args: '{\"message\": \"hello\"}'\n    saveTo: out\n";
+  var runPoll = null;
+
+  function workflowPath(name) { return "/api/workflows/" + encodeURIComponent(name); }
+  function runPath(id) { return "/api/workflow-runs/" + encodeURIComponent(id); }
+  function when(secs) { return secs ? new Date(secs * 1000).toLocaleString() : ""; }
+
+  function problemList(problems) {
+    if (!problems || !problems.length) return el("div", { class: "ok-box", dataset: { wfProblems: "0" } }, "No problems found.");
+    return el("ul", { class: "error-box wf-problems", dataset: { wfProblems: String(problems.length) } },
+      problems.map(function (p) {
+        return el("li", null, (p.line ? "line " + p.line + ": " : "") + (p.node ? "node " + p.node + ": " : "") + p.message);
+      }));
+  }
+
+  function eventLine(ev) {
+    if (ev.type === "node-start") return el("div", { class: "muted" }, "▶ " + ev.node + " (" + ev.kind + ") " + (ev.detail || ""));
+    if (ev.type === "node-end") {
+      return el("div", { class: ev.status === "failed" ? "error-box" : "wf-step", dataset: { wfStep: ev.node, wfStatus: ev.status } },
+        (ev.status === "failed" ? "✗ " : "✓ ") + ev.node + " — " + (ev.summary || "") + " (" + ev.ms + " ms)");
+    }
+    if (ev.type === "done") {
+      return el("div", { class: ev.state === "ok" ? "ok-box" : "error-box", dataset: { wfDone: ev.state } },
+        "Run " + ev.state + (ev.failure ? ": " + ev.failure.node + ": " + ev.failure.message : ""));
+    }
+    return el("div", { class: ev.type === "error" ? "error-box" : "muted" }, ev.message || ev.type);
+  }
+
+  function logView(log) {
+    if (!log) return el("div", { class: "muted" }, "No saved log yet.");
+    var box = el("div", { class: "wf-log", dataset: { wfLog: log.status || "" } });
+    box.appendChild(el("div", { class: log.status === "ok" ? "ok-box" : "error-box" },
+      "Status: " + (log.status || "?") + (log.failure ? " — " + log.failure.node + ": " + log.failure.message : "") +
+      (log.durationMs !== undefined ? " (" + log.durationMs + " ms)" : "")));
+    (log.steps || []).forEach(function (st) {
+      box.appendChild(el("div", { class: st.status === "failed" ? "error-box" : "wf-step" },
+        (st.status === "failed" ? "✗ " : "✓ ") + st.node + " (" + st.kind + ") — " + st.summary));
+    });
+    box.appendChild(el("div", { class: "muted" }, "Variables at the end:"));
+    box.appendChild(pre(pretty(log.variables || {})));
+    return box;
+  }
+
+  function watchRun(id, out, onEnd) {
+    if (runPoll) { clearTimeout(runPoll); runPoll = null; }
+    var after = 0;
+    clear(out);
+    var live = el("div", { class: "wf-live", dataset: { wfRun: id } });
+    var cancel = el("button", { type: "button", class: "danger", dataset: { wfCancel: id }, onclick: function () {
+      api("POST", runPath(id) + "/cancel", {}).then(function () { toast("Cancel asked"); })
+        .catch(function (e) { toast(e.message, true); });
+    } }, "Cancel run");
+    append(out, [el("div", { class: "section-head" }, el("h2", null, "Run"), el("span", { class: "spacer" }), cancel), live]);
+    function tick() {
+      api("GET", runPath(id) + "/events?after=" + after).then(function (r) {
+        r.events.forEach(function (ev) { live.appendChild(eventLine(ev)); });
+        after = r.next;
+        if (r.run.state === "running" || r.live) {
+          if (!r.live && !r.events.length && !live.dataset.elsewhere) {
+            live.dataset.elsewhere = "true";
+            live.appendChild(el("div", { class: "muted" }, "Running on another instance: its log appears here when it ends."));
+          }
+          runPoll = setTimeout(tick, 500);
+          return;
+        }
+        runPoll = null;
+        cancel.remove();
+        live.dataset.ended = r.run.state;
+        out.appendChild(logView(r.log));
+        if (onEnd) onEnd();
+      }).catch(function (e) { live.appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    tick();
+  }
+
+  function workflowsView(selected) {
+    if (runPoll) { clearTimeout(runPoll); runPoll = null; }
+    var list = el("div", { class: "chat-list", dataset: { workflows: "" } });
+    var pane = el("div", { class: "chat-pane" });
+    function reloadList() {
+      return api("GET", "/api/workflows").then(function (r) {
+        clear(list);
+        list.appendChild(el("a", { class: "chat-item", href: "#/workflows", dataset: { newWorkflow: "" } }, "+ New workflow"));
+        r.workflows.forEach(function (w) {
+          list.appendChild(el("a", { class: "chat-item" + (w.name === selected ? " active" : ""), href: "#/workflows/" + encodeURIComponent(w.name), dataset: { workflow: w.name } }, w.name));
+        });
+        list.dataset.loaded = "true";
+      }).catch(function (e) { list.appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    clear(view).appendChild(el("div", { class: "settings" },
+      el("div", { class: "section-head" }, el("h1", null, "Your workflows")),
+      el("p", { class: "muted" }, "Workflows call your servers' tools (name a catalog server as catalog:NAME). Only you see them; their text and run logs are kept encrypted."),
+      el("div", { class: "chat-layout" }, list, pane)));
+    reloadList();
+    editor(pane, selected, reloadList);
+  }
+
+  function editor(pane, name, reloadList) {
+    var nameInput = el("input", { type: "text", value: name || "", placeholder: "name (letters, digits, - _ .)", dataset: { wfName: "" }, disabled: !!name });
+    var source = el("textarea", { class: "wf-source", spellcheck: "false", dataset: { wfSource: "" } });
+    var problems = el("div");
+    var runOut = el("div", { class: "wf-run-out" });
+    var runs = el("div", { class: "wf-runs" });
+    function currentName() { return (name || nameInput.value).trim(); }
+    function showRuns() {
+      if (!name) return;
+      api("GET", "/api/workflow-runs?workflow=" + encodeURIComponent(name)).then(function (r) {
+        clear(runs);
+        runs.appendChild(el("h2", null, "Past runs"));
+        if (!r.runs.length) runs.appendChild(el("div", { class: "muted" }, "No runs yet."));
+        r.runs.forEach(function (run) {
+          runs.appendChild(el("div", { class: "wf-past" },
+            el("button", { type: "button", class: "subtle-button", dataset: { wfPast: run.id }, onclick: function () {
+              api("GET", runPath(run.id)).then(function (x) {
+                clear(runOut).appendChild(el("h2", null, "Run of " + when(x.run.startedAt) + ": " + x.run.state));
+                if (x.run.state === "running") watchRun(run.id, runOut, showRuns);
+                else runOut.appendChild(logView(x.log));
+              }).catch(function (e) { toast(e.message, true); });
+            } }, when(run.startedAt) + " — " + run.state)));
+        });
+      }).catch(function (e) { runs.appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    function save() {
+      var n = currentName();
+      if (!n) { toast("Name the workflow first", true); return Promise.reject(new Error("no name")); }
+      return api("PUT", workflowPath(n), { source: source.value }).then(function (r) {
+        clear(problems).appendChild(problemList(r.problems));
+        toast("Saved " + n);
+        if (!name) { window.location.hash = "#/workflows/" + encodeURIComponent(n); }
+        else reloadList();
+        return r;
+      });
+    }
+    var buttons = el("div", { class: "actions" },
+      el("button", { type: "button", class: "primary", dataset: { wfSave: "" }, onclick: function () { save().catch(function (e) { if (e.message !== "no name") toast(e.message, true); }); } }, "Save"),
+      el("button", { type: "button", dataset: { wfValidate: "" }, onclick: function () {
+        api("POST", "/api/validate-workflow", { source: source.value }).then(function (r) {
+          clear(problems).appendChild(problemList(r.problems));
+        }).catch(function (e) { toast(e.message, true); });
+      } }, "Validate"),
+      name ? el("button", { type: "button", dataset: { wfRun: "" }, onclick: function () {
+        save().then(function (saved) {
+          if (saved.problems && saved.problems.length) { toast("Fix the problems first", true); return; }
+          return request("POST", workflowPath(name) + "/run", {}).then(function (r) {
+            if (r.status === 422) { clear(problems).appendChild(problemList(r.body.problems)); return; }
+            if (!r.ok) throw new Error((r.body && r.body.message) || ("HTTP " + r.status));
+            watchRun(r.body.run.id, runOut, showRuns);
+          });
+        }).catch(function (e) { toast(e.message, true); });
+      } }, "Run") : null,
+      name ? el("button", { type: "button", class: "danger", dataset: { wfDelete: "" }, onclick: function () {
+        if (!window.confirm("Delete the workflow " + name + " and its runs?")) return;
+        api("DELETE", workflowPath(name)).then(function () { toast("Deleted " + name); window.location.hash = "#/workflows"; })
+          .catch(function (e) { toast(e.message, true); });
+      } }, "Delete") : null);
+    append(clear(pane), [field("Name", nameInput), field("Workflow (YAML)", source), buttons, problems, runOut, runs]);
+    if (name) {
+      api("GET", workflowPath(name)).then(function (w) { source.value = w.source; source.dataset.loaded = "true"; showRuns(); })
+        .catch(function (e) { clear(pane).appendChild(el("div", { class: "error-box" }, e.message)); });
+    } else {
+      source.value = NEW_WORKFLOW;
+      source.dataset.loaded = "true";
+    }
+  }
+
   // ---------- router ----------
   function route() {
     var h = window.location.hash || "#/servers";
     var m = /^#\/servers\/([^/]+)\/tools$/.exec(h);
     var c = /^#\/chat(?:\/([^/]+))?$/.exec(h);
+    var w = /^#\/workflows(?:\/([^/]+))?$/.exec(h);
     document.querySelectorAll("[data-nav]").forEach(function (n) {
-      n.classList.toggle("active", n.dataset.nav === (c ? "chat" : "servers"));
+      n.classList.toggle("active", n.dataset.nav === (c ? "chat" : w ? "workflows" : "servers"));
     });
-    if (c) {
+    if (w) {
+      var wname = null;
+      try { wname = w[1] ? decodeURIComponent(w[1]) : null; } catch (e) { wname = w[1]; }
+      workflowsView(wname);
+    } else if (c) {
       var id = null;
       try { id = c[1] ? decodeURIComponent(c[1]) : null; } catch (e) { id = c[1]; }
       chatView(id);
