@@ -24,6 +24,7 @@ use team_support::{Browser, Db, Instance, InstanceOptions, demo_http, sign_in};
 on_both!(
     a_workflow_saved_and_run_on_one_instance_shows_its_log_on_another,
     workflow_requests_go_through_the_team_url_guard,
+    command_nodes_run_with_the_users_model_key,
 );
 
 const SOURCE_SECRET: &str = "wf-source-secret-a81f3c";
@@ -370,5 +371,63 @@ async fn workflow_requests_go_through_the_team_url_guard(db: Db) {
         assert_eq!(end["log"]["failure"]["node"], "reach", "{name}: {end}");
     }
     assert_eq!(trap.connections(), 0, "{}", trap.received());
+    app.stop().await;
+}
+
+/// A `command` node asks the team's model with the caller's own key (the fake Gemini
+/// accepts only that key); without a key the run is refused before it starts.
+async fn command_nodes_run_with_the_users_model_key(db: Db) {
+    const KEY: &str = "alice-wf-model-key-9e41";
+    let gemini = switchboard_model_fakes::gemini::FakeGemini::start_with(
+        switchboard_model_fakes::gemini::FakeOptions {
+            api_key: KEY.into(),
+            ..Default::default()
+        },
+        vec![switchboard_model_fakes::FakeTurn::text(
+            "The model says hello.",
+        )],
+    )
+    .await;
+    let app = Instance::start(
+        &db,
+        InstanceOptions {
+            model: Some(team_support::gemini_at(&gemini.base_url)),
+            ..Default::default()
+        },
+    )
+    .await;
+    let store = db.store().await;
+    let (alice_id, cookie) = sign_in(&store, "alice@example.com", false).await;
+    let alice = Browser::new(app.origin(), Some(&cookie));
+    let source = "name: ask\nnodes:\n  - id: ask\n    type: command\n    prompt: Say hello\n    saveTo: answer\n";
+    alice
+        .put(&app.base, "/api/workflows/ask", &json!({"source": source}))
+        .await;
+    let (status, v) = alice
+        .post(&app.base, "/api/workflows/ask/run", &json!({}))
+        .await;
+    assert_eq!(status, 503, "no key yet: {v}");
+    assert!(v["message"].as_str().unwrap().contains("model key"), "{v}");
+    store
+        .for_user(&alice_id)
+        .put_model_key("gemini", &Secret::new(KEY))
+        .await
+        .unwrap();
+    let (status, v) = alice
+        .post(&app.base, "/api/workflows/ask/run", &json!({}))
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let id = v["run"]["id"].as_str().unwrap().to_owned();
+    let (_, end) = wait_for_end(&alice, &app.base, &id).await;
+    assert_eq!(end["run"]["state"], "ok", "{end}");
+    assert_eq!(
+        end["log"]["variables"]["answer"], "The model says hello.",
+        "{end}"
+    );
+    assert_eq!(gemini.remaining(), 0);
+    assert!(
+        !end.to_string().contains(KEY),
+        "the key never reaches the page"
+    );
     app.stop().await;
 }
