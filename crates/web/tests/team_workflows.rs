@@ -25,6 +25,7 @@ on_both!(
     a_workflow_saved_and_run_on_one_instance_shows_its_log_on_another,
     workflow_requests_go_through_the_team_url_guard,
     command_nodes_run_with_the_users_model_key,
+    stdio_catalog_servers_run_only_where_allowed,
 );
 
 const SOURCE_SECRET: &str = "wf-source-secret-a81f3c";
@@ -430,4 +431,82 @@ async fn command_nodes_run_with_the_users_model_key(db: Db) {
         "the key never reaches the page"
     );
     app.stop().await;
+}
+
+/// A stdio catalog server (the demo server's binary, the admin's argv and env) is usable
+/// by a workflow only on an instance started with `--allow-catalog-stdio`; elsewhere the
+/// workflow does not validate (no such server) and is not run.
+async fn stdio_catalog_servers_run_only_where_allowed(db: Db) {
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let runner = Instance::start(
+        &db,
+        InstanceOptions {
+            public_origin: Some(origin.clone()),
+            allow_catalog_stdio: true,
+            ..Default::default()
+        },
+    )
+    .await;
+    let plain = Instance::start(
+        &db,
+        InstanceOptions {
+            public_origin: Some(origin),
+            ..Default::default()
+        },
+    )
+    .await;
+    let store = db.store().await;
+    let (admin_id, _) = sign_in(&store, "admin@example.com", true).await;
+    store
+        .publish_catalog_server(
+            &admin_id,
+            &CatalogServer {
+                name: "local".into(),
+                description: "Runs on the server".into(),
+                launch: CatalogLaunch::Stdio {
+                    command: switchboard_testkit::demo_server_bin().display().to_string(),
+                    args: vec!["stdio".into()],
+                    cwd: None,
+                    env: BTreeMap::new(),
+                },
+            },
+        )
+        .await
+        .unwrap();
+    let (alice_id, cookie) = sign_in(&store, "alice@example.com", false).await;
+    assert!(
+        store
+            .for_user(&alice_id)
+            .enable_catalog_server("local")
+            .await
+            .unwrap()
+    );
+    let alice = Browser::new(runner.origin(), Some(&cookie));
+    alice
+        .put(
+            &runner.base,
+            "/api/workflows/local",
+            &json!({"source": echo_workflow("catalog:local", "over stdio")}),
+        )
+        .await;
+    let (status, v) = alice
+        .post(&plain.base, "/api/workflows/local/run", &json!({}))
+        .await;
+    assert_eq!(status, 422, "not on an instance without the flag: {v}");
+    assert!(v.to_string().contains("catalog:local"), "{v}");
+    let (status, v) = alice
+        .post(&runner.base, "/api/workflows/local/run", &json!({}))
+        .await;
+    assert_eq!(status, 202, "{v}");
+    let id = v["run"]["id"].as_str().unwrap().to_owned();
+    let (_, end) = wait_for_end(&alice, &runner.base, &id).await;
+    assert_eq!(end["run"]["state"], "ok", "{end}");
+    assert!(
+        end["log"]["variables"]["out"]
+            .to_string()
+            .contains("Echo: over stdio"),
+        "{end}"
+    );
+    runner.stop().await;
+    plain.stop().await;
 }
