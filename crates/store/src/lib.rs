@@ -13,7 +13,10 @@
 //!   the model API key, and OAuth logins to a server in flight
 //!   ([`UserStore::start_server_login`] / [`UserStore::take_server_login`], bound to the user),
 //!   chats (conversations, messages sealed, confirmations answered from any instance) and
-//!   the team model key an admin sets ([`UserStore::put_team_model_key`]).
+//!   the team model key an admin sets ([`UserStore::put_team_model_key`]), and the MCP
+//!   App sessions a chat's tool results open (`app_session`: user, chat, server, tool
+//!   call, `ui://` resource, allowed host methods, the tool input and result sealed;
+//!   [`UserStore::create_app_session`]).
 //! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
 //!   refused unless the acting user is an admin), each user's enablement
 //!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
@@ -24,6 +27,7 @@
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
+mod app_session;
 mod catalog;
 mod chat;
 mod error;
@@ -36,6 +40,7 @@ mod store;
 mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use app_session::{AppSession, MAX_APP_INIT_BYTES, MAX_APP_SESSIONS_PER_USER, NewAppSession};
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
     Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,

@@ -128,13 +128,19 @@ pub(crate) const CATALOG_ENV: SealedColumn = SealedColumn {
     user_column: None,
     key_column: "name",
 };
+pub(crate) const APP_INIT: SealedColumn = SealedColumn {
+    table: "app_sessions",
+    column: "init",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
 pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
     table: "catalog_oauth_tokens",
     column: "tokens",
     user_column: Some("user_id"),
     key_column: "catalog_name",
 };
-const SEALED_COLUMNS: [SealedColumn; 11] = [
+const SEALED_COLUMNS: [SealedColumn; 12] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -146,6 +152,7 @@ const SEALED_COLUMNS: [SealedColumn; 11] = [
     CATALOG_HEADERS,
     CATALOG_ENV,
     CATALOG_TOKENS,
+    APP_INIT,
 ];
 
 impl Store {
