@@ -33,6 +33,8 @@ const METRICS_TOKEN: &str = "isolation-metrics-token-5d1c0e9a";
 const BOB_CHAT_TEXT: &str = "bob-chat-secret-6e1d";
 const BOB_MODEL_KEY: &str = "bob-model-key-secret-a4c2";
 const TEAM_KEY: &str = "team-model-key-secret-0b7e";
+const BOB_APP_INPUT: &str = "bob-app-input-secret-3f9a";
+const BOB_APP_CSP: &str = "sandbox allow-scripts allow-forms; default-src 'none'";
 
 fn bob_server(name: &str, url: &str) -> ServerRecord {
     ServerRecord {
@@ -52,6 +54,8 @@ struct Bob {
     leaks: Vec<String>,
     chat: String,
     confirmation: String,
+    /// His MCP App session (on `bobs`, in his chat, opened: its CSP stored).
+    app: String,
 }
 
 impl Bob {
@@ -93,6 +97,21 @@ impl Bob {
         let pending = us.pending_confirmations(&self.chat).await.unwrap();
         assert_eq!(pending.len(), 1, "bob's confirmation was answered");
         assert_eq!(pending[0].id, self.confirmation);
+        let bob_app = us
+            .app_session(&self.app)
+            .await
+            .unwrap()
+            .expect("bob's app session is gone");
+        assert_eq!(
+            bob_app.server,
+            ServerRef::own("bobs"),
+            "bob's app session changed"
+        );
+        assert_eq!(
+            bob_app.csp_header.as_deref(),
+            Some(BOB_APP_CSP),
+            "bob's app session changed"
+        );
         assert_eq!(
             us.model_key().await.unwrap().unwrap().key.expose(),
             BOB_MODEL_KEY
@@ -200,6 +219,44 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             .await
             .unwrap()
     );
+    let bob_app_id = bs
+        .create_app_session(&switchboard_store::NewAppSession {
+            conversation_id: chat.id.clone(),
+            server: ServerRef::own("bobs"),
+            tool: "clock".into(),
+            call_id: "call-0".into(),
+            resource_uri: "ui://switchboard-demo/clock.html".into(),
+            allowed: vec![
+                "tools/call".into(),
+                "resources/read".into(),
+                "ui/message".into(),
+            ],
+            input: json!({"note": BOB_APP_INPUT}),
+            result: json!({"content": [{"type": "text", "text": BOB_APP_INPUT}]}),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(bs.set_app_csp(&bob_app_id, BOB_APP_CSP).await.unwrap());
+    // Bob's own page opens and drives it (the session is live, not just absent).
+    let (status, v) = bob_browser
+        .post(
+            &app.base,
+            &format!("/api/apps/{bob_app_id}/tools/call"),
+            &json!({"name": "echo", "arguments": {"message": "bob"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    // Even with bob's cookie, a request from the sandbox's opaque origin is refused.
+    let sandboxed = Browser::new("null", Some(&bob_cookie));
+    let (status, v) = sandboxed
+        .post(
+            &app.base,
+            &format!("/api/apps/{bob_app_id}/tools/call"),
+            &json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    assert_eq!(status, 403, "{v}");
     let bob = Bob {
         id: bob_id,
         cookie: bob_cookie,
@@ -213,10 +270,14 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             BOB_MODEL_KEY.into(),
             TEAM_KEY.into(),
             "Bob's plans".into(),
+            BOB_APP_INPUT.into(),
+            "clock.html".into(),
         ],
         chat: chat.id.clone(),
         confirmation,
+        app: bob_app_id,
     };
+    let bob_app = format!("/api/apps/{}", bob.app);
     let bob_chat = format!("/api/chats/{}", bob.chat);
 
     // The catalog: an admin published `shared` (its URL records what reaches it); bob
@@ -736,6 +797,60 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");
                 answers.push((status, v));
+            }
+            ("GET", "/api/chats/{id}/apps") => {
+                let (status, v) = alice.get(&app.base, &format!("{bob_chat}/apps")).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/apps/{id}/open")
+            | ("POST", "/api/apps/{id}/tools/call")
+            | ("POST", "/api/apps/{id}/resources/read")
+            | ("POST", "/api/apps/{id}/message") => {
+                // Bob's session id, alice's session: not there (404), nothing run.
+                let path = route.path.replace("/api/apps/{id}", &bob_app);
+                let (status, v) = alice
+                    .post(
+                        &app.base,
+                        &path,
+                        &json!({"name": "echo", "arguments": {"message": "x"},
+                            "uri": "ui://switchboard-demo/clock.html", "text": "hi bob"}),
+                    )
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/apps/{id}/lists") => {
+                let (status, v) = alice.get(&app.base, &format!("{bob_app}/lists")).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/apps/{id}") => {
+                let (status, v) = alice.delete(&app.base, &bob_app).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/apps/{id}/sandbox") => {
+                // No page of bob's app for alice (its CSP is stored: it would serve bob).
+                let r = send(Method::GET, &format!("/apps/{}/sandbox", bob.app), None)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let body = r.text().await.unwrap();
+                assert_eq!(status, 404, "{what}: {body}");
+                assert!(!body.contains("sandbox-proxy-ready"), "{what}: {body}");
+                answers.push((status, json!({"body": body})));
+                let r = Browser::new(app.origin(), Some(&bob.cookie))
+                    .request(
+                        Method::GET,
+                        &app.base,
+                        &format!("/apps/{}/sandbox", bob.app),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200, "{what}: bob's own page");
             }
             ("GET", "/api/admin/catalog")
             | ("POST", "/api/admin/catalog")
