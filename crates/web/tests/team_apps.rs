@@ -254,7 +254,7 @@ async fn an_app_opened_on_one_instance_runs_on_the_other(db: Db) {
         &carol,
         &b.base,
         &format!("/api/apps/{app}/message"),
-        json!({"text": "the app says hi"}),
+        json!({"message": "the app says hi"}),
     )
     .await;
     let done: Vec<&Value> = evs.iter().filter(|e| e["type"] == "done").collect();

@@ -814,7 +814,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                         &app.base,
                         &path,
                         &json!({"name": "echo", "arguments": {"message": "x"},
-                            "uri": "ui://switchboard-demo/clock.html", "text": "hi bob"}),
+                            "uri": "ui://switchboard-demo/clock.html", "message": "hi bob"}),
                     )
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");

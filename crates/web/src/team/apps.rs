@@ -398,10 +398,10 @@ pub async fn lists(
 /// An app's `ui/message`.
 #[derive(Debug, Deserialize)]
 pub struct RawAppMessage {
-    text: String,
+    message: String,
 }
 
-/// `POST /api/apps/{id}/message` `{text}`: the app's message as the person's next
+/// `POST /api/apps/{id}/message` `{message}`: the app's message as the person's next
 /// message in the session's chat; answers the turn's event stream (as the chat's send).
 pub async fn message(
     State(state): State<TeamState>,
@@ -412,7 +412,7 @@ pub async fn message(
     let us = user_store(&state, &signed);
     let s = session_or_404(&us, &id).await?;
     allowed(&s, "ui/message")?;
-    let send: super::chat::RawSend = serde_json::from_value(json!({"message": raw.text}))
+    let send: super::chat::RawSend = serde_json::from_value(json!({"message": raw.message}))
         .map_err(|e| ApiError::bad_request(format!("the app's message: {e}")))?;
     super::chat::send(
         State(state),

@@ -569,12 +569,17 @@
         window.SBTeamApps.restore(id, log, appMessage).catch(function (e) { toast(e.message, true); });
       }).catch(function (e) { clear(log).appendChild(el("div", { class: "error-box" }, e.message)); });
     }
-    // An app's ui/message: the person's next message in this chat, through its app session.
+    // An app's ui/message: the person's next message in this chat, through its app
+    // session. Answered at once (the turn's outcome shows in the chat, which is then read
+    // back from the store, app cards included).
     function appMessage(appId, text) {
       log.appendChild(el("div", { class: "chat-msg chat-user" }, el("div", { class: "chat-text" }, text)));
       var live = el("div", { class: "chat-msg chat-model chat-live" });
       log.appendChild(live);
-      return streamTurn(id, text, live, "/api/apps/" + encodeURIComponent(appId) + "/message", appMessage).then(load);
+      streamTurn(id, text, live, "/api/apps/" + encodeURIComponent(appId) + "/message", appMessage).then(load).catch(function (err) {
+        live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, err.message));
+      });
+      return Promise.resolve();
     }
     load();
     form.addEventListener("submit", function (e) {
