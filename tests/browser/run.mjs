@@ -792,7 +792,8 @@ async function pinsScenario(page) {
 // session cookie the test made (SESSION_COOKIE), in chat CHAT_ID (the model calls the
 // demo clock, its server allowed always). The app renders from its app session in the
 // store, initializes, its Refresh button calls the clock through the host, it cannot
-// read the page or the cookie, and its ui/message becomes the next turn of the chat.
+// read the page or the cookie, its model context goes with the next turn, and its
+// ui/message becomes that turn.
 async function teamAppsScenario(page) {
   step = "open the chat signed in";
   await page.context().addCookies([{ name: "switchboard_session", value: env.SESSION_COOKIE, url: APP_URL }]);
@@ -834,8 +835,8 @@ async function teamAppsScenario(page) {
   assert(log2.some((l) => l.startsWith("← tools/call")), "the app called tools/call: " + log2.join(", "));
   const missing = await appRequest(inner, "tools/call", { name: "no_such_tool", arguments: {} });
   assert(missing.error && /own server's tools/.test(missing.error.message), "a tool its server lacks is refused: " + JSON.stringify(missing));
-  const ctx = await appRequest(inner, "ui/update-model-context", { content: [{ type: "text", text: "x" }] });
-  assert(ctx.error && ctx.error.code === -32601, "no model context in team mode: " + JSON.stringify(ctx));
+  const ctx = await appRequest(inner, "ui/update-model-context", { content: [{ type: "text", text: "The clock app shows UTC." }] });
+  assert(ctx.result && !ctx.error, "the model context is kept for the next turn: " + JSON.stringify(ctx));
   await shot(page, "02-clock-refreshed");
 
   step = "isolation";

@@ -6,7 +6,8 @@
 -- with) is sealed: both carry whatever the tool was given or read. `csp_header` is the
 -- sandbox's Content-Security-Policy, set when the page first opens the app (from the
 -- resource's `_meta.ui.csp`). `after_seq` is the last message of the chat when the
--- session was made (where the page shows the app).
+-- session was made (where the page shows the app). `model_context` is the app's latest
+-- `ui/update-model-context` (sealed), taken by the chat's next turn.
 
 CREATE TABLE app_sessions (
     id TEXT PRIMARY KEY,
@@ -20,6 +21,7 @@ CREATE TABLE app_sessions (
     allowed TEXT NOT NULL,
     init BYTEA NOT NULL,
     csp_header TEXT,
+    model_context BYTEA,
     after_seq BIGINT NOT NULL,
     created_at BIGINT NOT NULL
 );

@@ -16,13 +16,15 @@ use sqlx::any::AnyRow;
 
 use crate::account::{now, random_token};
 use crate::error::{Result, StoreError};
-use crate::store::APP_INIT;
+use crate::store::{APP_CONTEXT, APP_INIT};
 use crate::user_data::{ServerRef, UserStore, text_of};
 
 /// At most this many app sessions are kept per user; the oldest go first.
 pub const MAX_APP_SESSIONS_PER_USER: i64 = 500;
 /// Largest tool input + result (JSON bytes) an app session keeps.
 pub const MAX_APP_INIT_BYTES: usize = 4 * 1024 * 1024;
+/// Largest model context (bytes) an app may leave for the chat's next turn.
+pub const MAX_APP_CONTEXT_BYTES: usize = 256 * 1024;
 
 /// What a new app session binds.
 #[derive(Debug, Clone)]
@@ -209,6 +211,74 @@ impl UserStore {
             .await
             .map_err(StoreError::query("removing an app session"))?;
         Ok(done.rows_affected() > 0)
+    }
+
+    /// Leave `text` (an app's `ui/update-model-context`, replacing its previous one) for
+    /// the next turn of the session's chat; `false` when the user has no session `id`.
+    ///
+    /// # Errors
+    /// Text over [`MAX_APP_CONTEXT_BYTES`]; no secret key; a database failure.
+    pub async fn set_app_context(&self, id: &str, text: &str) -> Result<bool> {
+        if text.len() > MAX_APP_CONTEXT_BYTES {
+            return Err(StoreError::Invalid(format!(
+                "an app's model context is at most {MAX_APP_CONTEXT_BYTES} bytes"
+            )));
+        }
+        let sealed = self
+            .store
+            .keys()?
+            .seal(&APP_CONTEXT.slot(&self.uid(), id), text.as_bytes())?;
+        let done = sqlx::query(
+            "UPDATE app_sessions SET model_context = $1 WHERE user_id = $2 AND id = $3",
+        )
+        .bind(sealed)
+        .bind(self.uid())
+        .bind(id.to_owned())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("saving an app's model context"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Take the model contexts the apps of the user's conversation left (oldest session
+    /// first), clearing each: the turn that reads them is the only one that gets them
+    /// (a context written meanwhile stays for the next turn).
+    ///
+    /// # Errors
+    /// A sealed value that opens under no key; a database failure.
+    pub async fn take_app_contexts(&self, conversation_id: &str) -> Result<Vec<String>> {
+        let rows = sqlx::query(
+            "SELECT id, model_context FROM app_sessions WHERE user_id = $1              AND conversation_id = $2 AND model_context IS NOT NULL ORDER BY created_at, id",
+        )
+        .bind(self.uid())
+        .bind(conversation_id.to_owned())
+        .fetch_all(&self.store.pool)
+        .await
+        .map_err(StoreError::query("reading app model contexts"))?;
+        let mut out = Vec::with_capacity(rows.len());
+        for row in rows {
+            let get = || StoreError::query("reading app model contexts");
+            let id: String = row.try_get(0).map_err(get())?;
+            let sealed: Vec<u8> = row.try_get(1).map_err(get())?;
+            let taken = sqlx::query(
+                "UPDATE app_sessions SET model_context = NULL                  WHERE user_id = $1 AND id = $2 AND model_context = $3",
+            )
+            .bind(self.uid())
+            .bind(id.clone())
+            .bind(sealed.clone())
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("taking an app's model context"))?;
+            if taken.rows_affected() == 0 {
+                continue;
+            }
+            let (plain, _) = self
+                .store
+                .keys()?
+                .open(&APP_CONTEXT.slot(&self.uid(), &id), &sealed)?;
+            out.push(text_of(plain, APP_CONTEXT.table, APP_CONTEXT.column)?);
+        }
+        Ok(out)
     }
 
     fn app_from(&self, row: &AnyRow) -> Result<AppSession> {

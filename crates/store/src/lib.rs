@@ -40,7 +40,9 @@ mod store;
 mod user_data;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
-pub use app_session::{AppSession, MAX_APP_INIT_BYTES, MAX_APP_SESSIONS_PER_USER, NewAppSession};
+pub use app_session::{
+    AppSession, MAX_APP_CONTEXT_BYTES, MAX_APP_INIT_BYTES, MAX_APP_SESSIONS_PER_USER, NewAppSession,
+};
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
     Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,

@@ -134,13 +134,19 @@ pub(crate) const APP_INIT: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
+pub(crate) const APP_CONTEXT: SealedColumn = SealedColumn {
+    table: "app_sessions",
+    column: "model_context",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
 pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
     table: "catalog_oauth_tokens",
     column: "tokens",
     user_column: Some("user_id"),
     key_column: "catalog_name",
 };
-const SEALED_COLUMNS: [SealedColumn; 12] = [
+const SEALED_COLUMNS: [SealedColumn; 13] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -153,6 +159,7 @@ const SEALED_COLUMNS: [SealedColumn; 12] = [
     CATALOG_ENV,
     CATALOG_TOKENS,
     APP_INIT,
+    APP_CONTEXT,
 ];
 
 impl Store {

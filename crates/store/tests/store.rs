@@ -1775,8 +1775,25 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
     let listed = a.app_sessions_of(&chat.id).await.unwrap();
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0].csp_header.as_deref(), Some("default-src 'none'"));
+    // A model context: sealed, bob cannot set it, taken once.
+    assert!(!b.set_app_context(&id, "bob's words").await.unwrap());
+    assert!(a.set_app_context(&id, SECRET_ARG).await.unwrap());
+    assert!(b.take_app_contexts(&chat.id).await.unwrap().is_empty());
+    assert_eq!(a.take_app_contexts(&chat.id).await.unwrap(), [SECRET_ARG]);
+    assert!(a.take_app_contexts(&chat.id).await.unwrap().is_empty());
+    assert!(
+        a.set_app_context(&id, "kept for the next turn")
+            .await
+            .unwrap()
+    );
     // Sealed at rest.
     let raw = db.raw().await;
+    let row = sqlx::query("SELECT model_context FROM app_sessions")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    let sealed: Vec<u8> = row.get(0);
+    assert!(!String::from_utf8_lossy(&sealed).contains("kept for the next turn"));
     let row = sqlx::query("SELECT init FROM app_sessions")
         .fetch_one(&raw)
         .await
@@ -1791,11 +1808,19 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
         .unwrap()
         .with_keys(keys(&k2, Some(&k)));
     let r = rotated.reencrypt().await.unwrap();
-    assert_eq!(r.resealed, 2, "{r:?}");
+    assert_eq!(r.resealed, 3, "{r:?}");
     let only_new = Store::open(db.url())
         .await
         .unwrap()
         .with_keys(keys(&k2, None));
+    assert_eq!(
+        only_new
+            .for_user(&ann.id)
+            .take_app_contexts(&chat.id)
+            .await
+            .unwrap(),
+        ["kept for the next turn"]
+    );
     let back = only_new
         .for_user(&ann.id)
         .app_session(&id)

@@ -4,7 +4,8 @@
 //! opens an app session in the store; instance B opens it (the HTML read through the
 //! user's own connection, the CSP stored), serves its sandbox page (an opaque origin,
 //! framed only by the team origin) and runs the app's `tools/call`, `resources/read`,
-//! lists and `ui/message` (a turn in the session's chat); a tool the server does not
+//! lists, `ui/update-model-context` (taken by the next turn, on either instance) and
+//! `ui/message` (a turn in the session's chat); a tool the server does not
 //! have is refused; another user gets 404 for the session; the session survives a page
 //! reload (listed per chat) and closing it ends it on every instance. The same for an
 //! app of a team-catalog server (`catalog:NAME`), reached with the user's own
@@ -248,6 +249,25 @@ async fn an_app_opened_on_one_instance_runs_on_the_other(db: Db) {
         assert_eq!(r.status(), 404, "{method} {path}");
     }
 
+    // ui/update-model-context through A: kept in the store, the next turn (on B) takes it.
+    let (status, v) = carol
+        .post(
+            &a.base,
+            &format!("/api/apps/{app}/context"),
+            &json!({"content": [{"type": "text", "text": "the clock reads noon"}]}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(
+        dave.post(
+            &a.base,
+            &format!("/api/apps/{app}/context"),
+            &json!({"content": [{"type": "text", "text": "dave's"}]}),
+        )
+        .await
+        .0,
+        404
+    );
     // ui/message through B: a turn in the session's chat.
     gemini.push(FakeTurn::text("heard the app"));
     let evs = stream(
@@ -261,6 +281,12 @@ async fn an_app_opened_on_one_instance_runs_on_the_other(db: Db) {
     assert_eq!(done[0]["text"], "heard the app", "{evs:?}");
     let (_, v) = carol.get(&a.base, &format!("/api/chats/{chat}")).await;
     assert!(v["messages"].to_string().contains("the app says hi"), "{v}");
+    let asked = gemini.requests().pop().unwrap().to_string();
+    assert!(
+        asked.contains("[Context from an app]") && asked.contains("the clock reads noon"),
+        "{asked}"
+    );
+    assert!(!asked.contains("dave's"), "{asked}");
 
     // A reloaded page finds the session; closing it ends it everywhere.
     let (status, v) = carol.get(&b.base, &format!("/api/chats/{chat}/apps")).await;

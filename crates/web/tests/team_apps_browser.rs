@@ -7,7 +7,8 @@
 //! the chat back, apps included), receives the tool's input and result, and its Refresh
 //! button calls the clock through the host; a tool its server lacks and a model-context
 //! update are refused; the sandbox page runs in an opaque origin (no cookie, no access to
-//! the page, no call to the team API); the app's `ui/message` becomes the next turn.
+//! the page, no call to the team API); its model context goes with the next turn, and
+//! its `ui/message` becomes that turn.
 //! Afterwards the store holds the chat with both turns and the app session.
 //! Screenshots go to `target/screenshots/team-apps-*.png` (look at them).
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -131,6 +132,12 @@ async fn team_chat_shows_an_mcp_app_that_calls_its_tool() {
     let text =
         serde_json::to_string(&saved.iter().map(|m| &m.content).collect::<Vec<_>>()).unwrap();
     assert!(text.contains("Hello from the clock app"), "{text}");
+    // The app's model context went to the model with that turn, wrapped as app data.
+    let asked = gemini.requests().pop().unwrap().to_string();
+    assert!(
+        asked.contains("[Context from an app]") && asked.contains("The clock app shows UTC."),
+        "{asked}"
+    );
     let apps = us.app_sessions_of(&chat.id).await.unwrap();
     assert_eq!(apps.len(), 1, "{apps:?}");
     assert_eq!(apps[0].tool, "clock");

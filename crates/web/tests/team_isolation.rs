@@ -102,6 +102,10 @@ impl Bob {
             .await
             .unwrap()
             .expect("bob's app session is gone");
+        assert!(
+            us.take_app_contexts(&self.chat).await.unwrap().is_empty(),
+            "a model context was left on bob's app session"
+        );
         assert_eq!(
             bob_app.server,
             ServerRef::own("bobs"),
@@ -806,7 +810,8 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             ("POST", "/api/apps/{id}/open")
             | ("POST", "/api/apps/{id}/tools/call")
             | ("POST", "/api/apps/{id}/resources/read")
-            | ("POST", "/api/apps/{id}/message") => {
+            | ("POST", "/api/apps/{id}/message")
+            | ("POST", "/api/apps/{id}/context") => {
                 // Bob's session id, alice's session: not there (404), nothing run.
                 let path = route.path.replace("/api/apps/{id}", &bob_app);
                 let (status, v) = alice
@@ -814,7 +819,8 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                         &app.base,
                         &path,
                         &json!({"name": "echo", "arguments": {"message": "x"},
-                            "uri": "ui://switchboard-demo/clock.html", "message": "hi bob"}),
+                            "uri": "ui://switchboard-demo/clock.html", "message": "hi bob",
+                            "content": [{"type": "text", "text": "alice's context"}]}),
                     )
                     .await;
                 assert_eq!(status, 404, "{what}: {v}");

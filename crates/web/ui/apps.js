@@ -6,8 +6,8 @@
 // requests go to the server through /api/mcp/tool-call and /api/mcp/resource-read with
 // the app session id: the server side decides which MCP server that is.
 //
-// opts.host (the team page's): {open(), forward(appId, method, params), close(appId)}
-// replaces those three API calls; a proxyOrigin of "null" (the team's sandbox runs in an
+// opts.host (the team page's): {open(), forward(appId, method, params), close(appId),
+// context(appId, {content, structuredContent})} replaces those API calls; a proxyOrigin of "null" (the team's sandbox runs in an
 // opaque origin) is matched as such and posted to with "*" (the frame is checked by
 // identity, ev.source).
 "use strict";
@@ -172,7 +172,7 @@
               serverTools: {},
               serverResources: {},
               logging: {},
-              updateModelContext: opts.host ? undefined : { text: {}, structuredContent: {} },
+              updateModelContext: !opts.host || opts.host.context ? { text: {}, structuredContent: {} } : undefined,
               message: { text: {} },
               sandbox: { csp: app.opened.csp || {}, permissions: app.opened.permissions || {} },
             },
@@ -210,8 +210,15 @@
           return;
         case "ui/update-model-context":
         case "context/update":
-          if (opts.host) { fail(msg.id, -32601, "Method not found: " + msg.method + " (this host keeps no model context for apps)"); return; }
           var ctx = msg.method === "context/update" ? { structuredContent: p } : p;
+          if (opts.host) {
+            if (!opts.host.context) { fail(msg.id, -32601, "Method not found: " + msg.method); return; }
+            opts.host.context(app.id, ctx).then(function () {
+              app.modelContext = ctx;
+              respond(msg.id, msg.method === "context/update" ? { ok: true } : {});
+            }, function (e) { fail(msg.id, e.status === 403 ? -32001 : -32603, e.message); });
+            return;
+          }
           if (opts.chatSessionId && opts.chatSessionId()) {
             SB.api("POST", "/chat/context", { sessionId: opts.chatSessionId(), content: ctx.content, structuredContent: ctx.structuredContent }).catch(function () {});
           }

@@ -24,7 +24,10 @@
 //!   `_meta.ui.visibility` includes `app`), `POST /api/apps/{id}/resources/read`,
 //!   `GET /api/apps/{id}/lists` (resources, templates, prompts of that server),
 //!   `POST /api/apps/{id}/message` (`ui/message`: a turn in the session's chat, streamed
-//!   as the chat's own send), `DELETE /api/apps/{id}`; `GET /api/chats/{id}/apps` lists a
+//!   as the chat's own send), `POST /api/apps/{id}/context`
+//!   (`ui/update-model-context`: kept sealed on the session, replacing the app's previous
+//!   one, and taken by the chat's next turn — [`user_message`] — on any instance, wrapped
+//!   as untrusted app data), `DELETE /api/apps/{id}`; `GET /api/chats/{id}/apps` lists a
 //!   chat's sessions so a reloaded page shows them again.
 //!
 //! Must not: take a server, URL or header from the app or the page (the server is the
@@ -38,8 +41,10 @@ use axum::extract::{Extension, Path, State};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
+use switchboard_chat::{Untrusted, UntrustedKind};
 use switchboard_mcp::CallOptions;
 use switchboard_mcp::model::Tool as McpTool;
+use switchboard_model::{Content, Part};
 use switchboard_store::{AppSession, NewAppSession, ServerRef, UserStore};
 
 use super::servers::{on_server, user_store};
@@ -54,13 +59,14 @@ use crate::error::{ApiError, ApiResult};
 
 /// The host methods an app session may use: what the personal mode's app host answers
 /// (`ui/open-link` is confirmed and opened by the page itself).
-pub const APP_METHODS: [&str; 7] = [
+pub const APP_METHODS: [&str; 8] = [
     "tools/call",
     "resources/read",
     "resources/list",
     "resources/templates/list",
     "prompts/list",
     "ui/message",
+    "ui/update-model-context",
     "ui/open-link",
 ];
 
@@ -421,6 +427,91 @@ pub async fn message(
         ApiJson(send),
     )
     .await
+}
+
+/// An app's `ui/update-model-context`.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RawAppContext {
+    #[serde(default)]
+    content: Option<Value>,
+    #[serde(default)]
+    structured_content: Option<Value>,
+}
+
+/// `POST /api/apps/{id}/context` `{content?, structuredContent?}`: the app's model
+/// context (its text blocks, then its structured content as JSON), for the next turn of
+/// the session's chat.
+pub async fn context(
+    State(state): State<TeamState>,
+    Extension(signed): Extension<SignedIn>,
+    Path(id): Path<String>,
+    ApiJson(raw): ApiJson<RawAppContext>,
+) -> ApiResult<Json<Value>> {
+    let us = user_store(&state, &signed);
+    let s = session_or_404(&us, &id).await?;
+    allowed(&s, "ui/update-model-context")?;
+    let mut text = String::new();
+    if let Some(blocks) = raw.content.as_ref().and_then(Value::as_array) {
+        for t in blocks
+            .iter()
+            .filter_map(|b| b.get("text").and_then(Value::as_str))
+        {
+            if !text.is_empty() {
+                text.push('\n');
+            }
+            text.push_str(t);
+        }
+    }
+    if let Some(sc) = &raw.structured_content {
+        if !text.is_empty() {
+            text.push('\n');
+        }
+        text.push_str(&sc.to_string());
+    }
+    if text.trim().is_empty() {
+        return Err(ApiError::bad_request("the context is empty"));
+    }
+    if text.len() > switchboard_store::MAX_APP_CONTEXT_BYTES {
+        return Err(ApiError::bad_request(format!(
+            "an app's model context is at most {} bytes",
+            switchboard_store::MAX_APP_CONTEXT_BYTES
+        )));
+    }
+    if !us.set_app_context(&id, &text).await.map_err(store_error)? {
+        return Err(no_session());
+    }
+    Ok(Json(json!({"ok": true})))
+}
+
+/// The person's message for a turn of chat `chat_id`, led by the model contexts its apps
+/// left (taken from the store, so on whichever instance runs the turn), each wrapped as
+/// untrusted app data as in personal mode.
+pub(super) async fn user_message(
+    us: &UserStore,
+    chat_id: &str,
+    untrusted: &Untrusted,
+    message: String,
+) -> Content {
+    let contexts = match us.take_app_contexts(chat_id).await {
+        Ok(c) => c,
+        Err(e) => {
+            tracing::warn!("team chat: reading app model contexts: {e}");
+            Vec::new()
+        }
+    };
+    if contexts.is_empty() {
+        return Content::user_text(message);
+    }
+    let ctx = untrusted.wrap(
+        UntrustedKind::AppContext,
+        "an MCP App",
+        &contexts.join("\n"),
+    );
+    Content::user(vec![
+        Part::text(format!("[Context from an app]\n{ctx}")),
+        Part::text(message),
+    ])
 }
 
 /// `DELETE /api/apps/{id}`: the person closed the app.

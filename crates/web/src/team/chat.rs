@@ -471,8 +471,9 @@ impl Turn {
             tracing::warn!("team chat: clearing a cancel request: {e}");
         }
         // The person's message is saved before the model hears of it.
-        self.save(MessageRole::User, &Content::user_text(message))
-            .await?;
+        let user =
+            super::apps::user_message(&self.us, &self.chat.id, &self.untrusted, message).await;
+        self.save(MessageRole::User, &user).await?;
         let saved = self
             .us
             .messages(&self.chat.id)

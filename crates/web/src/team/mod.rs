@@ -440,6 +440,13 @@ fn routes() -> Vec<Route> {
             apps::message
         ),
         route!(
+            POST,
+            "/api/apps/{id}/context",
+            Session,
+            "the app's ui/update-model-context: stores it (sealed) on the caller's app session `id` for the next turn of its chat",
+            apps::context
+        ),
+        route!(
             DELETE,
             "/api/apps/{id}",
             Session,

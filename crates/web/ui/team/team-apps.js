@@ -69,6 +69,9 @@
     return {
       open: function () { return opened; },
       close: function (appId) { return call("DELETE", appPath(appId)); },
+      context: function (appId, ctx) {
+        return call("POST", appPath(appId) + "/context", { content: ctx.content, structuredContent: ctx.structuredContent });
+      },
       forward: function (appId, method, params) {
         if (method === "tools/call") {
           return call("POST", appPath(appId) + "/tools/call", { name: params.name, arguments: params.arguments || {} }).then(function (r) { return r.result; });
