@@ -3,7 +3,8 @@
 // which starts the app and the MCP servers and passes them in the environment:
 //   APP_URL         the printed link (http://127.0.0.1:PORT/?token=…)
 //   SCENARIO        settings | apps | chat | workflows | registry | oauth | oauth-callback (the last two from
-//                   crates/cli/tests/serve.rs) | team (crates/web/tests/team_browser.rs)
+//                   crates/cli/tests/serve.rs) | team (crates/web/tests/team_browser.rs) |
+//                   team-apps (crates/web/tests/team_apps_browser.rs: SESSION_COOKIE, CHAT_ID)
 //   SCREENSHOT_DIR  where every page's screenshot goes
 //   DEMO_URL, BAD_URL, FAKE_SERVER, BASIC_SERVER  scenario inputs
 //   RUN_ID          the saved run (SCENARIO=workflows)
@@ -817,10 +818,88 @@ async function pinsScenario(page) {
 
 // ---------------------------------------------------------------- main
 
+// Team mode's MCP Apps (crates/web/tests/team_apps_browser.rs): signed in by the
+// session cookie the test made (SESSION_COOKIE), in chat CHAT_ID (the model calls the
+// demo clock, its server allowed always). The app renders from its app session in the
+// store, initializes, its Refresh button calls the clock through the host, it cannot
+// read the page or the cookie, its model context goes with the next turn, and its
+// ui/message becomes that turn.
+async function teamAppsScenario(page) {
+  step = "open the chat signed in";
+  await page.context().addCookies([{ name: "switchboard_session", value: env.SESSION_COOKIE, url: APP_URL }]);
+  await page.goto(APP_URL + "/#/chat/" + encodeURIComponent(env.CHAT_ID));
+  await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+
+  step = "a turn calls the clock: its app renders";
+  await page.fill('textarea[name="message"]', "What time is it?");
+  await page.click("[data-send]");
+  await page.waitForFunction(() => {
+    const log = document.querySelector("[data-chat-log]");
+    return log && !document.querySelector(".chat-live") && log.textContent.includes("Here is the clock.");
+  }, null, { timeout: TIMEOUT });
+  // After the turn the log is read back from the store: the app comes from its session.
+  const card = page.locator("[data-app-after] .app-card").first();
+  await card.waitFor({ timeout: TIMEOUT });
+  await page.waitForFunction((el) => el.dataset.initialized === "true", await card.elementHandle(), { timeout: TIMEOUT });
+  const appId = await card.getAttribute("data-app-id");
+  let proxy = null;
+  let inner = null;
+  for (let i = 0; i < 100 && !inner; i++) {
+    proxy = page.frames().find((f) => f.url().includes(`/apps/${appId}/sandbox`));
+    inner = proxy && proxy.childFrames()[0];
+    if (!inner) await page.waitForTimeout(100);
+  }
+  assert(inner, "the app's frame under the sandbox page");
+  await inner.waitForFunction(() => /\d{4}-\d\d-\d\dT/.test(document.getElementById("time").textContent), null, { timeout: TIMEOUT });
+  const first = await inner.locator("#time").textContent();
+  const log = await card.locator(".app-log li").allTextContents();
+  assert(log.includes("→ ui/notifications/tool-input") && log.includes("→ ui/notifications/tool-result"), "tool input and result sent: " + log.join(", "));
+  await shot(page, "01-clock-in-chat");
+
+  step = "the app calls its tool through the host";
+  await page.waitForTimeout(1100);
+  await inner.locator("#refresh").click();
+  await inner.waitForFunction(() => document.getElementById("status").textContent === "updated", null, { timeout: TIMEOUT });
+  await inner.waitForFunction((t) => document.getElementById("time").textContent !== t, first, { timeout: TIMEOUT });
+  const log2 = await card.locator(".app-log li").allTextContents();
+  assert(log2.some((l) => l.startsWith("← tools/call")), "the app called tools/call: " + log2.join(", "));
+  const missing = await appRequest(inner, "tools/call", { name: "no_such_tool", arguments: {} });
+  assert(missing.error && /own server's tools/.test(missing.error.message), "a tool its server lacks is refused: " + JSON.stringify(missing));
+  const ctx = await appRequest(inner, "ui/update-model-context", { content: [{ type: "text", text: "The clock app shows UTC." }] });
+  assert(ctx.result && !ctx.error, "the model context is kept for the next turn: " + JSON.stringify(ctx));
+  await shot(page, "02-clock-refreshed");
+
+  step = "isolation";
+  const proxyOrigin = await proxy.evaluate(() => window.origin);
+  assert(proxyOrigin === "null", "the sandbox page runs in an opaque origin: " + proxyOrigin);
+  const proxyCookie = await proxy.evaluate(() => { try { return document.cookie; } catch (e) { return "blocked: " + e.name; } });
+  assert(proxyCookie === "" || proxyCookie.startsWith("blocked"), "the sandbox page has no cookie: " + proxyCookie);
+  const cookie = await inner.evaluate(() => { try { return document.cookie; } catch (e) { return "blocked: " + e.name; } });
+  assert(cookie === "" || cookie.startsWith("blocked"), "the app cannot read cookies: " + cookie);
+  const top = await inner.evaluate(() => { try { return window.top.document.title; } catch (e) { return "blocked: " + e.name; } });
+  assert(top.startsWith("blocked"), "the app cannot reach the host page's DOM: " + top);
+  const proxyTop = await proxy.evaluate(() => { try { return window.top.document.title; } catch (e) { return "blocked: " + e.name; } });
+  assert(proxyTop.startsWith("blocked"), "the sandbox page cannot reach the host page's DOM");
+  const fetched = await inner.evaluate(() => fetch("/api/me").then((r) => "status " + r.status, (e) => "blocked: " + e.name));
+  assert(fetched.startsWith("blocked"), "the app cannot call the team API: " + fetched);
+
+  step = "the app's ui/message is the next turn";
+  const sent = await appRequest(inner, "ui/message", { role: "user", content: [{ type: "text", text: "Hello from the clock app" }] });
+  assert(sent.result && !sent.result.isError, "ui/message answered: " + JSON.stringify(sent));
+  await page.waitForFunction(() => {
+    const log = document.querySelector("[data-chat-log]");
+    return log && !document.querySelector(".chat-live") && log.textContent.includes("Hello from the clock app")
+      && log.textContent.includes("The app said hello.");
+  }, null, { timeout: TIMEOUT });
+  await page.locator("[data-app-after] .app-card[data-initialized=\"true\"]").first().waitFor({ timeout: TIMEOUT });
+  await shot(page, "03-after-app-message");
+}
+
 const scenarios = { settings: settingsScenario, apps: appsScenario, chat: chatScenario, oauth: oauthScenario, "oauth-callback": oauthCallbackScenario };
 scenarios.workflows = workflowsScenario;
 scenarios.registry = registryScenario;
 scenarios.team = teamScenario;
+scenarios["team-apps"] = teamAppsScenario;
 scenarios.pins = pinsScenario;
 const run = scenarios[SCENARIO];
 if (!run || !APP_URL) {

@@ -15,7 +15,10 @@
 //!   chats (conversations, messages sealed, confirmations answered from any instance) and
 //!   the team model key an admin sets ([`UserStore::put_team_model_key`]), saved
 //!   workflows (source sealed) and their runs (started and finished from any instance,
-//!   the run log sealed, the newest kept: [`UserStore::start_workflow_run`]).
+//!   the run log sealed, the newest kept: [`UserStore::start_workflow_run`]), and the MCP
+//!   App sessions a chat's tool results open (`app_session`: user, chat, server, tool
+//!   call, `ui://` resource, allowed host methods, the tool input and result sealed;
+//!   [`UserStore::create_app_session`]).
 //! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
 //!   refused unless the acting user is an admin), each user's enablement
 //!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
@@ -26,6 +29,7 @@
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
 mod account;
+mod app_session;
 mod catalog;
 mod chat;
 mod error;
@@ -39,6 +43,9 @@ mod user_data;
 mod workflows;
 
 pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use app_session::{
+    AppSession, MAX_APP_CONTEXT_BYTES, MAX_APP_INIT_BYTES, MAX_APP_SESSIONS_PER_USER, NewAppSession,
+};
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
     Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,

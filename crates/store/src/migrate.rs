@@ -50,10 +50,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "workflows",
         include_str!("../migrations/0009_workflows.sql"),
     ),
+    (
+        11,
+        "app sessions",
+        include_str!("../migrations/0011_app_sessions.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 9;
+pub const LATEST_VERSION: i64 = 11;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -128,6 +128,18 @@ pub(crate) const CATALOG_ENV: SealedColumn = SealedColumn {
     user_column: None,
     key_column: "name",
 };
+pub(crate) const APP_INIT: SealedColumn = SealedColumn {
+    table: "app_sessions",
+    column: "init",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const APP_CONTEXT: SealedColumn = SealedColumn {
+    table: "app_sessions",
+    column: "model_context",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
 pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
     table: "catalog_oauth_tokens",
     column: "tokens",
@@ -146,7 +158,7 @@ pub(crate) const WORKFLOW_RUN_LOG: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
-const SEALED_COLUMNS: [SealedColumn; 13] = [
+const SEALED_COLUMNS: [SealedColumn; 15] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -160,6 +172,8 @@ const SEALED_COLUMNS: [SealedColumn; 13] = [
     CATALOG_TOKENS,
     WORKFLOW_SOURCE,
     WORKFLOW_RUN_LOG,
+    APP_INIT,
+    APP_CONTEXT,
 ];
 
 impl Store {

@@ -122,6 +122,7 @@ on_both!(
     chats_migrate_from_schema_4,
     one_turn_at_a_time_in_a_chat_on_any_instance,
     workflows_and_runs_are_their_users_sealed_and_capped,
+    app_sessions_are_their_users_sealed_and_migrate_from_8,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -330,6 +331,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "gateway_tokens",
         "workflows",
         "workflow_runs",
+        "app_sessions",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -1927,5 +1929,143 @@ async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
             .unwrap()
             .source,
         "bob's"
+    );
+}
+
+/// MCP App sessions (migration 11): added to a schema-8 database with its chats kept;
+/// bound to their user's own conversation (none in another user's), read, changed and
+/// removed only by their user; the tool input and result sealed (a raw read holds
+/// neither) and moved by re-encryption; gone with their conversation.
+async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{MessageRole, NewAppSession};
+    const SECRET_ARG: &str = "app-input-secret-5b1f";
+    const SECRET_RESULT: &str = "app-result-secret-c20e";
+    let k = key();
+    let store = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(store.migrate_to(8).await.unwrap().version, 8);
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    let b = store.for_user(&bob.id);
+    let chat = a.create_conversation("kept").await.unwrap();
+    a.append_message(
+        &chat.id,
+        MessageRole::User,
+        &json!({"parts": [{"text": "hi"}]}),
+    )
+    .await
+    .unwrap();
+    let report = store.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!((versions, report.version), (vec![11], 11));
+    assert_eq!(a.messages(&chat.id).await.unwrap().unwrap().len(), 1);
+
+    let new = NewAppSession {
+        conversation_id: chat.id.clone(),
+        server: ServerRef::catalog("shared"),
+        tool: "clock".into(),
+        call_id: "call-0".into(),
+        resource_uri: "ui://demo/clock.html".into(),
+        allowed: vec!["tools/call".into(), "resources/read".into()],
+        input: json!({"secret": SECRET_ARG}),
+        result: json!({"content": [{"type": "text", "text": SECRET_RESULT}]}),
+    };
+    // Not in another user's conversation.
+    assert_eq!(b.create_app_session(&new).await.unwrap(), None);
+    let id = a.create_app_session(&new).await.unwrap().expect("created");
+    let got = a.app_session(&id).await.unwrap().expect("readable");
+    assert_eq!(got.server, ServerRef::catalog("shared"));
+    assert_eq!(
+        (got.tool.as_str(), got.call_id.as_str(), got.after_seq),
+        ("clock", "call-0", 1)
+    );
+    assert!(got.allows("tools/call") && !got.allows("ui/message"));
+    assert_eq!(got.input["secret"], SECRET_ARG);
+    assert_eq!(got.result["content"][0]["text"], SECRET_RESULT);
+    assert_eq!(got.csp_header, None);
+    // Bob: not found, cannot change or remove it.
+    assert_eq!(b.app_session(&id).await.unwrap(), None);
+    assert!(b.app_sessions_of(&chat.id).await.unwrap().is_empty());
+    assert!(!b.set_app_csp(&id, "default-src *").await.unwrap());
+    assert!(!b.remove_app_session(&id).await.unwrap());
+    assert!(a.set_app_csp(&id, "default-src 'none'").await.unwrap());
+    let listed = a.app_sessions_of(&chat.id).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].csp_header.as_deref(), Some("default-src 'none'"));
+    // A model context: sealed, bob cannot set it, taken once.
+    assert!(!b.set_app_context(&id, "bob's words").await.unwrap());
+    assert!(a.set_app_context(&id, SECRET_ARG).await.unwrap());
+    assert!(b.take_app_contexts(&chat.id).await.unwrap().is_empty());
+    assert_eq!(a.take_app_contexts(&chat.id).await.unwrap(), [SECRET_ARG]);
+    assert!(a.take_app_contexts(&chat.id).await.unwrap().is_empty());
+    assert!(
+        a.set_app_context(&id, "kept for the next turn")
+            .await
+            .unwrap()
+    );
+    // Sealed at rest.
+    let raw = db.raw().await;
+    let row = sqlx::query("SELECT model_context FROM app_sessions")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    let sealed: Vec<u8> = row.get(0);
+    assert!(!String::from_utf8_lossy(&sealed).contains("kept for the next turn"));
+    let row = sqlx::query("SELECT init FROM app_sessions")
+        .fetch_one(&raw)
+        .await
+        .unwrap();
+    let sealed: Vec<u8> = row.get(0);
+    let text = String::from_utf8_lossy(&sealed);
+    assert!(!text.contains(SECRET_ARG) && !text.contains(SECRET_RESULT));
+    // Rotation: the session moves to the new key with the chat's rows.
+    let k2 = key();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, Some(&k)));
+    let r = rotated.reencrypt().await.unwrap();
+    assert_eq!(r.resealed, 3, "{r:?}");
+    let only_new = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, None));
+    assert_eq!(
+        only_new
+            .for_user(&ann.id)
+            .take_app_contexts(&chat.id)
+            .await
+            .unwrap(),
+        ["kept for the next turn"]
+    );
+    let back = only_new
+        .for_user(&ann.id)
+        .app_session(&id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(back.input["secret"], SECRET_ARG);
+    // Removed by its user; gone with its conversation.
+    let second = a.create_app_session(&new).await.unwrap().unwrap();
+    assert!(a.remove_app_session(&id).await.unwrap());
+    assert_eq!(a.app_session(&id).await.unwrap(), None);
+    assert!(a.delete_conversation(&chat.id).await.unwrap());
+    assert_eq!(
+        only_new
+            .for_user(&ann.id)
+            .app_session(&second)
+            .await
+            .unwrap(),
+        None
     );
 }

@@ -329,6 +329,111 @@ pub fn permissions_to_allow(permissions: Option<&Value>) -> String {
     out.join("; ")
 }
 
+/// An MCP App's HTML resource as read: its HTML, MIME type and `_meta.ui`.
+#[derive(Debug, Clone)]
+pub struct UiResource {
+    /// The HTML (from `text`, or a base64 `blob` holding UTF-8).
+    pub html: String,
+    /// The content's MIME type, when it names one.
+    pub mime_type: Option<String>,
+    /// The content's `_meta.ui` (`csp`, `permissions`, `prefersBorder`), if any.
+    pub ui: Option<Value>,
+}
+
+/// A `resources/read` result (as JSON) → the app's HTML: its first content, which must be
+/// HTML (`text/html…`, or no MIME type) as `text` or a base64 `blob`.
+///
+/// # Errors
+/// A 502 naming `uri` and what was wrong: no contents, another MIME type, a blob that is
+/// not base64 UTF-8, neither text nor blob.
+pub fn ui_resource(read_result: &Value, uri: &str) -> ApiResult<UiResource> {
+    let first = read_result
+        .get("contents")
+        .and_then(Value::as_array)
+        .and_then(|c| c.first())
+        .ok_or_else(|| ApiError::upstream(format!("{uri} has no contents")))?;
+    let mime = first
+        .get("mimeType")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Some(m) = &mime
+        && !m.to_ascii_lowercase().starts_with("text/html")
+    {
+        return Err(ApiError::upstream(format!(
+            "{uri} is `{m}`, not an MCP App ({APP_MIME_TYPE})"
+        )));
+    }
+    let html = if let Some(t) = first.get("text").and_then(Value::as_str) {
+        t.to_string()
+    } else if let Some(b) = first.get("blob").and_then(Value::as_str) {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(b.trim())
+            .map_err(|e| ApiError::upstream(format!("the resource blob is not base64: {e}")))?;
+        String::from_utf8(bytes)
+            .map_err(|_| ApiError::upstream("the resource blob is not UTF-8 HTML"))?
+    } else {
+        return Err(ApiError::upstream(format!(
+            "{uri} has neither text nor blob"
+        )));
+    };
+    Ok(UiResource {
+        html,
+        mime_type: mime,
+        ui: first.get("_meta").and_then(|m| m.get("ui")).cloned(),
+    })
+}
+
+/// Whether an app may call `tool` (its definition on the app's server, as JSON): the
+/// tool must exist there and have `"app"` in its `_meta.ui.visibility`.
+///
+/// # Errors
+/// 403 naming the tool and why.
+pub fn check_app_tool(tool: Option<&Value>, server: &str, name: &str) -> ApiResult<()> {
+    let Some(tool) = tool else {
+        return Err(ApiError::forbidden(format!(
+            "the app's server `{server}` has no tool `{name}`; an app may only call its own server's tools"
+        )));
+    };
+    if !visible_to_app(tool) {
+        return Err(ApiError::forbidden(format!(
+            "tool `{name}` is not visible to apps (its _meta.ui.visibility lacks \"app\")"
+        )));
+    }
+    Ok(())
+}
+
+/// The sandbox proxy page for an app opened by the page at `host_origin`, under
+/// `csp_header` (sent as the HTTP header the app's `srcdoc` frame inherits), `no-store`,
+/// `no-referrer`, `nosniff`. No valid CSP, no page: the app is never served unconfined.
+pub fn sandbox_response(host_origin: &str, csp_header: &str) -> Response {
+    let origin_js = serde_json::to_string(host_origin).unwrap_or_else(|_| "\"\"".into());
+    let body = SANDBOX_HTML.replace("\"__HOST_ORIGIN__\"", &origin_js);
+    let Ok(csp) = HeaderValue::from_str(csp_header) else {
+        return (
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "the app's Content-Security-Policy is not a valid header; reopen the app",
+        )
+            .into_response();
+    };
+    let mut resp = (StatusCode::OK, body).into_response();
+    let h = resp.headers_mut();
+    h.insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("text/html; charset=utf-8"),
+    );
+    h.insert(header::CONTENT_SECURITY_POLICY, csp);
+    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
+    h.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    h.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    resp
+}
+
 /// An app rendered in the page, bound to the server that produced it.
 #[derive(Debug, Clone)]
 pub struct AppSession {
@@ -401,38 +506,7 @@ pub async fn open(
         .await
         .map_err(|e| ApiError::upstream(format!("reading {}: {e}", req.resource_uri)))?;
     let value = serde_json::to_value(&result).unwrap_or(Value::Null);
-    let first = value
-        .get("contents")
-        .and_then(Value::as_array)
-        .and_then(|c| c.first())
-        .cloned()
-        .ok_or_else(|| ApiError::upstream(format!("{} has no contents", req.resource_uri)))?;
-    let mime = first
-        .get("mimeType")
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    if let Some(m) = &mime
-        && !m.to_ascii_lowercase().starts_with("text/html")
-    {
-        return Err(ApiError::upstream(format!(
-            "{} is `{m}`, not an MCP App ({APP_MIME_TYPE})",
-            req.resource_uri
-        )));
-    }
-    let html = if let Some(t) = first.get("text").and_then(Value::as_str) {
-        t.to_string()
-    } else if let Some(b) = first.get("blob").and_then(Value::as_str) {
-        let bytes = base64::engine::general_purpose::STANDARD
-            .decode(b.trim())
-            .map_err(|e| ApiError::upstream(format!("the resource blob is not base64: {e}")))?;
-        String::from_utf8(bytes)
-            .map_err(|_| ApiError::upstream("the resource blob is not UTF-8 HTML"))?
-    } else {
-        return Err(ApiError::upstream(format!(
-            "{} has neither text nor blob",
-            req.resource_uri
-        )));
-    };
+    let resource = ui_resource(&value, &req.resource_uri)?;
     // `_meta.ui` from the content, else from the resources/list entry.
     let listed_meta = snap
         .resources
@@ -440,11 +514,12 @@ pub async fn open(
         .filter_map(|r| serde_json::to_value(r).ok())
         .find(|r| r.get("uri").and_then(Value::as_str) == Some(req.resource_uri.as_str()))
         .and_then(|r| r.get("_meta").and_then(|m| m.get("ui")).cloned());
-    let ui = first
-        .get("_meta")
-        .and_then(|m| m.get("ui"))
-        .cloned()
-        .or(listed_meta);
+    let UiResource {
+        html,
+        mime_type: mime,
+        ui,
+    } = resource;
+    let ui = ui.or(listed_meta);
     let csp = ui.as_ref().and_then(|u| u.get("csp")).cloned();
     let permissions = ui.as_ref().and_then(|u| u.get("permissions")).cloned();
     let prefers_border = ui
@@ -606,33 +681,7 @@ pub async fn sandbox_page(
     else {
         return (StatusCode::NOT_FOUND, "no such app session").into_response();
     };
-    let origin_js = serde_json::to_string(&session.host_origin).unwrap_or_else(|_| "\"\"".into());
-    let body = SANDBOX_HTML.replace("\"__HOST_ORIGIN__\"", &origin_js);
-    // No CSP header, no page: never serve the app unconfined.
-    let Ok(csp) = HeaderValue::from_str(&session.csp_header) else {
-        return (
-            StatusCode::INTERNAL_SERVER_ERROR,
-            "the app's Content-Security-Policy is not a valid header; reopen the app",
-        )
-            .into_response();
-    };
-    let mut resp = (StatusCode::OK, body).into_response();
-    let h = resp.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("text/html; charset=utf-8"),
-    );
-    h.insert(header::CONTENT_SECURITY_POLICY, csp);
-    h.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(
-        header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
-    );
-    h.insert(
-        header::X_CONTENT_TYPE_OPTIONS,
-        HeaderValue::from_static("nosniff"),
-    );
-    resp
+    sandbox_response(&session.host_origin, &session.csp_header)
 }
 
 #[cfg(test)]

@@ -24,7 +24,7 @@ use switchboard_host::ServerStatus;
 use switchboard_mcp::{CallOptions, Connection, RequestError};
 
 use crate::access::ApiJson;
-use crate::apps::{result_ui_uri, session, tool_ui, visible_to_app};
+use crate::apps::{check_app_tool, result_ui_uri, session, tool_ui};
 use crate::dto::ServerDto;
 use crate::error::{ApiError, ApiResult};
 use crate::state::AppState;
@@ -124,18 +124,7 @@ pub async fn tool_call(
         .find(|t| t.name == req.tool.as_str())
         .and_then(|t| serde_json::to_value(t).ok());
     if from_app {
-        let Some(tool) = &tool else {
-            return Err(ApiError::forbidden(format!(
-                "the app's server `{server}` has no tool `{}`; an app may only call its own server's tools",
-                req.tool
-            )));
-        };
-        if !visible_to_app(tool) {
-            return Err(ApiError::forbidden(format!(
-                "tool `{}` is not visible to apps (its _meta.ui.visibility lacks \"app\")",
-                req.tool
-            )));
-        }
+        check_app_tool(tool.as_ref(), &server, &req.tool)?;
     }
     if let Some(w) = state.host().withheld_tool(&server, &req.tool) {
         return Err(ApiError::conflict(w.message(&server)));

@@ -35,6 +35,8 @@ const BOB_MODEL_KEY: &str = "bob-model-key-secret-a4c2";
 const TEAM_KEY: &str = "team-model-key-secret-0b7e";
 const BOB_WF_SECRET: &str = "bob-workflow-secret-3d9a";
 const BOB_RUN_SECRET: &str = "bob-run-log-secret-c15f";
+const BOB_APP_INPUT: &str = "bob-app-input-secret-3f9a";
+const BOB_APP_CSP: &str = "sandbox allow-scripts allow-forms; default-src 'none'";
 
 fn bob_server(name: &str, url: &str) -> ServerRecord {
     ServerRecord {
@@ -58,6 +60,8 @@ struct Bob {
     workflow: String,
     finished_run: String,
     running_run: String,
+    /// His MCP App session (on `bobs`, in his chat, opened: its CSP stored).
+    app: String,
 }
 
 impl Bob {
@@ -99,6 +103,25 @@ impl Bob {
         let pending = us.pending_confirmations(&self.chat).await.unwrap();
         assert_eq!(pending.len(), 1, "bob's confirmation was answered");
         assert_eq!(pending[0].id, self.confirmation);
+        let bob_app = us
+            .app_session(&self.app)
+            .await
+            .unwrap()
+            .expect("bob's app session is gone");
+        assert!(
+            us.take_app_contexts(&self.chat).await.unwrap().is_empty(),
+            "a model context was left on bob's app session"
+        );
+        assert_eq!(
+            bob_app.server,
+            ServerRef::own("bobs"),
+            "bob's app session changed"
+        );
+        assert_eq!(
+            bob_app.csp_header.as_deref(),
+            Some(BOB_APP_CSP),
+            "bob's app session changed"
+        );
         assert_eq!(
             us.model_key().await.unwrap().unwrap().key.expose(),
             BOB_MODEL_KEY
@@ -259,6 +282,44 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         .await
         .unwrap()
         .unwrap();
+    let bob_app_id = bs
+        .create_app_session(&switchboard_store::NewAppSession {
+            conversation_id: chat.id.clone(),
+            server: ServerRef::own("bobs"),
+            tool: "clock".into(),
+            call_id: "call-0".into(),
+            resource_uri: "ui://switchboard-demo/clock.html".into(),
+            allowed: vec![
+                "tools/call".into(),
+                "resources/read".into(),
+                "ui/message".into(),
+            ],
+            input: json!({"note": BOB_APP_INPUT}),
+            result: json!({"content": [{"type": "text", "text": BOB_APP_INPUT}]}),
+        })
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(bs.set_app_csp(&bob_app_id, BOB_APP_CSP).await.unwrap());
+    // Bob's own page opens and drives it (the session is live, not just absent).
+    let (status, v) = bob_browser
+        .post(
+            &app.base,
+            &format!("/api/apps/{bob_app_id}/tools/call"),
+            &json!({"name": "echo", "arguments": {"message": "bob"}}),
+        )
+        .await;
+    assert_eq!(status, 200, "{v}");
+    // Even with bob's cookie, a request from the sandbox's opaque origin is refused.
+    let sandboxed = Browser::new("null", Some(&bob_cookie));
+    let (status, v) = sandboxed
+        .post(
+            &app.base,
+            &format!("/api/apps/{bob_app_id}/tools/call"),
+            &json!({"name": "echo", "arguments": {"message": "x"}}),
+        )
+        .await;
+    assert_eq!(status, 403, "{v}");
     let bob = Bob {
         id: bob_id,
         cookie: bob_cookie,
@@ -274,13 +335,17 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
             "Bob's plans".into(),
             BOB_WF_SECRET.into(),
             BOB_RUN_SECRET.into(),
+            BOB_APP_INPUT.into(),
+            "clock.html".into(),
         ],
         chat: chat.id.clone(),
         confirmation,
         workflow: bob_workflow,
         finished_run,
         running_run,
+        app: bob_app_id,
     };
+    let bob_app = format!("/api/apps/{}", bob.app);
     let bob_chat = format!("/api/chats/{}", bob.chat);
 
     // The catalog: an admin published `shared` (its URL records what reaches it); bob
@@ -899,6 +964,62 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     assert_eq!(status, 404, "{what}: {v}");
                     answers.push((status, v));
                 }
+            }
+            ("GET", "/api/chats/{id}/apps") => {
+                let (status, v) = alice.get(&app.base, &format!("{bob_chat}/apps")).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("POST", "/api/apps/{id}/open")
+            | ("POST", "/api/apps/{id}/tools/call")
+            | ("POST", "/api/apps/{id}/resources/read")
+            | ("POST", "/api/apps/{id}/message")
+            | ("POST", "/api/apps/{id}/context") => {
+                // Bob's session id, alice's session: not there (404), nothing run.
+                let path = route.path.replace("/api/apps/{id}", &bob_app);
+                let (status, v) = alice
+                    .post(
+                        &app.base,
+                        &path,
+                        &json!({"name": "echo", "arguments": {"message": "x"},
+                            "uri": "ui://switchboard-demo/clock.html", "message": "hi bob",
+                            "content": [{"type": "text", "text": "alice's context"}]}),
+                    )
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/api/apps/{id}/lists") => {
+                let (status, v) = alice.get(&app.base, &format!("{bob_app}/lists")).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/apps/{id}") => {
+                let (status, v) = alice.delete(&app.base, &bob_app).await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+            }
+            ("GET", "/apps/{id}/sandbox") => {
+                // No page of bob's app for alice (its CSP is stored: it would serve bob).
+                let r = send(Method::GET, &format!("/apps/{}/sandbox", bob.app), None)
+                    .send()
+                    .await
+                    .unwrap();
+                let status = r.status().as_u16();
+                let body = r.text().await.unwrap();
+                assert_eq!(status, 404, "{what}: {body}");
+                assert!(!body.contains("sandbox-proxy-ready"), "{what}: {body}");
+                answers.push((status, json!({"body": body})));
+                let r = Browser::new(app.origin(), Some(&bob.cookie))
+                    .request(
+                        Method::GET,
+                        &app.base,
+                        &format!("/apps/{}/sandbox", bob.app),
+                    )
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200, "{what}: bob's own page");
             }
             ("GET", "/api/admin/catalog")
             | ("POST", "/api/admin/catalog")

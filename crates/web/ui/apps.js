@@ -5,6 +5,11 @@
 // HTML by postMessage. Every message is checked for source window and origin. App
 // requests go to the server through /api/mcp/tool-call and /api/mcp/resource-read with
 // the app session id: the server side decides which MCP server that is.
+//
+// opts.host (the team page's): {open(), forward(appId, method, params), close(appId),
+// context(appId, {content, structuredContent})} replaces those API calls; a proxyOrigin of "null" (the team's sandbox runs in an
+// opaque origin) is matched as such and posted to with "*" (the frame is checked by
+// identity, ev.source).
 "use strict";
 
 (function () {
@@ -56,7 +61,7 @@
     function post(msg) {
       if (!iframe || !iframe.contentWindow || app.torn) return;
       note("→", msg);
-      iframe.contentWindow.postMessage(msg, proxyOrigin);
+      iframe.contentWindow.postMessage(msg, proxyOrigin === "null" ? "*" : proxyOrigin);
     }
     function respond(id, result) { post({ jsonrpc: "2.0", id: id, result: result }); }
     function fail(id, code, message) { post({ jsonrpc: "2.0", id: id, error: { code: code, message: message } }); }
@@ -127,7 +132,7 @@
         window.removeEventListener("message", onMessage);
         if (maximized === app) { maximized = null; backdrop.remove(); }
         card.remove();
-        if (app.id) SB.api("DELETE", "/apps/" + encodeURIComponent(app.id)).catch(function () {});
+        if (app.id) (opts.host ? opts.host.close(app.id) : SB.api("DELETE", "/apps/" + encodeURIComponent(app.id))).catch(function () {});
       };
       if (!app.initialized) { done(); return Promise.resolve(); }
       var id = "teardown-" + Date.now();
@@ -140,6 +145,7 @@
     app.pending = {};
 
     function forward(method, params) {
+      if (opts.host) return opts.host.forward(app.id, method, params);
       if (method === "tools/call") {
         return SB.api("POST", "/mcp/tool-call", { appId: app.id, tool: params.name, args: params.arguments || {} }).then(function (r) { return r.result; });
       }
@@ -166,7 +172,7 @@
               serverTools: {},
               serverResources: {},
               logging: {},
-              updateModelContext: { text: {}, structuredContent: {} },
+              updateModelContext: !opts.host || opts.host.context ? { text: {}, structuredContent: {} } : undefined,
               message: { text: {} },
               sandbox: { csp: app.opened.csp || {}, permissions: app.opened.permissions || {} },
             },
@@ -205,6 +211,14 @@
         case "ui/update-model-context":
         case "context/update":
           var ctx = msg.method === "context/update" ? { structuredContent: p } : p;
+          if (opts.host) {
+            if (!opts.host.context) { fail(msg.id, -32601, "Method not found: " + msg.method); return; }
+            opts.host.context(app.id, ctx).then(function () {
+              app.modelContext = ctx;
+              respond(msg.id, msg.method === "context/update" ? { ok: true } : {});
+            }, function (e) { fail(msg.id, e.status === 403 ? -32001 : -32603, e.message); });
+            return;
+          }
           if (opts.chatSessionId && opts.chatSessionId()) {
             SB.api("POST", "/chat/context", { sessionId: opts.chatSessionId(), content: ctx.content, structuredContent: ctx.structuredContent }).catch(function () {});
           }
@@ -273,7 +287,7 @@
       else if (msg.id !== undefined && app.pending[msg.id]) { var f = app.pending[msg.id]; delete app.pending[msg.id]; f(msg); }
     }
 
-    SB.api("POST", "/apps", { server: opts.server, resourceUri: opts.resourceUri, tool: opts.tool }).then(function (opened) {
+    (opts.host ? opts.host.open() : SB.api("POST", "/apps", { server: opts.server, resourceUri: opts.resourceUri, tool: opts.tool })).then(function (opened) {
       if (app.torn) return;
       app.opened = opened;
       app.id = opened.appId;

@@ -8,7 +8,8 @@
 //! - `PUT /api/chats/{id}/servers` `{servers: {name: bool}}`: per-chat server switches;
 //! - `POST /api/chats/{id}/send` `{message}` → Server-Sent Events as in personal mode
 //!   (`chat`, `saved`, `text`, `notice`, `tool-start`, `tool-end`, `confirm`, `done`,
-//!   `error`);
+//!   `error`); a `tool-end` whose result links an MCP App names the app session the
+//!   turn opened for it (`app: {id}`, see `team::apps`);
 //! - `POST /api/chats/{id}/confirm` `{id, decision: once|tool|server|cancel}` and
 //!   `POST /api/chats/{id}/cancel`, on any instance: the answer is written to the store
 //!   and the instance running the turn polls it.
@@ -470,8 +471,9 @@ impl Turn {
             tracing::warn!("team chat: clearing a cancel request: {e}");
         }
         // The person's message is saved before the model hears of it.
-        self.save(MessageRole::User, &Content::user_text(message))
-            .await?;
+        let user =
+            super::apps::user_message(&self.us, &self.chat.id, &self.untrusted, message).await;
+        self.save(MessageRole::User, &user).await?;
         let saved = self
             .us
             .messages(&self.chat.id)
@@ -758,6 +760,7 @@ impl Turn {
             cancel: Some(self.cancel.child_token()),
             meta: None,
         };
+        let app_args = args.clone();
         let arguments = match args {
             Value::Object(m) => Some(m),
             Value::Null => None,
@@ -779,9 +782,20 @@ impl Turn {
                     reg.output_schema().as_ref(),
                     switchboard_chat::DEFAULT_LIMIT_CHARS,
                 );
+                let app = super::apps::open_for_tool_result(super::apps::ToolOutcome {
+                    us: &self.us,
+                    chat_id: &self.chat.id,
+                    server: &server,
+                    tool: &reg.tool,
+                    call_id: &id,
+                    args: &app_args,
+                    result: &raw,
+                })
+                .await;
                 self.emit(json!({
                     "type": "tool-end", "id": id, "server": server, "tool": tool,
                     "display": mapped.display, "isError": mapped.is_error, "result": raw,
+                    "app": app.map(|app_id| json!({"id": app_id})),
                 }));
                 let mut parts = vec![Part::function_response(FunctionResponse {
                     id: call.id.clone(),

@@ -149,7 +149,7 @@ impl StatusClass {
 
 label_enum!(
     /// An MCP request made for a user.
-    McpMethod { ListTools => "tools/list", CallTool => "tools/call" }
+    McpMethod { ListTools => "tools/list", CallTool => "tools/call", ReadResource => "resources/read", ListOther => "lists" }
 );
 
 label_enum!(

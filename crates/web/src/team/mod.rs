@@ -13,6 +13,7 @@
 //! (`catalog`: admins publish servers, each user enables them with their own login);
 //! saved workflows and their runs (`workflows`: kept in the store, run over a per-run host
 //! of the caller's servers with the caller's tokens, behind the team's URL guard).
+//! MCP Apps in the chat with their sessions in the store (`apps`).
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
 //! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
 //! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
@@ -56,12 +57,18 @@
 //!   authorization routes (`/oauth/register`, `/oauth/token`, the metadata) are public
 //!   and answer nothing about anyone's data; `GET /oauth/authorize` names only the
 //!   signed-in user; its POST records an approval only for the session's user;
+//! - an MCP App session is its user's row (`Store::for_user`): another user's session
+//!   id is a 404 on every `/api/apps/{id}` route and on the sandbox page; the app reaches
+//!   only the session's server, with the signed-in user's own tokens, and only tools
+//!   visible to apps; its sandbox page runs in an opaque origin, so nothing it loads can
+//!   use the session cookie;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
 //! `tests/team_isolation.rs` checks the rule on every route of [`route_table`]: a route
 //! without a case there fails it.
 
+mod apps;
 mod cache;
 mod catalog;
 mod chat;
@@ -456,6 +463,69 @@ fn routes() -> Vec<Route> {
             Session,
             "asks the caller's run `id` (on any instance) to stop",
             workflows::cancel
+        ),
+        route!(
+            GET,
+            "/api/chats/{id}/apps",
+            Session,
+            "the MCP App sessions of the caller's conversation `id` (ids, server, tool, resource; no input or result)",
+            apps::of_chat
+        ),
+        route!(
+            POST,
+            "/api/apps/{id}/open",
+            Session,
+            "reads the UI resource of the caller's app session `id` through the caller's own connection to its server; stores the sandbox CSP; answers the HTML, CSP and the tool's input and result",
+            apps::open
+        ),
+        route!(
+            GET,
+            "/apps/{id}/sandbox",
+            Session,
+            "the sandbox proxy page of the caller's app session `id`, under its stored CSP with `sandbox allow-scripts allow-forms` (an opaque origin) and frame-ancestors the team origin",
+            apps::sandbox
+        ),
+        route!(
+            POST,
+            "/api/apps/{id}/tools/call",
+            Session,
+            "calls a tool visible to apps on the server of the caller's app session `id`, with the caller's tokens",
+            apps::call_tool
+        ),
+        route!(
+            POST,
+            "/api/apps/{id}/resources/read",
+            Session,
+            "reads a resource of the server of the caller's app session `id`, with the caller's tokens",
+            apps::read_resource
+        ),
+        route!(
+            GET,
+            "/api/apps/{id}/lists",
+            Session,
+            "lists the resources, templates and prompts of the server of the caller's app session `id`",
+            apps::lists
+        ),
+        route!(
+            POST,
+            "/api/apps/{id}/message",
+            Session,
+            "the app's ui/message: runs a turn in the chat of the caller's app session `id` (as its send; streams events)",
+            apps::message
+        ),
+        route!(
+            POST,
+            "/api/apps/{id}/context",
+            Session,
+            "the app's ui/update-model-context: stores it (sealed) on the caller's app session `id` for the next turn of its chat",
+            apps::context
+        ),
+        route!(
+            DELETE,
+            "/api/apps/{id}",
+            Session,
+            "removes the caller's app session `id`",
+            apps::close
         ),
         route!(
             GET,

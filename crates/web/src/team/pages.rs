@@ -6,8 +6,9 @@
 //! Both pages are static: no user data is written into them (the shell's script asks
 //! `/api/me` and `/api/servers`, behind the session middleware), so `/` answers nothing
 //! about anyone's data whoever calls it; a live session only picks which page. Served
-//! with a strict CSP (scripts from the app's own origin only, no frames, no framing of
-//! the app) and `no-store`.
+//! with a strict CSP (scripts from the app's own origin only, frames only from it — the
+//! MCP App sandbox pages, themselves in an opaque origin —, no framing of the app) and
+//! `no-store`.
 //!
 //! [`problem_page`]: the page a browser gets when the sign-in callback fails (a refused
 //! account, an expired login): the reason, HTML-escaped, and a link back to `/`, under
@@ -44,6 +45,16 @@ const ASSETS: &[(&str, &str, &str)] = &[
         include_str!("../../ui/team/team.js"),
     ),
     (
+        "team-apps.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/team/team-apps.js"),
+    ),
+    (
+        "apps.js",
+        "text/javascript; charset=utf-8",
+        include_str!("../../ui/apps.js"),
+    ),
+    (
         "favicon.svg",
         "image/svg+xml",
         include_str!("../../ui/favicon.svg"),
@@ -51,7 +62,7 @@ const ASSETS: &[(&str, &str, &str)] = &[
 ];
 
 /// The pages' Content-Security-Policy.
-const TEAM_PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'none'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
+const TEAM_PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
 fn security_headers(h: &mut HeaderMap) {
     h.insert(

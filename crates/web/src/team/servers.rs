@@ -562,7 +562,7 @@ impl Resolved {
 /// answers 401 although tokens were sent (at connect or on the request), the tokens are
 /// refreshed once under the store's lease and `op` runs once more on a new connection;
 /// a second 401 is `needs_oauth` naming the login. Counted and timed in `/metrics`.
-async fn on_server<T, F, Fut>(
+pub(super) async fn on_server<T, F, Fut>(
     state: &TeamState,
     signed: &SignedIn,
     server: &ServerRef,

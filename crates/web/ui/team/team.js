@@ -564,9 +564,22 @@
     function load() {
       return api("GET", chatPath(id)).then(function (r) {
         clear(log);
-        r.messages.forEach(function (m) { log.appendChild(partsView(m.content, m.role)); });
+        r.messages.forEach(function (m) { log.appendChild(partsView(m.content, m.role)).dataset.seq = String(m.seq); });
         log.dataset.loaded = "true";
+        window.SBTeamApps.restore(id, log, appMessage).catch(function (e) { toast(e.message, true); });
       }).catch(function (e) { clear(log).appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    // An app's ui/message: the person's next message in this chat, through its app
+    // session. Answered at once (the turn's outcome shows in the chat, which is then read
+    // back from the store, app cards included).
+    function appMessage(appId, text) {
+      log.appendChild(el("div", { class: "chat-msg chat-user" }, el("div", { class: "chat-text" }, text)));
+      var live = el("div", { class: "chat-msg chat-model chat-live" });
+      log.appendChild(live);
+      streamTurn(id, text, live, "/api/apps/" + encodeURIComponent(appId) + "/message", appMessage).then(load).catch(function (err) {
+        live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, err.message));
+      });
+      return Promise.resolve();
     }
     load();
     form.addEventListener("submit", function (e) {
@@ -578,7 +591,7 @@
       log.appendChild(el("div", { class: "chat-msg chat-user" }, el("div", { class: "chat-text" }, text)));
       var live = el("div", { class: "chat-msg chat-model chat-live" });
       log.appendChild(live);
-      streamTurn(id, text, live).then(load).catch(function (err) {
+      streamTurn(id, text, live, null, appMessage).then(load).catch(function (err) {
         live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, err.message));
       }).then(function () { send.disabled = false; });
     });
@@ -600,10 +613,12 @@
   }
 
   // Sends one message and shows the turn's events in `live` until the stream ends.
-  function streamTurn(id, text, live) {
+  // `url`: where the message goes (the chat's send, or an app session's message route);
+  // `appMessage`: what an app shown by this turn does with its ui/message.
+  function streamTurn(id, text, live, url, appMessage) {
     var textNode = el("div", { class: "chat-text" });
     live.appendChild(textNode);
-    return fetch(chatPath(id) + "/send", {
+    return fetch(url || chatPath(id) + "/send", {
       method: "POST", credentials: "same-origin",
       headers: { "Content-Type": "application/json" }, body: JSON.stringify({ message: text }),
     }).then(function (resp) {
@@ -617,6 +632,7 @@
         else if (ev.type === "confirm") live.appendChild(confirmBox(id, ev));
         else if (ev.type === "tool-start") live.appendChild(el("div", { class: "muted" }, "Calling " + ev.server + " / " + ev.tool + "…"));
         else if (ev.type === "tool-end") live.appendChild(el("div", { class: ev.isError ? "error-box" : "chat-tool", dataset: { toolResult: ev.tool } }, pre(ev.display || "")));
+        if (ev.type === "tool-end" && ev.app && ev.app.id) window.SBTeamApps.show(ev.app.id, live, appMessage);
         else if (ev.type === "error") live.appendChild(el("div", { class: "error-box", dataset: { chatError: "" } }, ev.message));
         else if (ev.type === "done") live.dataset.done = "true";
       }
