@@ -45,10 +45,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "chat turn lease",
         include_str!("../migrations/0008_chat_turn_lease.sql"),
     ),
+    (
+        12,
+        "gateway grant use",
+        include_str!("../migrations/0012_gateway_grant_use.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 8;
+pub const LATEST_VERSION: i64 = 12;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
