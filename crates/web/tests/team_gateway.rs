@@ -7,7 +7,9 @@
 //! (the demo server, named `{server}__{tool}`) and calls echo; bob's server is never
 //! reached. Then: the refresh token is rotated (the old one, spent, ends the grant), and a
 //! token for another resource, an expired token and a token whose sign-in session ended
-//! are refused with 401 and the RFC 9728 pointer. The same on SQLite with one instance.
+//! are refused with 401 and the RFC 9728 pointer. RFC 7009 revocation: the SDK client
+//! finds the endpoint in the metadata and revokes its access token (then refreshes); direct
+//! requests revoke access and refresh tokens. The same on SQLite with one instance.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -217,6 +219,22 @@ async fn token_request(base: &str, form: &[(&str, &str)]) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+async fn revoke_request(base: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form.iter())
+        .finish();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/oauth/revoke"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 /// A token for alice issued straight through the store (another resource, or a short life).
 async fn store_token(
     store: &Store,
@@ -291,6 +309,7 @@ async fn gateway_flow(db: Db, n: usize) {
         v["registration_endpoint"],
         format!("{origin}/oauth/register")
     );
+    assert_eq!(v["revocation_endpoint"], format!("{origin}/oauth/revoke"));
     // Registration refuses a redirect URI that is neither https nor loopback http.
     let (status, v) = anon
         .post(
@@ -333,6 +352,7 @@ async fn gateway_flow(db: Db, n: usize) {
         "redirectUrl": redirect_url,
         "echo": "demo__echo",
         "calls": 4,
+        "revoke": true,
     });
     let mut child = tokio::process::Command::new("node")
         .arg(&driver)
@@ -438,6 +458,15 @@ async fn gateway_flow(db: Db, n: usize) {
     // Bob's server was never reached, with anything.
     assert_eq!(trap.connections(), 0, "{}", trap.received());
 
+    // The SDK found the revocation endpoint and revoked its access token; the gateway
+    // then refused it and the SDK refreshed (a new access token) and listed again.
+    assert_eq!(out["revocationEndpoint"], format!("{origin}/oauth/revoke"));
+    assert_eq!(out["revokeStatus"], 200, "{out}");
+    assert_eq!(out["toolsAfterRevoke"], json!(tools.len()), "{out}");
+    let revoked = out["revokedAccess"].as_str().unwrap();
+    assert_ne!(out["accessToken"].as_str().unwrap(), revoked);
+    assert_eq!(list_with(&at(0), revoked).await.0, 401);
+
     let access = out["accessToken"].as_str().unwrap().to_owned();
     let refresh = out["refreshToken"].as_str().unwrap().to_owned();
     let client_id = out["clientId"].as_str().unwrap().to_owned();
@@ -535,6 +564,99 @@ async fn gateway_flow(db: Db, n: usize) {
     )
     .await;
     assert_eq!(list_with(&at(1), &live).await.0, 200);
+
+    // RFC 7009 by direct requests on either instance.
+    let (acc, refr) = team_support::gateway_tokens(
+        &store,
+        &session,
+        &client_id,
+        &format!("{origin}/mcp"),
+        Duration::from_secs(600),
+    )
+    .await;
+    let (status, v) = revoke_request(&at(0), &[("token", &acc)]).await;
+    assert_eq!((status, v["error"].as_str()), (401, Some("invalid_client")));
+    let (status, v) = revoke_request(&at(0), &[("client_id", &client_id)]).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("invalid_request"))
+    );
+    let (status, v) = revoke_request(&at(1), &[("token", &acc), ("client_id", "sbc_other")]).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("unauthorized_client"))
+    );
+    assert_eq!(
+        list_with(&at(0), &acc).await.0,
+        200,
+        "another client's revocation is refused"
+    );
+    let unknown = [
+        ("token", "sbat_never_issued"),
+        ("client_id", client_id.as_str()),
+    ];
+    assert_eq!(revoke_request(&at(0), &unknown).await.0, 200);
+    let (status, _) = revoke_request(
+        &at(1),
+        &[
+            ("token", &acc),
+            ("token_type_hint", "access_token"),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list_with(&at(0), &acc).await.0,
+        401,
+        "a revoked access token"
+    );
+    // The grant lives on: its refresh token still buys a pair...
+    let (status, v) = token_request(
+        &at(0),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refr),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let acc2 = v["access_token"].as_str().unwrap().to_owned();
+    let refr2 = v["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(list_with(&at(1), &acc2).await.0, 200);
+    // ...until the refresh token is revoked (with a wrong hint): the whole grant ends.
+    let (status, _) = revoke_request(
+        &at(1),
+        &[
+            ("token", &refr2),
+            ("token_type_hint", "access_token"),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list_with(&at(0), &acc2).await.0,
+        401,
+        "the grant's access token ended"
+    );
+    let (status, v) = token_request(
+        &at(1),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refr2),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_grant")));
+    assert_eq!(
+        list_with(&at(1), &live).await.0,
+        200,
+        "other grants are untouched"
+    );
+
     let signed_out = Browser::new(&origin, Some(&session));
     let (status, _) = signed_out
         .send(signed_out.request(Method::POST, &at(0), "/auth/logout"))

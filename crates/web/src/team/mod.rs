@@ -518,6 +518,27 @@ fn routes() -> Vec<Route> {
         ),
         route!(
             POST,
+            "/oauth/revoke",
+            Public,
+            "revokes a token the named client holds (RFC 7009): a refresh token ends its grant, an access token only itself; nothing for another client's token",
+            gateway_auth::revoke
+        ),
+        route!(
+            GET,
+            "/api/gateway/grants",
+            Session,
+            "the caller's connected gateway clients (grants: client name, redirect URIs, created, last used; never a token)",
+            gateway_auth::my_grants
+        ),
+        route!(
+            DELETE,
+            "/api/gateway/grants/{id}",
+            Session,
+            "ends the caller's gateway grant `id` with every token of it (another user's is 404)",
+            gateway_auth::revoke_my_grant
+        ),
+        route!(
+            POST,
             "/mcp",
             McpToken,
             "the token's user's enabled servers (cached connections with that user's tokens): lists and calls",
