@@ -973,3 +973,178 @@ async fn enabled_catalog_servers_join_the_gateway() {
     );
     app.stop().await;
 }
+
+/// CORS for browser MCP clients, by explicit requests: preflights of `/mcp` and the
+/// public OAuth endpoints are answered for any origin (no credentials), their answers are
+/// readable cross-origin with `WWW-Authenticate` and `Mcp-Session-Id` exposed; the cookie
+/// routes get no CORS header, and another origin's request carrying the session cookie
+/// is still refused (the grant it aimed at lives on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_opens_the_bearer_endpoints_and_no_cookie_route() {
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let demo = demo_http().await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("demo", &demo, None))
+        .await
+        .unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+    let grant = store.for_user(&alice).gateway_grants().await.unwrap()[0]
+        .id
+        .as_str()
+        .to_owned();
+    let other = "http://elsewhere.example:8080";
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    for (path, method) in [
+        ("/mcp", "POST"),
+        ("/mcp", "DELETE"),
+        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+        ("/.well-known/oauth-authorization-server", "GET"),
+        ("/oauth/register", "POST"),
+        ("/oauth/token", "POST"),
+        ("/oauth/revoke", "POST"),
+    ] {
+        let r = http
+            .request(Method::OPTIONS, format!("{}{path}", app.base))
+            .header("Origin", other)
+            .header("Access-Control-Request-Method", method)
+            .header(
+                "Access-Control-Request-Headers",
+                "authorization, content-type, mcp-protocol-version",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204, "preflight of {method} {path}");
+        assert_eq!(
+            header(&r, "access-control-allow-origin").as_deref(),
+            Some("*")
+        );
+        let allowed = header(&r, "access-control-allow-headers").unwrap();
+        for h in ["Authorization", "Content-Type", "Mcp-Protocol-Version"] {
+            assert!(allowed.contains(h), "{path}: {allowed}");
+        }
+        assert!(
+            header(&r, "access-control-allow-methods")
+                .unwrap()
+                .contains(method)
+        );
+        assert_eq!(header(&r, "access-control-allow-credentials"), None);
+    }
+
+    // A cross-origin call: 401 without a token (the pointer readable), 200 with one.
+    let call = |token: Option<&str>| {
+        let mut r = http
+            .post(format!("{}/mcp", app.base))
+            .header("Origin", other)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let r = call(None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+    let exposed = header(&r, "access-control-expose-headers").unwrap();
+    for h in ["WWW-Authenticate", "Mcp-Session-Id", "Mcp-Protocol-Version"] {
+        assert!(exposed.contains(h), "{exposed}");
+    }
+    let r = call(Some(&access)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+    assert_eq!(header(&r, "access-control-allow-credentials"), None);
+    let v: Value = r.json().await.unwrap();
+    assert!(v.to_string().contains("demo__echo"), "{v}");
+    let r = http
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            app.base
+        ))
+        .header("Origin", other)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+
+    // Cookie routes: no CORS, and another origin's request with the cookie is refused.
+    let session = format!("{COOKIE}={cookie}");
+    for path in [
+        "/api/gateway/grants".to_owned(),
+        format!("/api/gateway/grants/{grant}"),
+        "/api/servers".to_owned(),
+        "/oauth/authorize".to_owned(),
+    ] {
+        let r = http
+            .request(Method::OPTIONS, format!("{}{path}", app.base))
+            .header("Origin", other)
+            .header("Access-Control-Request-Method", "DELETE")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&r, "access-control-allow-origin"), None, "{path}");
+        assert_ne!(r.status(), 204, "{path}");
+    }
+    let r = http
+        .get(format!("{}/api/gateway/grants", app.base))
+        .header("Origin", other)
+        .header("Sec-Fetch-Site", "cross-site")
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "access-control-allow-origin"), None);
+    let r = http
+        .delete(format!("{}/api/gateway/grants/{grant}", app.base))
+        .header("Origin", other)
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "access-control-allow-origin"), None);
+    assert_eq!(
+        store.for_user(&alice).gateway_grants().await.unwrap().len(),
+        1
+    );
+    assert_eq!(list_with(&app.base, &access).await.0, 200);
+    // The same request from the app's own origin ends it.
+    let (status, v) = Browser::new(app.origin(), Some(&cookie))
+        .delete(&app.base, &format!("/api/gateway/grants/{grant}"))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(list_with(&app.base, &access).await.0, 401);
+    app.stop().await;
+}

@@ -14,7 +14,9 @@
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
 //! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
 //! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
-//! consent, code + PKCE, tokens bound to `/mcp`).
+//! consent, code + PKCE, tokens bound to `/mcp`, RFC 7009 revocation, and each user's
+//! connected clients); CORS for browser MCP clients on exactly those bearer-token and
+//! public OAuth endpoints (`cors`), never on a cookie route.
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers of users;
@@ -54,6 +56,12 @@
 //!   authorization routes (`/oauth/register`, `/oauth/token`, the metadata) are public
 //!   and answer nothing about anyone's data; `GET /oauth/authorize` names only the
 //!   signed-in user; its POST records an approval only for the session's user;
+//! - a user's connected clients (`/api/gateway/grants`) are their own grants: listed and
+//!   ended through `for_user`, another user's grant id is "not found"; `/oauth/revoke`
+//!   revokes a token only for the client it was issued to;
+//! - CORS (`cors`) opens only `/mcp` and the public OAuth endpoints to other origins, none
+//!   of which reads a cookie; a cross-origin request to a cookie route is still refused by
+//!   the session middleware's Origin check;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
@@ -63,6 +71,7 @@
 mod cache;
 mod catalog;
 mod chat;
+mod cors;
 mod gateway;
 mod gateway_auth;
 mod health;
@@ -598,5 +607,6 @@ pub fn team_app(state: TeamState) -> Router {
             state.clone(),
             metrics::track,
         ))
+        .layer(middleware::from_fn(cors::cors))
         .with_state(state)
 }
