@@ -11,7 +11,11 @@
 //! opens a popup that completes the login and closes, after which the server is listed
 //! signed in and its Test connects, and "Sign out of server" forgets it; a team catalog
 //! server an admin published (the same OAuth peer) is enabled, Tested (needs OAuth) and
-//! signed in to in a popup with alice's own login; Sign out shows the
+//! signed in to in a popup with alice's own login; a browser MCP client on another
+//! (loopback) origin registers, gets alice's consent, exchanges its code and lists her
+//! tools through `/mcp` cross-origin (CORS), while its fetches of a cookie route with
+//! credentials are blocked; the page lists it under connected clients with its last use,
+//! and Revoke ends it (its token then gets 401); Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.
 //! Screenshots go to `target/screenshots/team-*.png`.
@@ -121,6 +125,14 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         .push(("WWW-Authenticate".into(), "Bearer".into()));
     let locked = RecordingListener::with_reply(locked).await;
     let secure = spawn_oauth_python(&[]).await;
+    // The browser MCP client's origin: a page on another loopback port.
+    let mut page = CannedReply::new(
+        200,
+        "<!doctype html><title>MCP client</title><h1>A browser MCP client</h1>",
+    );
+    page.headers
+        .push(("Content-Type".into(), "text/html; charset=utf-8".into()));
+    let client_page = RecordingListener::with_reply(page).await;
     // An admin published the OAuth-protected server in the team catalog.
     let store = db.store().await;
     let admin = store
@@ -150,6 +162,7 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
             ("LOCKED_URL", locked.url("/mcp")),
             ("SECURE_URL", secure.url.clone()),
             ("MODEL_KEY", BROWSER_MODEL_KEY.to_owned()),
+            ("CLIENT_URL", client_page.url("/callback")),
         ],
     )
     .await;

@@ -514,7 +514,8 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
-/// A page: no script at all, no framing, nothing cached or sent on as a referrer; forms
+/// A page: no script at all, no framing, nothing cached or sent on as a referrer to another
+/// origin; forms
 /// only to this app and `form_target` (where the consent's redirect goes).
 fn page(status: StatusCode, title: &str, body: &str, form_target: Option<&str>) -> Response {
     let html = format!(
@@ -540,9 +541,12 @@ fn page(status: StatusCode, title: &str, body: &str, form_target: Option<&str>) 
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends the consent
+    // form's POST with `Origin: null`, which the session middleware refuses; this way the
+    // POST carries the app's origin and nothing is sent on to the client's redirect URI.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
