@@ -221,17 +221,7 @@ impl GatewayServer {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
-        let (ptx, prx) = mpsc::unbounded_channel();
-        // The client's own `_meta` goes along (switchboard-mcp leaves out
-        // `progressToken` and MCP's reserved keys, which belong to each connection).
-        let meta: &serde_json::Map<String, serde_json::Value> = &ctx.meta;
-        let opts = CallOptions {
-            timeout: None,
-            progress: ctx.meta.get_progress_token().map(|_| ptx),
-            cancel: Some(ctx.ct.clone()),
-            meta: (!meta.is_empty()).then(|| meta.clone()),
-        };
-        (opts, prx)
+        relay_options(ctx)
     }
 
     /// Whether the audit log keeps arguments and results (`--audit-payloads`).
@@ -270,6 +260,47 @@ impl GatewayServer {
             arguments,
             result: outcome.result,
         });
+    }
+}
+
+/// Options for relaying one downstream request upstream: the client's cancellation,
+/// its own `_meta` (switchboard-mcp leaves out `progressToken` and MCP's reserved keys,
+/// which belong to each connection), and — when the client asked for progress — a
+/// channel the upstream's progress arrives on, to hand to [`relay_progress`].
+pub fn relay_options(
+    ctx: &RequestContext<RoleServer>,
+) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
+    let (ptx, prx) = mpsc::unbounded_channel();
+    let meta: &serde_json::Map<String, serde_json::Value> = &ctx.meta;
+    let opts = CallOptions {
+        timeout: None,
+        progress: ctx.meta.get_progress_token().map(|_| ptx),
+        cancel: Some(ctx.ct.clone()),
+        meta: (!meta.is_empty()).then(|| meta.clone()),
+    };
+    (opts, prx)
+}
+
+/// Await an upstream request, sending each of its progress notifications downstream
+/// under the client's own `progressToken` (nothing when the client named none), in
+/// order, all of them before the result.
+pub async fn relay_progress<T>(
+    ctx: &RequestContext<RoleServer>,
+    fut: impl Future<Output = T>,
+    mut progress: mpsc::UnboundedReceiver<Progress>,
+) -> T {
+    let token = ctx.meta.get_progress_token();
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            r = &mut fut => {
+                while let Ok(p) = progress.try_recv() {
+                    send_progress(ctx, token.as_ref(), p).await;
+                }
+                return r;
+            }
+            Some(p) = progress.recv() => send_progress(ctx, token.as_ref(), p).await,
+        }
     }
 }
 

@@ -1148,3 +1148,134 @@ async fn cors_opens_the_bearer_endpoints_and_no_cookie_route() {
     assert_eq!(list_with(&app.base, &access).await.0, 401);
     app.stop().await;
 }
+
+/// Progress through the stateless team gateway: the TS SDK client calls
+/// server-everything's long-running tool (alice's own server, Streamable HTTP) with an
+/// `onprogress` callback; each upstream progress notification reaches it, under its own
+/// token, before the result. A raw request shows the shape: with a `progressToken` the
+/// answer is an SSE stream of `notifications/progress` then the result; without one, a
+/// plain JSON answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
+    use switchboard_testkit::{EverythingMode, spawn_everything};
+    switchboard_testkit::ensure_peers();
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("everything", &everything.url, None))
+        .await
+        .unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+    let slow = "everything__trigger-long-running-operation";
+
+    let sdk = switchboard_testkit::peers_dir().join("node/node_modules/@modelcontextprotocol/sdk");
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/drivers/team_gateway_progress.mjs");
+    let plan = json!({
+        "sdk": sdk,
+        "url": format!("{}/mcp", app.base),
+        "token": access,
+        "name": slow,
+        "arguments": {"duration": 1, "steps": 3},
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new("node")
+            .arg(&driver)
+            .arg(plan.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the driver finished within 90 s")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = v["events"].as_array().unwrap();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.get("progress").is_some())
+        .collect();
+    // The last upstream notification may lose the race with the upstream result (rmcp's
+    // client handles each notification in a task of its own, the response directly), so
+    // at least the first two of three; all in order, all before the result.
+    assert!((2..=3).contains(&progress.len()), "{v}");
+    for (i, p) in progress.iter().enumerate() {
+        assert_eq!(p["progress"], json!(i + 1), "{v}");
+        assert_eq!(p["total"], json!(3), "{v}");
+    }
+    let last = events.last().unwrap();
+    assert!(
+        last["result"]
+            .as_str()
+            .is_some_and(|t| t.contains("Long running operation completed")),
+        "the result comes after every progress notification: {v}"
+    );
+
+    // The same call by hand: an SSE stream with the client's own token.
+    let call = |meta: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/mcp", app.base))
+            .bearer_auth(&access)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": slow, "arguments": {"duration": 1, "steps": 3}, "_meta": meta}}))
+            .timeout(Duration::from_secs(60))
+            .send()
+    };
+    let r = call(json!({"progressToken": "mine-42"})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = r.text().await.unwrap();
+    let messages: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("result"))
+        .collect();
+    assert!(kinds.len() >= 3, "{body}");
+    assert_eq!(kinds.last(), Some(&"result"), "{body}");
+    assert!(
+        kinds[..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == "notifications/progress"),
+        "{body}"
+    );
+    assert_eq!(messages[0]["params"]["progressToken"], "mine-42");
+    assert_eq!(messages.last().unwrap()["id"], 7);
+    let r = call(json!({})).await.unwrap();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let v: Value = r.json().await.unwrap();
+    assert!(v["result"]["content"].is_array(), "{v}");
+    app.stop().await;
+}
