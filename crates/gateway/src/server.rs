@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use crate::audit::{AuditEntry, now};
 use crate::catalog::Catalog;
 use crate::error::GatewayError;
-use crate::gateway::{Gateway, Shared};
+use crate::gateway::{Gateway, SessionEnd, Shared};
 use crate::uris::Unroutable;
 
 /// The `serverInfo.name` the gateway reports.
@@ -38,6 +38,8 @@ pub const SERVER_NAME: &str = "switchboard-gateway";
 pub struct GatewayServer {
     shared: Arc<Shared>,
     session: u64,
+    /// Dropped with the session's last handler clone: ends the session.
+    _end: Arc<SessionEnd>,
 }
 
 impl std::fmt::Debug for GatewayServer {
@@ -51,9 +53,14 @@ impl std::fmt::Debug for GatewayServer {
 impl Gateway {
     /// A handler for one more downstream session.
     pub fn session(&self) -> GatewayServer {
+        let session = self.shared.next_id();
         GatewayServer {
             shared: self.shared.clone(),
-            session: self.shared.next_id(),
+            session,
+            _end: Arc::new(SessionEnd {
+                shared: self.shared.clone(),
+                id: session,
+            }),
         }
     }
 
