@@ -563,9 +563,13 @@ async function registryScenario(page) {
 // chat (own model key, a confirmation, the tool's result), enable a team catalog server
 // and sign in to it in a popup, a workflow (validate, save, run echo, its log), sign
 // out, sign out everywhere.
+// and sign in to it in a popup, a browser MCP client on another origin (registration,
+// consent, token and /mcp through CORS; cookie routes closed to it), its grant listed
+// under connected clients and revoked, sign out, sign out everywhere.
 //   APP_URL the team app's origin; DEMO_URL, LOCKED_URL (answers 401), SECURE_URL (an
 //   OAuth-protected server whose authorization server approves at once), MODEL_KEY
-//   (the key the fake Gemini the team app chats with accepts)
+//   (the key the fake Gemini the team app chats with accepts), CLIENT_URL (the browser
+//   MCP client's redirect URI: a loopback listener answering a small HTML page)
 async function teamSignedIn(page) {
   await page.waitForFunction(() => {
     const who = document.querySelector("[data-me]");
@@ -767,6 +771,93 @@ async function teamScenario(page) {
   assert((await page.locator(".wf-log b, .wf-live b").count()) === 0, "server text is never markup");
   await page.waitForSelector("[data-wf-past]", { timeout: TIMEOUT });
   await shot(page, "07e-workflow-run");
+  step = "a browser MCP client on another origin: register, consent, token, /mcp through CORS";
+  const { createHash, randomBytes } = await import("node:crypto");
+  const verifier = randomBytes(32).toString("base64url");
+  const challenge = createHash("sha256").update(verifier).digest("base64url");
+  const clientUrl = env.CLIENT_URL;
+  const clientOrigin = new URL(clientUrl).origin;
+  await page.goto(clientUrl);
+  const reg = await page.evaluate(async ([o, cb]) => {
+    const r = await fetch(o + "/oauth/register", {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ client_name: "Browser MCP client", redirect_uris: [cb], token_endpoint_auth_method: "none" }),
+    });
+    return { status: r.status, body: await r.json() };
+  }, [origin, clientUrl]);
+  assert(reg.status === 201, "registered from another origin: " + JSON.stringify(reg));
+  const clientId = reg.body.client_id;
+  const authorize = new URLSearchParams({
+    response_type: "code", client_id: clientId, redirect_uri: clientUrl, code_challenge: challenge,
+    code_challenge_method: "S256", state: "browser-state", resource: origin + "/mcp", scope: "mcp",
+  });
+  await page.goto(origin + "/oauth/authorize?" + authorize.toString());
+  await page.waitForSelector('button[value="allow"]', { timeout: TIMEOUT });
+  assert((await page.content()).includes("Browser MCP client"), "the consent names the client");
+  await shot(page, "08a-consent");
+  await page.click('button[value="allow"]');
+  await page.waitForURL((u) => u.origin === clientOrigin && u.searchParams.has("code"), { timeout: TIMEOUT });
+  const code = new URL(page.url()).searchParams.get("code");
+  const cross = await page.evaluate(async ([o, code, cb, cid, verifier]) => {
+    const t = await fetch(o + "/oauth/token", {
+      method: "POST",
+      body: new URLSearchParams({ grant_type: "authorization_code", code, redirect_uri: cb, client_id: cid, code_verifier: verifier, resource: o + "/mcp" }),
+    });
+    const tokens = await t.json();
+    const mcp = (token) => fetch(o + "/mcp", {
+      method: "POST",
+      headers: Object.assign({
+        "Content-Type": "application/json",
+        Accept: "application/json, text/event-stream",
+        "MCP-Protocol-Version": "2025-06-18",
+      }, token ? { Authorization: "Bearer " + token } : {}),
+      body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+    });
+    const anon = await mcp(null);
+    const listed = await mcp(tokens.access_token);
+    const list = await listed.json();
+    const cookieRoute = async (method) => {
+      try {
+        const r = await fetch(o + "/api/gateway/grants", { method, credentials: "include" });
+        return "read " + r.status;
+      } catch (e) {
+        return "blocked";
+      }
+    };
+    return {
+      tokenStatus: t.status, access: tokens.access_token, anonStatus: anon.status,
+      www: anon.headers.get("WWW-Authenticate"), listStatus: listed.status,
+      tools: ((list.result && list.result.tools) || []).map((x) => x.name),
+      cookieGet: await cookieRoute("GET"), cookieDelete: await cookieRoute("DELETE"),
+    };
+  }, [origin, code, clientUrl, clientId, verifier]);
+  log("cross-origin", JSON.stringify(Object.assign({}, cross, { access: "…" })));
+  assert(cross.tokenStatus === 200 && cross.access, "the code exchanged cross-origin: " + cross.tokenStatus);
+  assert(cross.anonStatus === 401 && (cross.www || "").includes("resource_metadata="), "the 401's WWW-Authenticate is readable: " + cross.www);
+  assert(cross.listStatus === 200 && cross.tools.includes("demo__echo"), "tools listed cross-origin: " + cross.tools.join(", "));
+  assert(cross.cookieGet === "blocked" && cross.cookieDelete === "blocked", "cookie routes stay closed to another origin: " + cross.cookieGet + " / " + cross.cookieDelete);
+
+  step = "connected clients: the grant is listed with its last use, and revoked";
+  await page.goto(origin + "/#/servers");
+  await page.waitForSelector('[data-grants][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+  const grant = page.locator("[data-grant]", { hasText: "Browser MCP client" });
+  await grant.waitFor({ timeout: TIMEOUT });
+  const grantText = await grant.textContent();
+  assert(grantText.includes(new URL(clientUrl).host), "the redirect host is shown: " + grantText);
+  assert(!grantText.includes("last used never"), "the use through /mcp is shown: " + grantText);
+  await grant.scrollIntoViewIfNeeded();
+  await shot(page, "08b-connected-clients");
+  page.once("dialog", (d) => d.accept());
+  await grant.locator("[data-revoke-grant]").click();
+  await page.locator("[data-grant]", { hasText: "Browser MCP client" }).waitFor({ state: "detached", timeout: TIMEOUT });
+  const afterRevoke = await page.evaluate(([o, token]) => fetch(o + "/mcp", {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json, text/event-stream", Authorization: "Bearer " + token },
+    body: JSON.stringify({ jsonrpc: "2.0", id: 1, method: "tools/list" }),
+  }).then((r) => r.status), [origin, cross.access]);
+  assert(afterRevoke === 401, "the revoked client's token is refused: " + afterRevoke);
+  await shot(page, "08c-client-revoked");
 
   step = "sign out";
   await page.click("[data-sign-out]");

@@ -620,3 +620,44 @@ async fn roots_are_per_downstream_session_over_http() {
     assert!(strings(&out["clients"][2]["roots"]).is_empty());
     assert_eq!(out["clients"][2]["asked"], 0);
 }
+
+/// A downstream session that declared roots ends (the TS SDK client's DELETE over
+/// HTTP): the roots offered upstream change, so the gateway sends
+/// `notifications/roots/list_changed`, and server-everything (which only re-asks on
+/// that notification) asks again and gets the remaining client's roots, not the
+/// departed one's.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_departing_client_with_roots_changes_the_roots_upstream() {
+    ensure_peers();
+    let env = common::Env::new();
+    let config = roots_settings(env.project.path());
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let (a, b) = (
+        "file:///tmp/switchboard-roots-stays",
+        "file:///tmp/switchboard-roots-leaves",
+    );
+    let url = gw.url.clone();
+    let out = tokio::task::spawn_blocking(move || {
+        roots_driver(json!({
+            "sdk": sdk_dir(),
+            "transport": "http",
+            "url": url,
+            "token": TOKEN,
+            "clients": [{"roots": [a]}, {"roots": [b]}],
+            "leave": {"client": 1, "observer": 0, "tool": "everything__get-roots-list",
+                      "before": b, "after": a},
+        }))
+    })
+    .await
+    .unwrap();
+    let before = out["beforeLeave"].as_str().unwrap();
+    assert!(
+        before.contains(b),
+        "the latest client's roots went upstream: {before}"
+    );
+    let after = out["afterLeave"].as_str().unwrap();
+    assert!(
+        after.contains(a) && !after.contains(b),
+        "server-everything was not told the roots changed when a client left: {after}"
+    );
+}

@@ -8,7 +8,8 @@
 //! `roots/list` is answered by a downstream client (the one whose call is running,
 //! else the latest that declared roots), and an empty list when no client declared
 //! the roots capability. A client's `notifications/roots/list_changed`, and a client
-//! with roots arriving, become `notifications/roots/list_changed` to every server.
+//! with roots arriving or a session with roots ending, become
+//! `notifications/roots/list_changed` to every server.
 //!
 //! It owns no connection of its own: upstream servers are reached only through the
 //! [`Host`], downstream clients only through their rmcp `Peer`. Locks are sync mutexes
@@ -199,6 +200,27 @@ impl Drop for InflightGuard {
     }
 }
 
+/// Lives as long as one downstream session's handler (every clone of it): when the
+/// session ends (the client disconnected, or ended its HTTP session), it is forgotten,
+/// and if it had declared roots, the roots offered upstream changed, so every server
+/// hears `notifications/roots/list_changed`.
+pub(crate) struct SessionEnd {
+    pub(crate) shared: Arc<Shared>,
+    pub(crate) id: u64,
+}
+
+impl Drop for SessionEnd {
+    fn drop(&mut self) {
+        if !self.shared.end_session(self.id) {
+            return;
+        }
+        let shared = self.shared.clone();
+        if let Ok(handle) = tokio::runtime::Handle::try_current() {
+            handle.spawn(async move { shared.roots_changed().await });
+        }
+    }
+}
+
 /// Cancels a request to the client unless disarmed (its answer came).
 struct CancelOnDrop {
     peer: Option<Peer<RoleServer>>,
@@ -271,6 +293,16 @@ impl Shared {
                 level: None,
             });
         }
+    }
+
+    /// Forget session `id`; true when its client had declared roots.
+    pub(crate) fn end_session(&self, id: u64) -> bool {
+        let Ok(mut v) = self.sessions.lock() else {
+            return false;
+        };
+        let had_roots = v.iter().any(|s| s.id == id && declares_roots(&s.peer));
+        v.retain(|s| s.id != id);
+        had_roots
     }
 
     pub(crate) fn set_session_level(&self, id: u64, level: LoggingLevel) {

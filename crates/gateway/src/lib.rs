@@ -26,4 +26,6 @@ pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
 pub use error::GatewayError;
 pub use gateway::{Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};
-pub use server::{GatewayServer, SERVER_NAME, scrub_urls, upstream_error};
+pub use server::{
+    GatewayServer, SERVER_NAME, relay_options, relay_progress, scrub_urls, upstream_error,
+};

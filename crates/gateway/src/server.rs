@@ -27,7 +27,7 @@ use tokio::sync::mpsc;
 use crate::audit::{AuditEntry, now};
 use crate::catalog::Catalog;
 use crate::error::GatewayError;
-use crate::gateway::{Gateway, Shared};
+use crate::gateway::{Gateway, SessionEnd, Shared};
 use crate::uris::Unroutable;
 
 /// The `serverInfo.name` the gateway reports.
@@ -38,6 +38,8 @@ pub const SERVER_NAME: &str = "switchboard-gateway";
 pub struct GatewayServer {
     shared: Arc<Shared>,
     session: u64,
+    /// Dropped with the session's last handler clone: ends the session.
+    _end: Arc<SessionEnd>,
 }
 
 impl std::fmt::Debug for GatewayServer {
@@ -51,9 +53,14 @@ impl std::fmt::Debug for GatewayServer {
 impl Gateway {
     /// A handler for one more downstream session.
     pub fn session(&self) -> GatewayServer {
+        let session = self.shared.next_id();
         GatewayServer {
             shared: self.shared.clone(),
-            session: self.shared.next_id(),
+            session,
+            _end: Arc::new(SessionEnd {
+                shared: self.shared.clone(),
+                id: session,
+            }),
         }
     }
 
@@ -221,17 +228,7 @@ impl GatewayServer {
         &self,
         ctx: &RequestContext<RoleServer>,
     ) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
-        let (ptx, prx) = mpsc::unbounded_channel();
-        // The client's own `_meta` goes along (switchboard-mcp leaves out
-        // `progressToken` and MCP's reserved keys, which belong to each connection).
-        let meta: &serde_json::Map<String, serde_json::Value> = &ctx.meta;
-        let opts = CallOptions {
-            timeout: None,
-            progress: ctx.meta.get_progress_token().map(|_| ptx),
-            cancel: Some(ctx.ct.clone()),
-            meta: (!meta.is_empty()).then(|| meta.clone()),
-        };
-        (opts, prx)
+        relay_options(ctx)
     }
 
     /// Whether the audit log keeps arguments and results (`--audit-payloads`).
@@ -270,6 +267,47 @@ impl GatewayServer {
             arguments,
             result: outcome.result,
         });
+    }
+}
+
+/// Options for relaying one downstream request upstream: the client's cancellation,
+/// its own `_meta` (switchboard-mcp leaves out `progressToken` and MCP's reserved keys,
+/// which belong to each connection), and — when the client asked for progress — a
+/// channel the upstream's progress arrives on, to hand to [`relay_progress`].
+pub fn relay_options(
+    ctx: &RequestContext<RoleServer>,
+) -> (CallOptions, mpsc::UnboundedReceiver<Progress>) {
+    let (ptx, prx) = mpsc::unbounded_channel();
+    let meta: &serde_json::Map<String, serde_json::Value> = &ctx.meta;
+    let opts = CallOptions {
+        timeout: None,
+        progress: ctx.meta.get_progress_token().map(|_| ptx),
+        cancel: Some(ctx.ct.clone()),
+        meta: (!meta.is_empty()).then(|| meta.clone()),
+    };
+    (opts, prx)
+}
+
+/// Await an upstream request, sending each of its progress notifications downstream
+/// under the client's own `progressToken` (nothing when the client named none), in
+/// order, all of them before the result.
+pub async fn relay_progress<T>(
+    ctx: &RequestContext<RoleServer>,
+    fut: impl Future<Output = T>,
+    mut progress: mpsc::UnboundedReceiver<Progress>,
+) -> T {
+    let token = ctx.meta.get_progress_token();
+    tokio::pin!(fut);
+    loop {
+        tokio::select! {
+            r = &mut fut => {
+                while let Ok(p) = progress.try_recv() {
+                    send_progress(ctx, token.as_ref(), p).await;
+                }
+                return r;
+            }
+            Some(p) = progress.recv() => send_progress(ctx, token.as_ref(), p).await,
+        }
     }
 }
 

@@ -62,6 +62,12 @@ fn stderr_suffix(lines: &[String]) -> String {
 }
 
 impl ConnectError {
+    /// True when the server answered HTTP 401 while connecting (no credentials, or
+    /// refused ones); [`ConnectError::is_auth`] also covers a token source that failed.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, ConnectError::AuthRequired { .. })
+    }
+
     /// True when the failure is about authorization (log in, or fix the credentials).
     pub fn is_auth(&self) -> bool {
         matches!(
@@ -96,4 +102,21 @@ pub enum RequestError {
     Transport { method: String, message: String },
     #[error("`{method}` pagination stopped: {reason}")]
     Pagination { method: String, reason: String },
+    /// The server answered the request with HTTP 401: the credentials sent (an OAuth
+    /// token, an `Authorization` header) were refused or missing.
+    #[error(
+        "the server answered `{method}` with HTTP 401 (authorization required): sign in to it again, or fix its `Authorization` header"
+    )]
+    Unauthorized {
+        method: String,
+        /// The server's `WWW-Authenticate` challenge, as sent.
+        www_authenticate: Option<String>,
+    },
+}
+
+impl RequestError {
+    /// True when the server answered HTTP 401 to this request.
+    pub fn is_unauthorized(&self) -> bool {
+        matches!(self, RequestError::Unauthorized { .. })
+    }
 }

@@ -10,6 +10,11 @@
 //! approved it (sign-out on one device or everywhere, or expiry), and a token is honoured
 //! only while that session lives.
 //!
+//! A client may revoke its own tokens (RFC 7009, [`Store::revoke_gateway_token`]): a refresh
+//! token ends its whole grant, an access token only itself. A user sees and ends their own
+//! grants (the connected clients, [`UserStore::gateway_grants`]); each grant records when its
+//! access tokens last reached the gateway (at most one write a minute).
+//!
 //! Must not: store a code or token in clear, return a token's user when its session ended,
 //! or decide what a redirect URI or resource may be (the web layer checks those).
 
@@ -21,6 +26,10 @@ use sqlx::Row;
 use crate::account::{User, UserId, hash_hex, now, random_token, secs};
 use crate::error::{Result, StoreError};
 use crate::store::Store;
+use crate::user_data::UserStore;
+
+/// How often (seconds) a grant's `last_used_at` is written at most.
+const LAST_USED_EVERY: i64 = 60;
 
 /// A client that registered itself (public: no secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -134,6 +143,44 @@ pub struct GatewayAccess {
     pub client_id: String,
     /// The grant's scope.
     pub scope: String,
+}
+
+/// What a revocation request (RFC 7009) did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Revocation {
+    /// A refresh token: its grant, with every code and token of it, is ended.
+    Grant,
+    /// An access token: that token alone is gone.
+    AccessToken,
+    /// No such token (unknown, expired and purged, or already revoked): nothing to do.
+    Unknown,
+    /// The token was issued to another client: left alone.
+    OtherClient,
+}
+
+/// Which kind of token a revocation request says it holds (RFC 7009 `token_type_hint`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenHint {
+    /// `access_token`.
+    Access,
+    /// `refresh_token`.
+    Refresh,
+}
+
+/// One of a user's connected clients: a grant whose approving session lives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GatewayGrant {
+    /// The grant (what the user revokes).
+    pub id: GrantId,
+    /// The client's self-chosen name (text, not trusted).
+    pub client_name: String,
+    /// The client's registered redirect URIs.
+    pub redirect_uris: Vec<String>,
+    /// When the user approved it (unix seconds).
+    pub created_at: i64,
+    /// When one of its access tokens last reached the gateway (unix seconds, to the
+    /// minute), if ever.
+    pub last_used_at: Option<i64>,
 }
 
 const ACCESS: &str = "access";
@@ -450,7 +497,8 @@ impl Store {
     pub async fn gateway_access(&self, access_token: &str) -> Result<Option<GatewayAccess>> {
         let t = now();
         let Some(row) = sqlx::query(
-            "SELECT g.user_id, g.resource, g.client_id, g.scope FROM gateway_tokens k \
+            "SELECT g.user_id, g.resource, g.client_id, g.scope, g.id, g.last_used_at \
+             FROM gateway_tokens k \
              JOIN gateway_grants g ON g.id = k.grant_id \
              JOIN sessions s ON s.id_hash = g.session_hash \
              WHERE k.token_hash = $1 AND k.kind = 'access' AND k.expires_at > $2 \
@@ -468,12 +516,76 @@ impl Store {
         let Some(user) = self.user_by_id(&UserId(user_id)).await? else {
             return Ok(None);
         };
+        let grant: String = row.try_get(4).map_err(read_err())?;
+        let last_used: Option<i64> = row.try_get(5).map_err(read_err())?;
+        if last_used.is_none_or(|at| at <= t.saturating_sub(LAST_USED_EVERY)) {
+            sqlx::query(
+                "UPDATE gateway_grants SET last_used_at = $1 WHERE id = $2 \
+                 AND (last_used_at IS NULL OR last_used_at <= $3)",
+            )
+            .bind(t)
+            .bind(grant)
+            .bind(t.saturating_sub(LAST_USED_EVERY))
+            .execute(&self.pool)
+            .await
+            .map_err(StoreError::query("recording a gateway grant's use"))?;
+        }
         Ok(Some(GatewayAccess {
             user,
             resource: row.try_get(1).map_err(read_err())?,
             client_id: row.try_get(2).map_err(read_err())?,
             scope: row.try_get(3).map_err(read_err())?,
         }))
+    }
+
+    /// Revoke a token `client_id` holds (RFC 7009): a refresh token ends its grant (and
+    /// every token of it), an access token only itself. `hint` says where to look first;
+    /// the other kind is searched too. A token of another client is left alone.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn revoke_gateway_token(
+        &self,
+        token: &str,
+        client_id: &str,
+        hint: Option<TokenHint>,
+    ) -> Result<Revocation> {
+        let hash = hash_hex(token);
+        let order = match hint {
+            Some(TokenHint::Access) => [ACCESS, REFRESH],
+            Some(TokenHint::Refresh) | None => [REFRESH, ACCESS],
+        };
+        for kind in order {
+            let Some(row) = sqlx::query(
+                "SELECT k.grant_id, g.client_id FROM gateway_tokens k \
+                 JOIN gateway_grants g ON g.id = k.grant_id \
+                 WHERE k.token_hash = $1 AND k.kind = $2",
+            )
+            .bind(hash.clone())
+            .bind(kind)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(read_err())?
+            else {
+                continue;
+            };
+            let grant: String = row.try_get(0).map_err(read_err())?;
+            let owner: String = row.try_get(1).map_err(read_err())?;
+            if owner != client_id {
+                return Ok(Revocation::OtherClient);
+            }
+            if kind == REFRESH {
+                self.end_gateway_grant(&GrantId(grant)).await?;
+                return Ok(Revocation::Grant);
+            }
+            sqlx::query("DELETE FROM gateway_tokens WHERE token_hash = $1 AND kind = 'access'")
+                .bind(hash)
+                .execute(&self.pool)
+                .await
+                .map_err(StoreError::query("revoking a gateway access token"))?;
+            return Ok(Revocation::AccessToken);
+        }
+        Ok(Revocation::Unknown)
     }
 
     /// Delete the gateway's expired codes and tokens, and clients that registered more
@@ -501,5 +613,61 @@ impl Store {
                 .rows_affected();
         }
         Ok(n)
+    }
+}
+
+impl UserStore {
+    /// The user's connected clients: their grants whose approving session lives, newest
+    /// first.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn gateway_grants(&self) -> Result<Vec<GatewayGrant>> {
+        let rows = sqlx::query(
+            "SELECT g.id, c.client_name, c.redirect_uris, g.created_at, g.last_used_at \
+             FROM gateway_grants g \
+             JOIN gateway_clients c ON c.client_id = g.client_id \
+             JOIN sessions s ON s.id_hash = g.session_hash \
+             WHERE g.user_id = $1 AND s.expires_at > $2 \
+             ORDER BY g.created_at DESC, g.id",
+        )
+        .bind(self.uid())
+        .bind(now())
+        .fetch_all(&self.store.pool)
+        .await
+        .map_err(read_err())?;
+        rows.iter()
+            .map(|r| {
+                let uris: String = r.try_get(2).map_err(read_err())?;
+                Ok(GatewayGrant {
+                    id: GrantId(r.try_get(0).map_err(read_err())?),
+                    client_name: r.try_get(1).map_err(read_err())?,
+                    redirect_uris: serde_json::from_str(&uris).unwrap_or_default(),
+                    created_at: r.try_get(3).map_err(read_err())?,
+                    last_used_at: r.try_get(4).map_err(read_err())?,
+                })
+            })
+            .collect()
+    }
+
+    /// End the user's grant `id` with every code and token of it. False when the user
+    /// has no such grant (another user's grant is "none").
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn end_gateway_grant(&self, id: &str) -> Result<bool> {
+        let owned = sqlx::query("SELECT id FROM gateway_grants WHERE id = $1 AND user_id = $2")
+            .bind(id.to_owned())
+            .bind(self.uid())
+            .fetch_optional(&self.store.pool)
+            .await
+            .map_err(read_err())?;
+        if owned.is_none() {
+            return Ok(false);
+        }
+        self.store
+            .end_gateway_grant(&GrantId(id.to_owned()))
+            .await?;
+        Ok(true)
     }
 }

@@ -53,8 +53,8 @@ pub use chat::{
 };
 pub use error::{Result, StoreError};
 pub use gateway_oauth::{
-    GatewayAccess, GatewayApproval, GatewayClient, GrantId, IssuedTokens, RefreshOutcome,
-    TakenCode, TokenLifetimes,
+    GatewayAccess, GatewayApproval, GatewayClient, GatewayGrant, GrantId, IssuedTokens,
+    RefreshOutcome, Revocation, TakenCode, TokenHint, TokenLifetimes,
 };
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};

@@ -55,10 +55,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "app sessions",
         include_str!("../migrations/0011_app_sessions.sql"),
     ),
+    (
+        12,
+        "gateway grant use",
+        include_str!("../migrations/0012_gateway_grant_use.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 11;
+pub const LATEST_VERSION: i64 = 12;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

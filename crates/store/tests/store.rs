@@ -106,6 +106,7 @@ macro_rules! on_both {
 
 on_both!(
     gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session,
+    gateway_tokens_are_revoked_by_their_client_and_grants_by_their_user,
     migrations_from_empty_are_idempotent,
     migrating_from_the_previous_schema_keeps_rows,
     a_newer_schema_is_refused,
@@ -1661,6 +1662,172 @@ async fn gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session
             .await
             .is_err()
     );
+}
+
+/// RFC 7009 revocation by the client that holds a token (an access token only itself, a
+/// refresh token its whole grant; another client's token is left alone), and a user's
+/// connected clients: listed with their last use, ended only by their own user, on any
+/// instance.
+async fn gateway_tokens_are_revoked_by_their_client_and_grants_by_their_user(db: Db) {
+    use switchboard_store::{
+        GatewayApproval, RefreshOutcome, Revocation, TokenHint, TokenLifetimes,
+    };
+    let k = key();
+    let one = db.store(keys(&k, None)).await;
+    let two = db.store(keys(&k, None)).await;
+    let ann = one
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let session = one
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let client = one
+        .register_gateway_client("Editor", &["http://127.0.0.1:5/cb".to_owned()])
+        .await
+        .unwrap();
+    let approval = GatewayApproval {
+        client_id: client.client_id.clone(),
+        redirect_uri: "http://127.0.0.1:5/cb".into(),
+        code_challenge: "challenge".into(),
+        resource: "https://team.example/mcp".into(),
+        scope: "mcp".into(),
+    };
+    let life = TokenLifetimes {
+        access: Duration::from_secs(600),
+        refresh: Duration::from_secs(600),
+    };
+    let grant = |store: Store| {
+        let approval = approval.clone();
+        let session = session.expose().to_owned();
+        async move {
+            let code = store
+                .approve_gateway_grant(&session, &approval, Duration::from_secs(60))
+                .await
+                .unwrap();
+            let taken = store.take_gateway_code(&code).await.unwrap().unwrap();
+            store
+                .issue_gateway_tokens(&taken.grant, life)
+                .await
+                .unwrap()
+        }
+    };
+    let first = grant(one.clone()).await;
+
+    // Unknown tokens and another client's are answered without effect.
+    assert_eq!(
+        two.revoke_gateway_token("sbat_nothing", &client.client_id, None)
+            .await
+            .unwrap(),
+        Revocation::Unknown
+    );
+    assert_eq!(
+        two.revoke_gateway_token(&first.refresh_token, "sbc_other", None)
+            .await
+            .unwrap(),
+        Revocation::OtherClient
+    );
+    assert!(
+        one.gateway_access(&first.access_token)
+            .await
+            .unwrap()
+            .is_some()
+    );
+
+    // Listed with its last use (the access check above recorded it); bob sees nothing.
+    let listed = two.for_user(&ann.id).gateway_grants().await.unwrap();
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    assert_eq!(listed[0].client_name, "Editor");
+    assert_eq!(listed[0].redirect_uris, ["http://127.0.0.1:5/cb"]);
+    assert!(
+        listed[0]
+            .last_used_at
+            .is_some_and(|t| t >= listed[0].created_at)
+    );
+    assert!(
+        two.for_user(&bob.id)
+            .gateway_grants()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // An access token (with the wrong hint: the other kind is searched too) goes alone.
+    assert_eq!(
+        two.revoke_gateway_token(
+            &first.access_token,
+            &client.client_id,
+            Some(TokenHint::Refresh)
+        )
+        .await
+        .unwrap(),
+        Revocation::AccessToken
+    );
+    assert_eq!(one.gateway_access(&first.access_token).await.unwrap(), None);
+    assert_eq!(
+        one.revoke_gateway_token(&first.access_token, &client.client_id, None)
+            .await
+            .unwrap(),
+        Revocation::Unknown,
+        "revoked twice"
+    );
+    let RefreshOutcome::Issued(second) = one
+        .refresh_gateway_tokens(&first.refresh_token, &client.client_id, life)
+        .await
+        .unwrap()
+    else {
+        panic!("the grant should outlive its access token's revocation");
+    };
+    // A refresh token ends its grant: the access token of the same grant dies too.
+    assert_eq!(
+        two.revoke_gateway_token(
+            &second.refresh_token,
+            &client.client_id,
+            Some(TokenHint::Refresh)
+        )
+        .await
+        .unwrap(),
+        Revocation::Grant
+    );
+    assert_eq!(
+        one.gateway_access(&second.access_token).await.unwrap(),
+        None
+    );
+    assert!(
+        one.for_user(&ann.id)
+            .gateway_grants()
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The user ends a grant from the connected-clients list; bob cannot.
+    let third = grant(two.clone()).await;
+    let id = one.for_user(&ann.id).gateway_grants().await.unwrap()[0]
+        .id
+        .as_str()
+        .to_owned();
+    assert!(!one.for_user(&bob.id).end_gateway_grant(&id).await.unwrap());
+    assert!(
+        two.gateway_access(&third.access_token)
+            .await
+            .unwrap()
+            .is_some()
+    );
+    assert!(two.for_user(&ann.id).end_gateway_grant(&id).await.unwrap());
+    assert_eq!(one.gateway_access(&third.access_token).await.unwrap(), None);
+    assert_eq!(
+        one.refresh_gateway_tokens(&third.refresh_token, &client.client_id, life)
+            .await
+            .unwrap(),
+        RefreshOutcome::Invalid
+    );
+    assert!(!two.for_user(&ann.id).end_gateway_grant(&id).await.unwrap());
 }
 
 /// A chat's turn lease: held by one turn on any instance (another store sees it held),

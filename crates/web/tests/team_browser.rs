@@ -14,7 +14,11 @@
 //! signed in to in a popup with alice's own login; on the Workflows tab a workflow with an
 //! unknown server shows its problem with its line, one calling the demo server's `echo`
 //! (markup in the message) is validated, saved, run, and its live log and saved result
-//! are shown as text; Sign out shows the
+//! are shown as text; a browser MCP client on another (loopback) origin registers, gets
+//! alice's consent, exchanges its code and lists her tools through `/mcp` cross-origin
+//! (CORS), while its fetches of a cookie route with credentials are blocked; the page
+//! lists it under connected clients with its last use, and Revoke ends it (its token then
+//! gets 401); Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.
 //! Screenshots go to `target/screenshots/team-*.png`.
@@ -124,6 +128,14 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         .push(("WWW-Authenticate".into(), "Bearer".into()));
     let locked = RecordingListener::with_reply(locked).await;
     let secure = spawn_oauth_python(&[]).await;
+    // The browser MCP client's origin: a page on another loopback port.
+    let mut page = CannedReply::new(
+        200,
+        "<!doctype html><title>MCP client</title><h1>A browser MCP client</h1>",
+    );
+    page.headers
+        .push(("Content-Type".into(), "text/html; charset=utf-8".into()));
+    let client_page = RecordingListener::with_reply(page).await;
     // An admin published the OAuth-protected server in the team catalog.
     let store = db.store().await;
     let admin = store
@@ -153,6 +165,7 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
             ("LOCKED_URL", locked.url("/mcp")),
             ("SECURE_URL", secure.url.clone()),
             ("MODEL_KEY", BROWSER_MODEL_KEY.to_owned()),
+            ("CLIENT_URL", client_page.url("/callback")),
         ],
     )
     .await;

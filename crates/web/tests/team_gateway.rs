@@ -7,7 +7,9 @@
 //! (the demo server, named `{server}__{tool}`) and calls echo; bob's server is never
 //! reached. Then: the refresh token is rotated (the old one, spent, ends the grant), and a
 //! token for another resource, an expired token and a token whose sign-in session ended
-//! are refused with 401 and the RFC 9728 pointer. The same on SQLite with one instance.
+//! are refused with 401 and the RFC 9728 pointer. RFC 7009 revocation: the SDK client
+//! finds the endpoint in the metadata and revokes its access token (then refreshes); direct
+//! requests revoke access and refresh tokens. The same on SQLite with one instance.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -217,6 +219,22 @@ async fn token_request(base: &str, form: &[(&str, &str)]) -> (u16, Value) {
     (status, r.json().await.unwrap_or(Value::Null))
 }
 
+async fn revoke_request(base: &str, form: &[(&str, &str)]) -> (u16, Value) {
+    let body = url::form_urlencoded::Serializer::new(String::new())
+        .extend_pairs(form.iter())
+        .finish();
+    let r = reqwest::Client::new()
+        .post(format!("{base}/oauth/revoke"))
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .body(body)
+        .timeout(Duration::from_secs(30))
+        .send()
+        .await
+        .unwrap();
+    let status = r.status().as_u16();
+    (status, r.json().await.unwrap_or(Value::Null))
+}
+
 /// A token for alice issued straight through the store (another resource, or a short life).
 async fn store_token(
     store: &Store,
@@ -291,6 +309,7 @@ async fn gateway_flow(db: Db, n: usize) {
         v["registration_endpoint"],
         format!("{origin}/oauth/register")
     );
+    assert_eq!(v["revocation_endpoint"], format!("{origin}/oauth/revoke"));
     // Registration refuses a redirect URI that is neither https nor loopback http.
     let (status, v) = anon
         .post(
@@ -333,6 +352,7 @@ async fn gateway_flow(db: Db, n: usize) {
         "redirectUrl": redirect_url,
         "echo": "demo__echo",
         "calls": 4,
+        "revoke": true,
     });
     let mut child = tokio::process::Command::new("node")
         .arg(&driver)
@@ -438,6 +458,15 @@ async fn gateway_flow(db: Db, n: usize) {
     // Bob's server was never reached, with anything.
     assert_eq!(trap.connections(), 0, "{}", trap.received());
 
+    // The SDK found the revocation endpoint and revoked its access token; the gateway
+    // then refused it and the SDK refreshed (a new access token) and listed again.
+    assert_eq!(out["revocationEndpoint"], format!("{origin}/oauth/revoke"));
+    assert_eq!(out["revokeStatus"], 200, "{out}");
+    assert_eq!(out["toolsAfterRevoke"], json!(tools.len()), "{out}");
+    let revoked = out["revokedAccess"].as_str().unwrap();
+    assert_ne!(out["accessToken"].as_str().unwrap(), revoked);
+    assert_eq!(list_with(&at(0), revoked).await.0, 401);
+
     let access = out["accessToken"].as_str().unwrap().to_owned();
     let refresh = out["refreshToken"].as_str().unwrap().to_owned();
     let client_id = out["clientId"].as_str().unwrap().to_owned();
@@ -535,6 +564,99 @@ async fn gateway_flow(db: Db, n: usize) {
     )
     .await;
     assert_eq!(list_with(&at(1), &live).await.0, 200);
+
+    // RFC 7009 by direct requests on either instance.
+    let (acc, refr) = team_support::gateway_tokens(
+        &store,
+        &session,
+        &client_id,
+        &format!("{origin}/mcp"),
+        Duration::from_secs(600),
+    )
+    .await;
+    let (status, v) = revoke_request(&at(0), &[("token", &acc)]).await;
+    assert_eq!((status, v["error"].as_str()), (401, Some("invalid_client")));
+    let (status, v) = revoke_request(&at(0), &[("client_id", &client_id)]).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("invalid_request"))
+    );
+    let (status, v) = revoke_request(&at(1), &[("token", &acc), ("client_id", "sbc_other")]).await;
+    assert_eq!(
+        (status, v["error"].as_str()),
+        (400, Some("unauthorized_client"))
+    );
+    assert_eq!(
+        list_with(&at(0), &acc).await.0,
+        200,
+        "another client's revocation is refused"
+    );
+    let unknown = [
+        ("token", "sbat_never_issued"),
+        ("client_id", client_id.as_str()),
+    ];
+    assert_eq!(revoke_request(&at(0), &unknown).await.0, 200);
+    let (status, _) = revoke_request(
+        &at(1),
+        &[
+            ("token", &acc),
+            ("token_type_hint", "access_token"),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list_with(&at(0), &acc).await.0,
+        401,
+        "a revoked access token"
+    );
+    // The grant lives on: its refresh token still buys a pair...
+    let (status, v) = token_request(
+        &at(0),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refr),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+    let acc2 = v["access_token"].as_str().unwrap().to_owned();
+    let refr2 = v["refresh_token"].as_str().unwrap().to_owned();
+    assert_eq!(list_with(&at(1), &acc2).await.0, 200);
+    // ...until the refresh token is revoked (with a wrong hint): the whole grant ends.
+    let (status, _) = revoke_request(
+        &at(1),
+        &[
+            ("token", &refr2),
+            ("token_type_hint", "access_token"),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        list_with(&at(0), &acc2).await.0,
+        401,
+        "the grant's access token ended"
+    );
+    let (status, v) = token_request(
+        &at(1),
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", &refr2),
+            ("client_id", &client_id),
+        ],
+    )
+    .await;
+    assert_eq!((status, v["error"].as_str()), (400, Some("invalid_grant")));
+    assert_eq!(
+        list_with(&at(1), &live).await.0,
+        200,
+        "other grants are untouched"
+    );
+
     let signed_out = Browser::new(&origin, Some(&session));
     let (status, _) = signed_out
         .send(signed_out.request(Method::POST, &at(0), "/auth/logout"))
@@ -849,5 +971,311 @@ async fn enabled_catalog_servers_join_the_gateway() {
         called["result"]["content"][0]["text"], "Echo: via the catalog",
         "{called}"
     );
+    app.stop().await;
+}
+
+/// CORS for browser MCP clients, by explicit requests: preflights of `/mcp` and the
+/// public OAuth endpoints are answered for any origin (no credentials), their answers are
+/// readable cross-origin with `WWW-Authenticate` and `Mcp-Session-Id` exposed; the cookie
+/// routes get no CORS header, and another origin's request carrying the session cookie
+/// is still refused (the grant it aimed at lives on).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cors_opens_the_bearer_endpoints_and_no_cookie_route() {
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let demo = demo_http().await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("demo", &demo, None))
+        .await
+        .unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+    let grant = store.for_user(&alice).gateway_grants().await.unwrap()[0]
+        .id
+        .as_str()
+        .to_owned();
+    let other = "http://elsewhere.example:8080";
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(30))
+        .build()
+        .unwrap();
+    let header = |r: &reqwest::Response, name: &str| {
+        r.headers()
+            .get(name)
+            .map(|v| v.to_str().unwrap().to_owned())
+    };
+
+    for (path, method) in [
+        ("/mcp", "POST"),
+        ("/mcp", "DELETE"),
+        ("/.well-known/oauth-protected-resource/mcp", "GET"),
+        ("/.well-known/oauth-authorization-server", "GET"),
+        ("/oauth/register", "POST"),
+        ("/oauth/token", "POST"),
+        ("/oauth/revoke", "POST"),
+    ] {
+        let r = http
+            .request(Method::OPTIONS, format!("{}{path}", app.base))
+            .header("Origin", other)
+            .header("Access-Control-Request-Method", method)
+            .header(
+                "Access-Control-Request-Headers",
+                "authorization, content-type, mcp-protocol-version",
+            )
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 204, "preflight of {method} {path}");
+        assert_eq!(
+            header(&r, "access-control-allow-origin").as_deref(),
+            Some("*")
+        );
+        let allowed = header(&r, "access-control-allow-headers").unwrap();
+        for h in ["Authorization", "Content-Type", "Mcp-Protocol-Version"] {
+            assert!(allowed.contains(h), "{path}: {allowed}");
+        }
+        assert!(
+            header(&r, "access-control-allow-methods")
+                .unwrap()
+                .contains(method)
+        );
+        assert_eq!(header(&r, "access-control-allow-credentials"), None);
+    }
+
+    // A cross-origin call: 401 without a token (the pointer readable), 200 with one.
+    let call = |token: Option<&str>| {
+        let mut r = http
+            .post(format!("{}/mcp", app.base))
+            .header("Origin", other)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}));
+        if let Some(t) = token {
+            r = r.bearer_auth(t);
+        }
+        r.send()
+    };
+    let r = call(None).await.unwrap();
+    assert_eq!(r.status(), 401);
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+    let exposed = header(&r, "access-control-expose-headers").unwrap();
+    for h in ["WWW-Authenticate", "Mcp-Session-Id", "Mcp-Protocol-Version"] {
+        assert!(exposed.contains(h), "{exposed}");
+    }
+    let r = call(Some(&access)).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+    assert_eq!(header(&r, "access-control-allow-credentials"), None);
+    let v: Value = r.json().await.unwrap();
+    assert!(v.to_string().contains("demo__echo"), "{v}");
+    let r = http
+        .get(format!(
+            "{}/.well-known/oauth-authorization-server",
+            app.base
+        ))
+        .header("Origin", other)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(
+        header(&r, "access-control-allow-origin").as_deref(),
+        Some("*")
+    );
+
+    // Cookie routes: no CORS, and another origin's request with the cookie is refused.
+    let session = format!("{COOKIE}={cookie}");
+    for path in [
+        "/api/gateway/grants".to_owned(),
+        format!("/api/gateway/grants/{grant}"),
+        "/api/servers".to_owned(),
+        "/oauth/authorize".to_owned(),
+    ] {
+        let r = http
+            .request(Method::OPTIONS, format!("{}{path}", app.base))
+            .header("Origin", other)
+            .header("Access-Control-Request-Method", "DELETE")
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(header(&r, "access-control-allow-origin"), None, "{path}");
+        assert_ne!(r.status(), 204, "{path}");
+    }
+    let r = http
+        .get(format!("{}/api/gateway/grants", app.base))
+        .header("Origin", other)
+        .header("Sec-Fetch-Site", "cross-site")
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "access-control-allow-origin"), None);
+    let r = http
+        .delete(format!("{}/api/gateway/grants/{grant}", app.base))
+        .header("Origin", other)
+        .header("Cookie", &session)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(r.status(), 403);
+    assert_eq!(header(&r, "access-control-allow-origin"), None);
+    assert_eq!(
+        store.for_user(&alice).gateway_grants().await.unwrap().len(),
+        1
+    );
+    assert_eq!(list_with(&app.base, &access).await.0, 200);
+    // The same request from the app's own origin ends it.
+    let (status, v) = Browser::new(app.origin(), Some(&cookie))
+        .delete(&app.base, &format!("/api/gateway/grants/{grant}"))
+        .await;
+    assert_eq!(status, 200, "{v}");
+    assert_eq!(list_with(&app.base, &access).await.0, 401);
+    app.stop().await;
+}
+
+/// Progress through the stateless team gateway: the TS SDK client calls
+/// server-everything's long-running tool (alice's own server, Streamable HTTP) with an
+/// `onprogress` callback; each upstream progress notification reaches it, under its own
+/// token, before the result. A raw request shows the shape: with a `progressToken` the
+/// answer is an SSE stream of `notifications/progress` then the result; without one, a
+/// plain JSON answer.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
+    use switchboard_testkit::{EverythingMode, spawn_everything};
+    switchboard_testkit::ensure_peers();
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("everything", &everything.url, None))
+        .await
+        .unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+    let slow = "everything__trigger-long-running-operation";
+
+    let sdk = switchboard_testkit::peers_dir().join("node/node_modules/@modelcontextprotocol/sdk");
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/drivers/team_gateway_progress.mjs");
+    let plan = json!({
+        "sdk": sdk,
+        "url": format!("{}/mcp", app.base),
+        "token": access,
+        "name": slow,
+        "arguments": {"duration": 1, "steps": 3},
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(90),
+        tokio::process::Command::new("node")
+            .arg(&driver)
+            .arg(plan.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the driver finished within 90 s")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let events = v["events"].as_array().unwrap();
+    let progress: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.get("progress").is_some())
+        .collect();
+    // The last upstream notification may lose the race with the upstream result (rmcp's
+    // client handles each notification in a task of its own, the response directly), so
+    // at least the first two of three; all in order, all before the result.
+    assert!((2..=3).contains(&progress.len()), "{v}");
+    for (i, p) in progress.iter().enumerate() {
+        assert_eq!(p["progress"], json!(i + 1), "{v}");
+        assert_eq!(p["total"], json!(3), "{v}");
+    }
+    let last = events.last().unwrap();
+    assert!(
+        last["result"]
+            .as_str()
+            .is_some_and(|t| t.contains("Long running operation completed")),
+        "the result comes after every progress notification: {v}"
+    );
+
+    // The same call by hand: an SSE stream with the client's own token.
+    let call = |meta: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/mcp", app.base))
+            .bearer_auth(&access)
+            .header("Accept", "application/json, text/event-stream")
+            .header("MCP-Protocol-Version", "2025-06-18")
+            .json(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": slow, "arguments": {"duration": 1, "steps": 3}, "_meta": meta}}))
+            .timeout(Duration::from_secs(60))
+            .send()
+    };
+    let r = call(json!({"progressToken": "mine-42"})).await.unwrap();
+    assert_eq!(r.status(), 200);
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("text/event-stream")
+    );
+    let body = r.text().await.unwrap();
+    let messages: Vec<Value> = body
+        .lines()
+        .filter_map(|l| l.strip_prefix("data:"))
+        .filter_map(|d| serde_json::from_str(d.trim()).ok())
+        .collect();
+    let kinds: Vec<&str> = messages
+        .iter()
+        .map(|m| m["method"].as_str().unwrap_or("result"))
+        .collect();
+    assert!(kinds.len() >= 3, "{body}");
+    assert_eq!(kinds.last(), Some(&"result"), "{body}");
+    assert!(
+        kinds[..kinds.len() - 1]
+            .iter()
+            .all(|k| *k == "notifications/progress"),
+        "{body}"
+    );
+    assert_eq!(messages[0]["params"]["progressToken"], "mine-42");
+    assert_eq!(messages.last().unwrap()["id"], 7);
+    let r = call(json!({})).await.unwrap();
+    assert!(
+        r.headers()["content-type"]
+            .to_str()
+            .unwrap()
+            .starts_with("application/json")
+    );
+    let v: Value = r.json().await.unwrap();
+    assert!(v["result"]["content"].is_array(), "{v}");
     app.stop().await;
 }

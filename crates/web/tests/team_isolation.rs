@@ -174,6 +174,8 @@ impl Bob {
             "bob's run was cancelled"
         );
         assert_eq!(us.workflow_runs(None).await.unwrap().len(), 2);
+        let grants = us.gateway_grants().await.unwrap();
+        assert_eq!(grants.len(), 1, "bob's gateway grants changed: {grants:?}");
         let bob = Browser::new(app.origin(), Some(&self.cookie));
         let (status, v) = bob.get(&app.base, "/api/me").await;
         assert_eq!(
@@ -387,6 +389,10 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         std::time::Duration::from_secs(600),
     )
     .await;
+    let bob_grant = store.for_user(&bob.id).gateway_grants().await.unwrap()[0]
+        .id
+        .as_str()
+        .to_owned();
     let list_tools = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
     // Alice has a server of her own, on another demo server.
     let alice_demo = demo_http().await;
@@ -1253,6 +1259,85 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     matches!(still, switchboard_store::RefreshOutcome::Issued(_)),
                     "{what}: alice's attempt spent bob's refresh token"
                 );
+            }
+            ("POST", "/oauth/revoke") => {
+                // Bob's tokens presented under alice's own client: refused, left alone.
+                let alices_client = gateway_client(&store, redirect).await;
+                for token in [bob_gw_access.as_str(), bob_gw_refresh.as_str()] {
+                    let (status, v) = alice
+                        .send(
+                            alice
+                                .request(Method::POST, &app.base, "/oauth/revoke")
+                                .header("Content-Type", "application/x-www-form-urlencoded")
+                                .body(
+                                    url::form_urlencoded::Serializer::new(String::new())
+                                        .extend_pairs([
+                                            ("token", token),
+                                            ("client_id", alices_client.as_str()),
+                                        ])
+                                        .finish(),
+                                ),
+                        )
+                        .await;
+                    assert_eq!(
+                        (status, v["error"].as_str()),
+                        (400, Some("unauthorized_client")),
+                        "{what}"
+                    );
+                    answers.push((status, v));
+                }
+                let (status, _, v) =
+                    mcp_request(&app.base, &bob_gw_access, Method::POST, list_tools.clone()).await;
+                assert_eq!(status, 200, "{what}: bob's token was revoked: {v}");
+            }
+            ("GET", "/api/gateway/grants") => {
+                // Alice sees her own grant, never bob's.
+                let (_, session) = sign_in(&store, "alice@example.com", false).await;
+                gateway_tokens(
+                    &store,
+                    &session,
+                    &bob_client,
+                    &gateway,
+                    std::time::Duration::from_secs(600),
+                )
+                .await;
+                let (status, v) = alice.get(&app.base, "/api/gateway/grants").await;
+                assert_eq!(status, 200, "{what}: {v}");
+                let grants = v["grants"].as_array().unwrap();
+                assert!(!grants.is_empty(), "{what}: {v}");
+                for g in grants {
+                    assert_ne!(g["id"].as_str(), Some(bob_grant.as_str()), "{what}: {v}");
+                }
+                answers.push((status, v));
+            }
+            ("DELETE", "/api/gateway/grants/{id}") => {
+                // Bob's grant is "not found" for alice; her own goes.
+                let (status, v) = alice
+                    .delete(&app.base, &format!("/api/gateway/grants/{bob_grant}"))
+                    .await;
+                assert_eq!(status, 404, "{what}: {v}");
+                answers.push((status, v));
+                let (status, _, v) =
+                    mcp_request(&app.base, &bob_gw_access, Method::POST, list_tools.clone()).await;
+                assert_eq!(status, 200, "{what}: bob's grant ended: {v}");
+                let (_, session) = sign_in(&store, "alice@example.com", false).await;
+                let (token, _) = gateway_tokens(
+                    &store,
+                    &session,
+                    &bob_client,
+                    &gateway,
+                    std::time::Duration::from_secs(600),
+                )
+                .await;
+                let own = alice_store.gateway_grants().await.unwrap();
+                let newest = own[0].id.as_str().to_owned();
+                let (status, v) = alice
+                    .delete(&app.base, &format!("/api/gateway/grants/{newest}"))
+                    .await;
+                assert_eq!(status, 200, "{what}: {v}");
+                let (status, _, _) =
+                    mcp_request(&app.base, &token, Method::POST, list_tools.clone()).await;
+                assert_eq!(status, 401, "{what}: alice's own revoked grant");
             }
             ("POST", "/mcp") => {
                 let (_, session) = sign_in(&store, "alice@example.com", false).await;

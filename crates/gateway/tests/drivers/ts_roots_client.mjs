@@ -8,7 +8,10 @@
 //   plan = {sdk, transport: "stdio"|"http", command, args, url, token,
 //           clients: [{roots: [uri...], changedRoots: [uri...], noRoots}] (default one
 //           client; noRoots: without the roots capability), rootsTool ("py__roots"), everythingRootsTool ("everything__get-roots-list"),
-//           metaTool, metaResource, metaPrompt, meta ({...} sent as `_meta`)}
+//           metaTool, metaResource, metaPrompt, meta ({...} sent as `_meta`),
+//           leave: {client, observer, tool, before, after}: the observer calls `tool`
+//           until it shows `before`, then client `client` ends its HTTP session
+//           (DELETE) and closes, and the observer calls `tool` until it shows `after`}
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -41,7 +44,7 @@ async function connect(spec, i) {
           requestInit: { headers: { Authorization: `Bearer ${plan.token}` } },
         });
   await client.connect(transport);
-  return { client, state, spec };
+  return { client, state, spec, transport };
 }
 
 // Calls `name` until its text contains `needle` (the server may learn the roots a
@@ -81,6 +84,16 @@ for (const { client, state, spec } of clients) {
   }
   one.asked = state.asked;
   out.clients.push(one);
+}
+
+if (plan.leave) {
+  const { client: gone, observer, tool, before, after } = plan.leave;
+  const watcher = clients[observer].client;
+  out.beforeLeave = await callUntil(watcher, tool, before);
+  await clients[gone].transport.terminateSession();
+  await clients[gone].client.close();
+  clients.splice(gone, 1);
+  out.afterLeave = await callUntil(watcher, tool, after);
 }
 
 const c = clients[0].client;

@@ -13,6 +13,7 @@ use rmcp::model::{
     ResourceTemplate, ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::transport::streamable_http_client::AuthRequiredError;
 use serde_json::{Value, json};
 
 use super::failure::strip_type_names;
@@ -371,6 +372,19 @@ fn reserved_meta_key(key: &str) -> bool {
 /// How many times its timeout a request that keeps reporting progress may run.
 pub const PROGRESS_CAP: u32 = 10;
 
+/// The `WWW-Authenticate` challenge when a transport error is the server's HTTP 401
+/// (rmcp's `AuthRequiredError`, found by type along the error's source chain).
+fn unauthorized(err: &(dyn std::error::Error + 'static)) -> Option<String> {
+    let mut cur = Some(err);
+    while let Some(e) = cur {
+        if let Some(a) = e.downcast_ref::<AuthRequiredError>() {
+            return Some(a.www_authenticate_header.clone());
+        }
+        cur = e.source();
+    }
+    None
+}
+
 fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> RequestError {
     match e {
         ServiceError::McpError(data) => RequestError::Server {
@@ -383,9 +397,13 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
             after: after.max(timeout),
         },
         ServiceError::TransportClosed => RequestError::Closed(None),
-        ServiceError::TransportSend(err) => {
-            RequestError::Closed(Some(strip_type_names(&err.to_string())))
-        }
+        ServiceError::TransportSend(err) => match unauthorized(&err) {
+            Some(challenge) => RequestError::Unauthorized {
+                method: method.into(),
+                www_authenticate: Some(challenge).filter(|c| !c.is_empty()),
+            },
+            None => RequestError::Closed(Some(strip_type_names(&err.to_string()))),
+        },
         ServiceError::Cancelled { .. } => RequestError::Cancelled {
             method: method.into(),
         },
@@ -401,9 +419,55 @@ fn map_service_error(method: &str, timeout: Duration, e: ServiceError) -> Reques
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use rmcp::service::ServiceError;
+    use rmcp::transport::DynamicTransportError;
+    use rmcp::transport::streamable_http_client::{AuthRequiredError, StreamableHttpError};
     use serde_json::json;
 
-    use super::relayed_meta;
+    use super::{map_service_error, relayed_meta};
+    use crate::error::RequestError;
+
+    fn transport_error(e: StreamableHttpError<std::io::Error>) -> ServiceError {
+        ServiceError::TransportSend(DynamicTransportError::from_parts(
+            "streamable-http",
+            std::any::TypeId::of::<()>(),
+            Box::new(e),
+        ))
+    }
+
+    #[test]
+    fn an_http_401_is_typed_with_its_challenge_and_other_failures_are_not() {
+        let e = map_service_error(
+            "tools/call",
+            Duration::from_secs(1),
+            transport_error(StreamableHttpError::AuthRequired(AuthRequiredError::new(
+                "Bearer resource_metadata=\"http://127.0.0.1:1/.well-known/x\"".into(),
+            ))),
+        );
+        assert!(e.is_unauthorized(), "{e:?}");
+        match &e {
+            RequestError::Unauthorized {
+                method,
+                www_authenticate,
+            } => {
+                assert_eq!(method, "tools/call");
+                assert!(www_authenticate.as_deref().unwrap().starts_with("Bearer "));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(e.to_string().contains("HTTP 401"), "{e}");
+        let other = map_service_error(
+            "tools/call",
+            Duration::from_secs(1),
+            transport_error(StreamableHttpError::UnexpectedServerResponse(
+                "HTTP 500".into(),
+            )),
+        );
+        assert!(!other.is_unauthorized(), "{other:?}");
+        assert!(matches!(other, RequestError::Closed(Some(_))), "{other:?}");
+    }
 
     #[test]
     fn a_callers_meta_goes_without_the_keys_of_its_own_connection() {

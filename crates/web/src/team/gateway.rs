@@ -11,6 +11,11 @@
 //! enabled servers, connected through this instance's client cache with the user's own
 //! tokens (refreshed before use); a call resolves its name through the table of a catalog
 //! this instance built for the same user in the last [`CATALOG_TTL`], else a fresh one.
+//! A call, prompt or read relays the upstream's progress downstream under the client's own
+//! `progressToken` (`switchboard-gateway`'s `relay_progress`): rmcp answers a stateless
+//! POST whose handler notifies before its result as an SSE stream, so the notifications
+//! reach the client on that request's own response; the client's `_meta` goes upstream,
+//! and its disconnect cancels the upstream request.
 //!
 //! Must not: take a user from anything but the access token's row; reach a server but the
 //! token's user's (`Store::for_user` with that id; connections keyed by it); pass an
@@ -35,7 +40,9 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
-use switchboard_gateway::{Catalog, CatalogOptions, scrub_urls, upstream_error};
+use switchboard_gateway::{
+    Catalog, CatalogOptions, relay_options, relay_progress, scrub_urls, upstream_error,
+};
 use switchboard_host::{ServerSnapshot, ServerStatus};
 use switchboard_mcp::{CallOptions, Connection};
 use switchboard_store::{ServerRef, User, UserId};
@@ -337,13 +344,6 @@ impl TeamGatewayServer {
     }
 }
 
-fn call_options(ctx: &RequestContext<RoleServer>) -> CallOptions {
-    CallOptions {
-        cancel: Some(ctx.ct.clone()),
-        ..Default::default()
-    }
-}
-
 impl ServerHandler for TeamGatewayServer {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
@@ -385,9 +385,15 @@ impl ServerHandler for TeamGatewayServer {
         };
         let started = Instant::now();
         let conn = self.routed(&user.id, server).await?;
-        let result = conn
-            .call_tool(tool, request.arguments, &call_options(&context))
-            .await;
+        // Upstream progress goes down under the client's own token: rmcp's stateless
+        // mode answers a request that notifies before its result as an SSE stream.
+        let (opts, progress) = relay_options(&context);
+        let result = relay_progress(
+            &context,
+            conn.call_tool(tool, request.arguments, &opts),
+            progress,
+        )
+        .await;
         self.state.metrics().mcp_call(
             McpMethod::CallTool,
             McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
@@ -429,10 +435,11 @@ impl ServerHandler for TeamGatewayServer {
             ));
         };
         let conn = self.routed(&user.id, server).await?;
-        conn.get_prompt(
-            prompt,
-            request.arguments.unwrap_or_default(),
-            &call_options(&context),
+        let (opts, progress) = relay_options(&context);
+        relay_progress(
+            &context,
+            conn.get_prompt(prompt, request.arguments.unwrap_or_default(), &opts),
+            progress,
         )
         .await
         .map(GetPromptResponse::from)
@@ -480,7 +487,8 @@ impl ServerHandler for TeamGatewayServer {
             )
         })?;
         let conn = self.routed(&user.id, &server).await?;
-        conn.read_resource(&uri, &call_options(&context))
+        let (opts, progress) = relay_options(&context);
+        relay_progress(&context, conn.read_resource(&uri, &opts), progress)
             .await
             .map(ReadResourceResponse::from)
             .map_err(|e| upstream_error(&server, e))

@@ -5,7 +5,10 @@
 //! `/oauth/authorize` (code + PKCE S256 only; a team sign-in session is required — without
 //! one the browser goes through the OIDC sign-in and comes back; then a consent page whose
 //! POST carries the app's own `Origin`), and `/oauth/token` (the code once, PKCE checked,
-//! RFC 8707 `resource` bound to the gateway's `/mcp` URL; refresh tokens rotated).
+//! RFC 8707 `resource` bound to the gateway's `/mcp` URL; refresh tokens rotated), and
+//! `/oauth/revoke` (RFC 7009, for the client holding the token: a refresh token ends its
+//! grant, an access token only itself; 200 for a token it does not know). A signed-in
+//! user lists and ends their own grants (the connected clients: `/api/gateway/grants`).
 //!
 //! Every step is in the store (`switchboard-store`'s `gateway_oauth`): any instance
 //! answers any step. Codes and tokens are stored hashed; a grant lives only as long as the
@@ -19,22 +22,24 @@ use std::collections::BTreeSet;
 use std::fmt::Write as _;
 use std::time::Duration;
 
-use axum::Extension;
 use axum::body::Bytes;
-use axum::extract::{Query, RawQuery, State};
+use axum::extract::{Path, Query, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
+use axum::{Extension, Json};
 use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 use switchboard_store::{
-    GatewayApproval, GatewayClient, RefreshOutcome, StoreError, TokenLifetimes,
+    GatewayApproval, GatewayClient, RefreshOutcome, Revocation, StoreError, TokenHint,
+    TokenLifetimes,
 };
 
 use super::session::{SignedIn, host_allowed};
-use super::state::{TeamConfig, TeamState};
+use super::state::{TeamConfig, TeamState, store_error};
 use crate::access::cookie_value;
+use crate::error::{ApiError, ApiResult};
 
 /// How long an authorization code may wait for the token request.
 pub const CODE_TTL: Duration = Duration::from_secs(5 * 60);
@@ -127,6 +132,8 @@ pub async fn authorization_server(State(state): State<TeamState>) -> Response {
             "authorization_endpoint": format!("{o}/oauth/authorize"),
             "token_endpoint": format!("{o}/oauth/token"),
             "registration_endpoint": format!("{o}/oauth/register"),
+            "revocation_endpoint": format!("{o}/oauth/revoke"),
+            "revocation_endpoint_auth_methods_supported": ["none"],
             "scopes_supported": [SCOPE],
             "response_types_supported": ["code"],
             "response_modes_supported": ["query"],
@@ -507,7 +514,8 @@ pub fn escape_html(text: &str) -> String {
     out
 }
 
-/// A page: no script at all, no framing, nothing cached or sent on as a referrer; forms
+/// A page: no script at all, no framing, nothing cached or sent on as a referrer to another
+/// origin; forms
 /// only to this app and `form_target` (where the consent's redirect goes).
 fn page(status: StatusCode, title: &str, body: &str, form_target: Option<&str>) -> Response {
     let html = format!(
@@ -533,9 +541,12 @@ fn page(status: StatusCode, title: &str, body: &str, form_target: Option<&str>) 
         h.insert(header::CONTENT_SECURITY_POLICY, v);
     }
     h.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
+    // `same-origin`, not `no-referrer`: under `no-referrer` a browser sends the consent
+    // form's POST with `Origin: null`, which the session middleware refuses; this way the
+    // POST carries the app's origin and nothing is sent on to the client's redirect URI.
     h.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
@@ -813,6 +824,144 @@ pub async fn token(State(state): State<TeamState>, body: Bytes) -> Response {
             ),
         ),
     }
+}
+
+/// A revocation request as sent (RFC 7009, form-encoded).
+#[derive(Debug, Default, Deserialize)]
+struct RawRevoke {
+    #[serde(default)]
+    token: Option<String>,
+    #[serde(default)]
+    token_type_hint: Option<String>,
+    #[serde(default)]
+    client_id: Option<String>,
+}
+
+/// `POST /oauth/revoke` (RFC 7009): a public client names itself with `client_id` and
+/// revokes a token issued to it. A refresh token ends its grant (with every token of it),
+/// an access token only itself. A token this server does not know (never issued,
+/// expired, revoked before) is answered 200, as the RFC says; another client's token is
+/// refused and left alone. An unknown `token_type_hint` is ignored (both kinds are
+/// searched).
+pub async fn revoke(State(state): State<TeamState>, body: Bytes) -> Response {
+    if body.len() > MAX_FORM_BYTES {
+        return oauth_error(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "invalid_request",
+            "the revocation request is larger than 16 KiB",
+        );
+    }
+    let raw: RawRevoke = match parse_form(&body) {
+        Ok(r) => r,
+        Err(e) => {
+            return oauth_error(
+                StatusCode::BAD_REQUEST,
+                "invalid_request",
+                &format!("send the revocation request form-encoded: {e}"),
+            );
+        }
+    };
+    let Some(client_id) = raw.client_id.as_deref() else {
+        return oauth_error(
+            StatusCode::UNAUTHORIZED,
+            "invalid_client",
+            "name the client_id the token was issued to (public clients authenticate with it)",
+        );
+    };
+    let Some(token) = raw.token.as_deref().filter(|t| !t.is_empty()) else {
+        return oauth_error(
+            StatusCode::BAD_REQUEST,
+            "invalid_request",
+            "name the token to revoke (`token`)",
+        );
+    };
+    let hint = match raw.token_type_hint.as_deref() {
+        Some("access_token") => Some(TokenHint::Access),
+        Some("refresh_token") => Some(TokenHint::Refresh),
+        _ => None,
+    };
+    match state
+        .store()
+        .revoke_gateway_token(token, client_id, hint)
+        .await
+    {
+        Ok(Revocation::Grant | Revocation::AccessToken | Revocation::Unknown) => {
+            no_store(StatusCode::OK.into_response())
+        }
+        Ok(Revocation::OtherClient) => oauth_error(
+            StatusCode::BAD_REQUEST,
+            "unauthorized_client",
+            "the token was not issued to this client_id: nothing was revoked",
+        ),
+        Err(e) => store_failure(&e),
+    }
+}
+
+/// Where a client's redirect URIs point (`host[:port]` of each, once): what a user
+/// recognises a client by, besides its self-chosen name.
+fn redirect_hosts(uris: &[String]) -> Vec<String> {
+    let mut hosts: Vec<String> = Vec::new();
+    for u in uris {
+        if let Ok(url) = url::Url::parse(u)
+            && let Some(host) = url.host_str()
+        {
+            let h = match url.port() {
+                Some(p) => format!("{host}:{p}"),
+                None => host.to_owned(),
+            };
+            if !hosts.contains(&h) {
+                hosts.push(h);
+            }
+        }
+    }
+    hosts
+}
+
+/// `GET /api/gateway/grants`: the caller's connected clients (never a token).
+pub async fn my_grants(
+    State(state): State<TeamState>,
+    Extension(signed): Extension<SignedIn>,
+) -> ApiResult<Json<Value>> {
+    let grants = state
+        .store()
+        .for_user(&signed.user.id)
+        .gateway_grants()
+        .await
+        .map_err(store_error)?;
+    let list: Vec<Value> = grants
+        .iter()
+        .map(|g| {
+            json!({
+                "id": g.id.as_str(),
+                "client_name": g.client_name,
+                "redirect_hosts": redirect_hosts(&g.redirect_uris),
+                "created_at": g.created_at,
+                "last_used_at": g.last_used_at,
+            })
+        })
+        .collect();
+    Ok(Json(json!({ "grants": list })))
+}
+
+/// `DELETE /api/gateway/grants/{id}`: ends the caller's grant `id` and every token of it;
+/// another user's grant is not found.
+pub async fn revoke_my_grant(
+    State(state): State<TeamState>,
+    Extension(signed): Extension<SignedIn>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Value>> {
+    let ended = state
+        .store()
+        .for_user(&signed.user.id)
+        .end_gateway_grant(&id)
+        .await
+        .map_err(store_error)?;
+    if !ended {
+        return Err(ApiError::not_found(
+            "you have no connected client with this id: reload the list",
+        ));
+    }
+    Ok(Json(json!({"ok": true})))
 }
 
 async fn code_grant(state: &TeamState, raw: &RawToken, client_id: &str) -> Response {

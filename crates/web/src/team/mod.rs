@@ -17,7 +17,9 @@
 //! Prometheus `/metrics` for the operator's scraper (`metrics`); the team gateway `/mcp`
 //! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
 //! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
-//! consent, code + PKCE, tokens bound to `/mcp`).
+//! consent, code + PKCE, tokens bound to `/mcp`, RFC 7009 revocation, and each user's
+//! connected clients); CORS for browser MCP clients on exactly those bearer-token and
+//! public OAuth endpoints (`cors`), never on a cookie route.
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
 //! cache is only a cache), run a command for a browser user (no stdio servers of users;
@@ -62,6 +64,12 @@
 //!   only the session's server, with the signed-in user's own tokens, and only tools
 //!   visible to apps; its sandbox page runs in an opaque origin, so nothing it loads can
 //!   use the session cookie;
+//! - a user's connected clients (`/api/gateway/grants`) are their own grants: listed and
+//!   ended through `for_user`, another user's grant id is "not found"; `/oauth/revoke`
+//!   revokes a token only for the client it was issued to;
+//! - CORS (`cors`) opens only `/mcp` and the public OAuth endpoints to other origins, none
+//!   of which reads a cookie; a cross-origin request to a cookie route is still refused by
+//!   the session middleware's Origin check;
 //! - `/metrics` answers only the operator's scraper (the metrics bearer token, never a
 //!   session), with counts whose labels name no user, server, URL or tool.
 //!
@@ -72,6 +80,7 @@ mod apps;
 mod cache;
 mod catalog;
 mod chat;
+mod cors;
 mod gateway;
 mod gateway_auth;
 mod health;
@@ -662,6 +671,27 @@ fn routes() -> Vec<Route> {
         ),
         route!(
             POST,
+            "/oauth/revoke",
+            Public,
+            "revokes a token the named client holds (RFC 7009): a refresh token ends its grant, an access token only itself; nothing for another client's token",
+            gateway_auth::revoke
+        ),
+        route!(
+            GET,
+            "/api/gateway/grants",
+            Session,
+            "the caller's connected gateway clients (grants: client name, redirect URIs, created, last used; never a token)",
+            gateway_auth::my_grants
+        ),
+        route!(
+            DELETE,
+            "/api/gateway/grants/{id}",
+            Session,
+            "ends the caller's gateway grant `id` with every token of it (another user's is 404)",
+            gateway_auth::revoke_my_grant
+        ),
+        route!(
+            POST,
             "/mcp",
             McpToken,
             "the token's user's enabled servers (cached connections with that user's tokens): lists and calls",
@@ -721,5 +751,6 @@ pub fn team_app(state: TeamState) -> Router {
             state.clone(),
             metrics::track,
         ))
+        .layer(middleware::from_fn(cors::cors))
         .with_state(state)
 }

@@ -497,12 +497,6 @@ fn request_error(e: RequestError) -> ApiError {
     }
 }
 
-/// Whether a request failed because the server answered 401 (rmcp's `AuthRequired`,
-/// "Auth required", which reaches us as the failed request's text).
-fn is_unauthorized(e: &RequestError) -> bool {
-    e.to_string().to_ascii_lowercase().contains("auth required")
-}
-
 /// The server refused the tokens again right after they were refreshed.
 fn still_refused(name: &str) -> ApiError {
     ApiError::new(
@@ -585,10 +579,10 @@ where
             .await;
         let attempt = match connected {
             Ok(conn) => match op(conn).await {
-                Err(e) if tokens.is_some() && is_unauthorized(&e) => Attempt::Unauthorized,
+                Err(e) if tokens.is_some() && e.is_unauthorized() => Attempt::Unauthorized,
                 answer => Attempt::Answer(answer),
             },
-            Err(ConnectError::AuthRequired { .. }) if tokens.is_some() => Attempt::Unauthorized,
+            Err(e) if tokens.is_some() && e.is_unauthorized() => Attempt::Unauthorized,
             Err(e) => {
                 state
                     .metrics()

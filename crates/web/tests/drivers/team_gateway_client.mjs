@@ -4,10 +4,14 @@
 // Every request to the public origin goes to the next of `bases` in turn (two instances
 // behind one origin, alternating). The browser step is the test's: this script prints
 // {"authorize": URL} and reads the final redirect URL (with the code) on stdin.
-// Then it lists tools and calls echo `calls` times, and prints one JSON document.
+// Then it lists tools and calls echo `calls` times. With `revoke`: it finds the
+// revocation endpoint through the SDK's own RFC 8414 discovery (its schema checks the
+// metadata), revokes its access token there (RFC 7009, public client: client_id in the
+// form), and lists tools again: the gateway answers 401, the SDK refreshes and retries.
+// It prints one JSON document.
 //
 // Usage: node team_gateway_client.mjs '<json plan>'
-//   plan = {sdk, public, bases: [..], redirectUrl, echo, calls}
+//   plan = {sdk, public, bases: [..], redirectUrl, echo, calls, revoke}
 import path from "node:path";
 import readline from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -16,7 +20,7 @@ const plan = JSON.parse(process.argv[2]);
 const esm = (p) => import(pathToFileURL(path.join(plan.sdk, "dist/esm", p)).href);
 const { Client } = await esm("client/index.js");
 const { StreamableHTTPClientTransport } = await esm("client/streamableHttp.js");
-const { UnauthorizedError } = await esm("client/auth.js");
+const { UnauthorizedError, discoverAuthorizationServerMetadata } = await esm("client/auth.js");
 
 const out = { hits: {}, requests: [] };
 let turn = 0;
@@ -95,6 +99,24 @@ out.echoes = [];
 for (let i = 0; i < plan.calls; i++) {
   const r = await client.callTool({ name: plan.echo, arguments: { message: `call ${i}` } });
   out.echoes.push(r.content?.[0]?.text);
+}
+if (plan.revoke) {
+  const meta = await discoverAuthorizationServerMetadata(new URL(plan.public), {
+    fetchFn: roundRobin,
+  });
+  out.revocationEndpoint = meta?.revocation_endpoint;
+  out.revokedAccess = tokens.access_token;
+  const r = await roundRobin(meta.revocation_endpoint, {
+    method: "POST",
+    headers: { "Content-Type": "application/x-www-form-urlencoded" },
+    body: new URLSearchParams({
+      token: tokens.access_token,
+      token_type_hint: "access_token",
+      client_id: clientInformation.client_id,
+    }).toString(),
+  });
+  out.revokeStatus = r.status;
+  out.toolsAfterRevoke = (await client.listTools()).tools.length;
 }
 out.clientId = clientInformation?.client_id;
 out.accessToken = tokens?.access_token;

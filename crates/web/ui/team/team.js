@@ -1,4 +1,6 @@
 // Switchboard team app: the signed-in user's servers (list, add, edit, remove, Test),
+// the MCP clients connected to the team gateway (`/mcp`) with the user's approval (listed,
+// revoked),
 // each server's tools (list, call with JSON arguments), and chats (kept in the store;
 // turns streamed as Server-Sent Events, confirmations answered with buttons). Plain JavaScript, no build
 // step. Everything a server or the store sends is put on the page with textContent
@@ -304,6 +306,51 @@
     return section;
   }
 
+  // ---------- Connected clients (team gateway grants) ----------
+  function when(secs) {
+    return secs ? new Date(secs * 1000).toLocaleString() : "never";
+  }
+
+  function clientRow(g, reload) {
+    var hosts = (g.redirect_hosts || []).join(", ") || "no redirect host";
+    return el("li", { class: "srv-row", dataset: { grant: g.id } },
+      el("div", null,
+        el("div", { class: "srv-line" },
+          el("strong", { class: "srv-name" }, g.client_name),
+          el("span", { class: "badge" }, "MCP client")),
+        el("div", { class: "srv-target mono" }, "Sends you back to " + hosts),
+        el("div", { class: "muted", dataset: { grantTimes: "" } }, "Approved " + when(g.created_at) + " · last used " + when(g.last_used_at))),
+      el("div", { class: "actions" },
+        el("button", { type: "button", class: "danger", dataset: { revokeGrant: g.id }, title: "End this client's access: its tokens stop working", onclick: function (e) {
+          var button = e.currentTarget;
+          if (!window.confirm("Revoke " + g.client_name + "? It loses access to your servers until you approve it again.")) return;
+          button.disabled = true;
+          api("DELETE", "/api/gateway/grants/" + encodeURIComponent(g.id)).then(function () {
+            toast("Revoked " + g.client_name);
+            reload();
+          }).catch(function (err) { button.disabled = false; toast(err.message, true); });
+        } }, "Revoke")));
+  }
+
+  function clientsSection() {
+    var list = el("ul", { class: "srv-list", dataset: { grants: "" } });
+    var status = el("div", { class: "muted" }, "Loading…");
+    var section = el("div", { class: "clients" },
+      el("div", { class: "section-head" }, el("h2", null, "Connected clients")),
+      el("p", { class: "muted" }, "MCP clients you approved to use your servers through the team gateway at " + window.location.origin + "/mcp. Revoke one to end its access."),
+      status, list);
+    function reload() {
+      return api("GET", "/api/gateway/grants").then(function (r) {
+        clear(list);
+        status.textContent = r.grants.length ? "" : "No client connected.";
+        r.grants.forEach(function (g) { list.appendChild(clientRow(g, reload)); });
+        list.dataset.loaded = "true";
+      }).catch(function (e) { status.textContent = ""; status.appendChild(el("div", { class: "error-box" }, e.message)); });
+    }
+    reload();
+    return section;
+  }
+
   var formSlot = null;
 
   function field(label, input, help) {
@@ -397,7 +444,7 @@
         el("span", { class: "spacer" }),
         el("button", { type: "button", class: "primary", dataset: { addServer: "" }, onclick: function () { showForm(null, reload); } }, "Add server")),
       el("p", { class: "muted" }, "Only you see these servers and their tools. Header values you save are kept encrypted and never shown again."),
-      formSlot, status, list, catalogSection()));
+      formSlot, status, list, catalogSection(), clientsSection()));
     reload();
   }
 
