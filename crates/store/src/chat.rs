@@ -206,11 +206,11 @@ fn toggles_json(toggles: &BTreeMap<String, bool>) -> String {
 }
 
 impl UserStore {
-    fn seal_for(&self, col: SealedColumn, row: &str, plain: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn seal_for(&self, col: SealedColumn, row: &str, plain: &[u8]) -> Result<Vec<u8>> {
         self.store.keys()?.seal(&col.slot(&self.user.0, row), plain)
     }
 
-    fn open_json(&self, col: SealedColumn, row: &str, sealed: &[u8]) -> Result<Value> {
+    pub(crate) fn open_json(&self, col: SealedColumn, row: &str, sealed: &[u8]) -> Result<Value> {
         let (plain, _) = self
             .store
             .keys()?

@@ -26,6 +26,7 @@
 mod account;
 mod catalog;
 mod chat;
+mod elicit;
 mod error;
 mod gateway_oauth;
 mod location;
@@ -40,6 +41,10 @@ pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
     Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,
     MessageRole, PendingConfirmation, TeamKeyInfo,
+};
+pub use elicit::{
+    ElicitAction, ElicitAnswer, MAX_ELICIT_CONTENT_BYTES, MAX_ELICIT_REQUEST_BYTES,
+    PendingElicitation,
 };
 pub use error::{Result, StoreError};
 pub use gateway_oauth::{

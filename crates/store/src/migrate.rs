@@ -45,10 +45,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "chat turn lease",
         include_str!("../migrations/0008_chat_turn_lease.sql"),
     ),
+    (
+        10,
+        "chat elicitations",
+        include_str!("../migrations/0010_chat_elicitations.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 8;
+pub const LATEST_VERSION: i64 = 10;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -134,7 +134,19 @@ pub(crate) const CATALOG_TOKENS: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "catalog_name",
 };
-const SEALED_COLUMNS: [SealedColumn; 11] = [
+pub(crate) const ELICIT_REQUEST: SealedColumn = SealedColumn {
+    table: "chat_elicitations",
+    column: "request",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const ELICIT_CONTENT: SealedColumn = SealedColumn {
+    table: "chat_elicitations",
+    column: "content",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+const SEALED_COLUMNS: [SealedColumn; 13] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -146,6 +158,8 @@ const SEALED_COLUMNS: [SealedColumn; 11] = [
     CATALOG_HEADERS,
     CATALOG_ENV,
     CATALOG_TOKENS,
+    ELICIT_REQUEST,
+    ELICIT_CONTENT,
 ];
 
 impl Store {

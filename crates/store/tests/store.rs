@@ -121,6 +121,7 @@ on_both!(
     chats_are_their_users_and_sealed,
     chats_migrate_from_schema_4,
     one_turn_at_a_time_in_a_chat_on_any_instance,
+    elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -158,7 +159,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7, 8]
+        [4, 5, 6, 7, 8, 10]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -287,12 +288,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 10]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 8);
+    assert_eq!(first.version, 10);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 8);
+    assert_eq!(again.version, 10);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -305,8 +306,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 8, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (8, 8));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 9, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (10, 10));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -363,8 +364,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8]);
-    assert_eq!(report.version, 8);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 10]);
+    assert_eq!(report.version, 10);
     let back = store
         .session_user(token.expose())
         .await
@@ -1107,7 +1108,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 6);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 7);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1487,7 +1488,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5, 6, 7, 8], 8));
+    assert_eq!((versions, report.version), (vec![5, 6, 7, 8, 10], 10));
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
@@ -1701,4 +1702,187 @@ async fn one_turn_at_a_time_in_a_chat_on_any_instance(db: Db) {
     assert!(!a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
     tokio::time::sleep(Duration::from_millis(2100)).await;
     assert!(a1.claim_turn(&chat.id, "t4", lease).await.unwrap());
+}
+
+/// Migration 10 on a schema-8 database keeps its chats; an elicitation written by one
+/// store (the turn's instance) is listed and answered through another (any instance),
+/// once; another user sees and answers nothing; an action other than accept carries no
+/// content; request and content are sealed in the raw rows and re-encrypted on rotation.
+async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{ElicitAction, ElicitAnswer, MessageRole};
+    let k = key();
+    let turn_side = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(turn_side.migrate_to(8).await.unwrap().version, 8);
+    let ann = turn_side
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = turn_side
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let a = turn_side.for_user(&ann.id);
+    let chat = a.create_conversation("before 10").await.unwrap();
+    a.append_message(
+        &chat.id,
+        MessageRole::User,
+        &json!({"parts": [{"text": "kept"}]}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        a.ask_elicitation(&chat.id, &json!({}), Duration::from_secs(60))
+            .await
+            .is_err(),
+        "no elicitation table at 8"
+    );
+    let report = turn_side.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!((versions, report.version), (vec![10], 10));
+    assert_eq!(
+        a.messages(&chat.id).await.unwrap().unwrap()[0].content["parts"][0]["text"],
+        "kept"
+    );
+
+    let request = json!({"server": "srv", "mode": "form", "message": "Your PIN-HINT-4417?",
+        "requestedSchema": {"type": "object", "properties": {"pin": {"type": "string"}}}});
+    let eid = a
+        .ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    // Another user: nothing to see, nothing to answer, no chat to ask in.
+    let b = turn_side.for_user(&bob.id);
+    assert!(b.pending_elicitations(&chat.id).await.unwrap().is_empty());
+    assert!(
+        b.waiting_elicitation(&chat.id, &eid)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let accept = ElicitAnswer {
+        action: ElicitAction::Accept,
+        content: Some(json!({"pin": "SECRET-PIN-9921"})),
+    };
+    assert!(!b.answer_elicitation(&chat.id, &eid, &accept).await.unwrap());
+    assert!(
+        b.ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(b.elicitation_answer(&eid).await.unwrap().is_none());
+
+    // Through another store (another instance): listed, answered once.
+    let other = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    let a2 = other.for_user(&ann.id);
+    let pending = a2.pending_elicitations(&chat.id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].id.as_str(), &pending[0].request),
+        (eid.as_str(), &request)
+    );
+    assert_eq!(
+        a2.waiting_elicitation(&chat.id, &eid).await.unwrap(),
+        Some(request.clone())
+    );
+    let bad = ElicitAnswer {
+        action: ElicitAction::Decline,
+        content: Some(json!({})),
+    };
+    assert!(a2.answer_elicitation(&chat.id, &eid, &bad).await.is_err());
+    assert!(
+        a.elicitation_answer(&eid).await.unwrap().is_none(),
+        "still waiting"
+    );
+    assert!(
+        a2.answer_elicitation(&chat.id, &eid, &accept)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a2.answer_elicitation(
+            &chat.id,
+            &eid,
+            &ElicitAnswer {
+                action: ElicitAction::Cancel,
+                content: None
+            }
+        )
+        .await
+        .unwrap(),
+        "the first answer wins"
+    );
+    assert!(a2.pending_elicitations(&chat.id).await.unwrap().is_empty());
+    assert_eq!(
+        a.elicitation_answer(&eid).await.unwrap(),
+        Some(accept.clone())
+    );
+
+    // Sealed at rest, and moved to a new key by re-encryption.
+    let raw = db.raw().await;
+    let rows = sqlx::query("SELECT request, content FROM chat_elicitations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    for row in &rows {
+        for i in 0..2 {
+            let bytes: Vec<u8> = row.try_get(i).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(
+                !text.contains("PIN-HINT-4417") && !text.contains("SECRET-PIN-9921"),
+                "column {i} in clear"
+            );
+        }
+    }
+    let k2 = key();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, Some(&k)));
+    let r = rotated.reencrypt().await.unwrap();
+    assert_eq!(
+        r.resealed, 3,
+        "one message, the request and the content: {r:?}"
+    );
+    let only_new = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, None));
+    assert_eq!(
+        only_new
+            .for_user(&ann.id)
+            .elicitation_answer(&eid)
+            .await
+            .unwrap(),
+        Some(accept)
+    );
+    // Removed by the turn; gone with its chat too.
+    a.finish_elicitation(&eid).await.unwrap();
+    assert!(a.elicitation_answer(&eid).await.unwrap().is_none());
+    let again = a
+        .ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(a.delete_conversation(&chat.id).await.unwrap());
+    assert!(
+        a.waiting_elicitation(&chat.id, &again)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let n: i64 = sqlx::query("SELECT COUNT(*) FROM chat_elicitations")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
 }
