@@ -52,6 +52,7 @@ struct Bob {
     leaks: Vec<String>,
     chat: String,
     confirmation: String,
+    elicitation: String,
 }
 
 impl Bob {
@@ -93,6 +94,9 @@ impl Bob {
         let pending = us.pending_confirmations(&self.chat).await.unwrap();
         assert_eq!(pending.len(), 1, "bob's confirmation was answered");
         assert_eq!(pending[0].id, self.confirmation);
+        let asked = us.pending_elicitations(&self.chat).await.unwrap();
+        assert_eq!(asked.len(), 1, "bob's elicitation was answered");
+        assert_eq!(asked[0].id, self.elicitation);
         assert_eq!(
             us.model_key().await.unwrap().unwrap().key.expose(),
             BOB_MODEL_KEY
@@ -189,6 +193,16 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         .await
         .unwrap()
         .unwrap();
+    let elicitation = bs
+        .ask_elicitation(
+            &chat.id,
+            &json!({"server": "bobs", "mode": "form", "message": BOB_CHAT_TEXT,
+                "requestedSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}),
+            std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap()
+        .unwrap();
     bs.put_model_key("gemini", &Secret::new(BOB_MODEL_KEY))
         .await
         .unwrap();
@@ -216,6 +230,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         ],
         chat: chat.id.clone(),
         confirmation,
+        elicitation,
     };
     let bob_chat = format!("/api/chats/{}", bob.chat);
 
@@ -725,6 +740,19 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                             &format!("{bob_chat}/confirm"),
                             &json!({"id": bob.confirmation, "decision": decision}),
                         )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("POST", "/api/chats/{id}/elicitation") => {
+                for body in [
+                    json!({"id": bob.elicitation, "action": "accept", "content": {"a": "x"}}),
+                    json!({"id": bob.elicitation, "action": "decline"}),
+                    json!({"id": bob.elicitation, "action": "cancel"}),
+                ] {
+                    let (status, v) = alice
+                        .post(&app.base, &format!("{bob_chat}/elicitation"), &body)
                         .await;
                     assert_eq!(status, 404, "{what}: {v}");
                     answers.push((status, v));

@@ -160,6 +160,7 @@ pub async fn get(
         .map_err(store_error)?
         .ok_or_else(no_chat)?;
     let pending = us.pending_confirmations(&id).await.map_err(store_error)?;
+    let elicitations = super::elicit::pending_json(&us, &id).await?;
     Ok(Json(json!({
         "chat": chat_json(&chat),
         "messages": messages.iter().map(|m| json!({
@@ -167,6 +168,7 @@ pub async fn get(
         })).collect::<Vec<_>>(),
         "confirmations": pending.iter().map(|p| json!({"id": p.id, "request": p.request})).collect::<Vec<_>>(),
         "running": state.turn_running(&id),
+        "elicitations": elicitations,
     })))
 }
 
@@ -764,6 +766,19 @@ impl Turn {
             other => Some(Map::from_iter([("value".to_owned(), other)])),
         };
         let started = Instant::now();
+        // A server's elicitation during this call comes to this chat.
+        let _asking = self.state.cache().elicitations().map(|r| {
+            r.enter(
+                self.us.user().as_str(),
+                &server,
+                super::elicit::ChatAsker {
+                    us: self.us.clone(),
+                    chat_id: self.chat.id.clone(),
+                    events: self.events.clone(),
+                    cancel: self.cancel.clone(),
+                },
+            )
+        });
         let outcome = conn.call_tool(&tool, arguments, &opts).await;
         self.state.metrics().mcp_call(
             super::metrics::McpMethod::CallTool,

@@ -74,6 +74,8 @@ pub struct InstanceOptions {
     pub model: Option<switchboard_web::TeamModel>,
     /// `--allow-catalog-stdio`.
     pub allow_catalog_stdio: bool,
+    /// How long a chat's elicitation waits (`None`: the default).
+    pub elicitation_timeout: Option<Duration>,
 }
 
 /// A running team instance and how to reach it.
@@ -94,6 +96,9 @@ impl Instance {
         o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
         o.model = opts.model;
         o.allow_catalog_stdio = opts.allow_catalog_stdio;
+        if let Some(t) = opts.elicitation_timeout {
+            o.elicitation_timeout = t;
+        }
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }
