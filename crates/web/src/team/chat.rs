@@ -7,8 +7,8 @@
 //!   JSON, in order) and the confirmations waiting for an answer;
 //! - `PUT /api/chats/{id}/servers` `{servers: {name: bool}}`: per-chat server switches;
 //! - `POST /api/chats/{id}/send` `{message}` → Server-Sent Events as in personal mode
-//!   (`chat`, `saved`, `text`, `notice`, `tool-start`, `tool-end`, `confirm`, `done`,
-//!   `error`);
+//!   (`chat`, `saved`, `text`, `notice`, `tool-start`, `tool-progress`, `tool-end`,
+//!   `confirm`, `elicitation`, `elicitation-done`, `done`, `error`);
 //! - `POST /api/chats/{id}/confirm` `{id, decision: once|tool|server|cancel}` and
 //!   `POST /api/chats/{id}/cancel`, on any instance: the answer is written to the store
 //!   and the instance running the turn polls it.
@@ -756,7 +756,12 @@ impl Turn {
         };
         let opts = CallOptions {
             timeout: Some(CALL_TIMEOUT),
-            progress: None,
+            progress: Some(super::progress::forward(
+                self.events.clone(),
+                &id,
+                &server,
+                &tool,
+            )),
             cancel: Some(self.cancel.child_token()),
             meta: None,
         };

@@ -71,6 +71,7 @@ mod mcp_oauth;
 mod metrics;
 mod model_key;
 mod pages;
+mod progress;
 mod servers;
 mod session;
 mod signin;
