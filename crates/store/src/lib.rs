@@ -39,8 +39,9 @@ mod user_data;
 pub use account::{PendingLogin, SessionToken, User, UserId};
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
-    Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,
-    MessageRole, PendingConfirmation, TeamKeyInfo,
+    Approvals, ChatMessage, ChatSize, Conversation, KeySource, MAX_CHAT_BYTES, MAX_CHAT_MESSAGES,
+    MAX_CHATS_PER_USER, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS, MessageRole, PendingConfirmation,
+    TeamKeyInfo,
 };
 pub use elicit::{
     ElicitAction, ElicitAnswer, MAX_ELICIT_CONTENT_BYTES, MAX_ELICIT_REQUEST_BYTES,

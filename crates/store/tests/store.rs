@@ -122,6 +122,7 @@ on_both!(
     chats_migrate_from_schema_4,
     one_turn_at_a_time_in_a_chat_on_any_instance,
     elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once,
+    a_chat_stops_at_its_message_cap,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -1885,4 +1886,49 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
         .unwrap()
         .get(0);
     assert_eq!(n, 0);
+}
+
+/// A chat takes `MAX_CHAT_MESSAGES` messages and refuses the next with `Full`, naming
+/// the limit and "start a new chat"; another user's chat is still "not there".
+async fn a_chat_stops_at_its_message_cap(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{MAX_CHAT_MESSAGES, MessageRole};
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    let chat = a.create_conversation("long").await.unwrap();
+    let msg = json!({"parts": [{"text": "."}]});
+    for _ in 0..MAX_CHAT_MESSAGES {
+        a.append_message(&chat.id, MessageRole::User, &msg)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let size = a.chat_size(&chat.id).await.unwrap().unwrap();
+    assert_eq!(size.messages, MAX_CHAT_MESSAGES);
+    let err = a
+        .append_message(&chat.id, MessageRole::User, &msg)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Full(_)), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("2000 messages") && text.contains("start a new chat"),
+        "{text}"
+    );
+    let b = store.for_user(&bob.id);
+    assert!(b.chat_size(&chat.id).await.unwrap().is_none());
+    assert!(
+        b.append_message(&chat.id, MessageRole::User, &msg)
+            .await
+            .unwrap()
+            .is_none()
+    );
 }

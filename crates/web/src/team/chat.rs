@@ -315,6 +315,7 @@ pub async fn send(
     }
     let us = us(&state, &signed);
     let chat = conversation_or_404(&us, &id).await?;
+    super::limits::room_for_turn(&us, &id, &message).await?;
     let (client, model) = model_client(&state, &us).await?;
     let Some(running) = state.start_turn(&id) else {
         return Err(ApiError::conflict(
@@ -458,6 +459,7 @@ impl Turn {
                 Ok(())
             }
             Ok(None) => Err(Stop::Cancelled),
+            Err(switchboard_store::StoreError::Full(why)) => Err(Stop::Failed(why)),
             Err(e) => {
                 tracing::warn!("team chat: saving a message: {e}");
                 Err(Stop::Failed(
@@ -480,7 +482,14 @@ impl Turn {
             .await
             .map_err(|e| Stop::Failed(format!("reading the chat: {e}")))?
             .ok_or(Stop::Cancelled)?;
-        let mut history = rebuild_history(saved.into_iter().map(|m| (m.role, m.content)));
+        let (recent, dropped) = super::limits::recent_turns(
+            saved.into_iter().map(|m| (m.role, m.content)).collect(),
+            super::limits::MODEL_HISTORY_BYTES,
+        );
+        if dropped > 0 {
+            self.emit(json!({"type": "notice", "text": super::limits::dropped_notice(dropped)}));
+        }
+        let mut history = rebuild_history(recent);
         self.connect_servers().await;
         let mut final_text = String::new();
         for _ in 0..MAX_ROUNDS {

@@ -67,6 +67,7 @@ mod elicit;
 mod gateway;
 mod gateway_auth;
 mod health;
+mod limits;
 mod mcp_oauth;
 mod metrics;
 mod model_key;
