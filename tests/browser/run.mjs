@@ -737,6 +737,43 @@ async function teamScenario(page) {
   assert((await page.locator("[data-chat-item]").count()) === 1, "the chat is listed");
   await shot(page, "07c-chat-done");
 
+  if (env.EVERYTHING_URL) {
+    step = "chat: a server's elicitation is a form answered in the page";
+    await page.click('[data-nav="servers"]');
+    await page.waitForSelector('[data-servers][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+    const ev = await teamAdd(page, "everything", env.EVERYTHING_URL, "");
+    await ev.locator('button[type="submit"]').click();
+    await page.locator('[data-server-row="everything"]').waitFor({ timeout: TIMEOUT });
+    await page.click('[data-nav="chat"]');
+    await page.click("[data-new-chat]");
+    await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+    await page.locator('textarea[name="message"]').fill("ask me for my details");
+    await page.click("[data-send]");
+    const askCall = page.locator("[data-confirm]");
+    await askCall.waitFor({ timeout: TIMEOUT });
+    await askCall.locator('[data-decision="once"]').click();
+    const form = page.locator("[data-elicitation]");
+    await form.waitFor({ timeout: TIMEOUT });
+    const formText = await form.textContent();
+    assert(formText.includes("Please provide inputs"), "the server's message is shown: " + formText);
+    assert(await form.locator('input[name="integer"]').getAttribute("type") === "number", "an integer field is a number input");
+    assert(await form.locator('input[name="email"]').getAttribute("type") === "email", "an email field is an email input");
+    assert(await form.locator('input[name="check"]').getAttribute("type") === "checkbox", "a boolean is a checkbox");
+    assert((await form.locator('select[name="untitledSingleSelectEnum"] option').count()) === 7, "an enum is a select (with an empty choice)");
+    await form.locator('input[name="name"]').fill("Grace <b>Hopper</b>");
+    await form.locator('input[name="check"]').check();
+    await form.locator('input[name="email"]').fill("grace@example.com");
+    await shot(page, "07d-chat-elicitation");
+    await form.locator('[data-elicit-action="accept"]').click();
+    await page.waitForFunction(() => {
+      const log = document.querySelector("[data-chat-log]");
+      return log && !document.querySelector(".chat-live") && log.textContent.includes("Grace <b>Hopper</b>")
+        && log.textContent.includes("Thanks, Grace.");
+    }, null, { timeout: TIMEOUT });
+    assert((await page.locator("[data-chat-log] b").count()) === 0, "the answer is text, not HTML");
+    await shot(page, "07e-chat-elicitation-done");
+  }
+
   step = "sign out";
   await page.click("[data-sign-out]");
   await page.waitForSelector('[data-page="signin"]', { timeout: TIMEOUT });
