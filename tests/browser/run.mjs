@@ -752,6 +752,10 @@ async function teamScenario(page) {
     const askCall = page.locator("[data-confirm]");
     await askCall.waitFor({ timeout: TIMEOUT });
     await askCall.locator('[data-decision="once"]').click();
+    await page.locator("[data-elicitation]").waitFor({ timeout: TIMEOUT });
+    // Reopened (the stream is gone; the turn keeps running): the waiting request is
+    // listed by the chat and answered from here all the same.
+    await page.reload();
     const form = page.locator("[data-elicitation]");
     await form.waitFor({ timeout: TIMEOUT });
     const formText = await form.textContent();
@@ -765,11 +769,16 @@ async function teamScenario(page) {
     await form.locator('input[name="email"]').fill("grace@example.com");
     await shot(page, "07d-chat-elicitation");
     await form.locator('[data-elicit-action="accept"]').click();
-    await page.waitForFunction(() => {
-      const log = document.querySelector("[data-chat-log]");
-      return log && !document.querySelector(".chat-live") && log.textContent.includes("Grace <b>Hopper</b>")
-        && log.textContent.includes("Thanks, Grace.");
-    }, null, { timeout: TIMEOUT });
+    await form.waitFor({ state: "detached", timeout: TIMEOUT });
+    const until = Date.now() + TIMEOUT;
+    for (;;) {
+      await page.reload();
+      await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+      const logText = await page.locator("[data-chat-log]").textContent();
+      if (logText.includes("Grace <b>Hopper</b>") && logText.includes("Thanks, Grace.")) break;
+      assert(Date.now() < until, "the turn's result is saved: " + logText);
+      await page.waitForTimeout(300);
+    }
     assert((await page.locator("[data-chat-log] b").count()) === 0, "the answer is text, not HTML");
     await shot(page, "07e-chat-elicitation-done");
   }

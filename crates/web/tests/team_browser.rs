@@ -13,7 +13,8 @@
 //! server an admin published (the same OAuth peer) is enabled, Tested (needs OAuth) and
 //! signed in to in a popup with alice's own login; in a second chat, server-everything's
 //! elicitation (asked during its tool call) is a form typed from its schema (number,
-//! email, checkbox, select), filled in and submitted in the page, and the server's
+//! email, checkbox, select), listed again when the page is reloaded mid-turn (the
+//! stream gone, the turn still running), filled in and submitted there, and the server's
 //! result shows the values (markup shown as text); Sign out shows the
 //! sign-in page again, and after signing in again "Sign out everywhere" does too.
 //! Afterwards the store holds alice's server with the header, and no session of hers.

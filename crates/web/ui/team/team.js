@@ -565,6 +565,7 @@
       return api("GET", chatPath(id)).then(function (r) {
         clear(log);
         r.messages.forEach(function (m) { log.appendChild(partsView(m.content, m.role)); });
+        pendingElicitations(id, log, r.elicitations);
         log.dataset.loaded = "true";
       }).catch(function (e) { clear(log).appendChild(el("div", { class: "error-box" }, e.message)); });
     }
@@ -655,6 +656,16 @@
       var pct = typeof ev.total === "number" && ev.total > 0 ? " (" + Math.round(100 * ev.progress / ev.total) + "%)" : "";
       line.textContent = ev.server + " / " + ev.tool + ": " + (ev.message || ("step " + ev.progress + (typeof ev.total === "number" ? " of " + ev.total : ""))) + pct;
     }
+  }
+
+  // Elicitations still waiting when a chat is opened (its turn may run on another
+  // instance, or began before this page loaded): answered from here all the same.
+  function pendingElicitations(chatId, log, list) {
+    (Array.isArray(list) ? list : []).forEach(function (p) {
+      if (log.querySelector("[data-elicitation=\"" + CSS.escape(p.id) + "\"]")) return;
+      var ev = Object.assign({}, p.request || {}, { id: p.id });
+      log.appendChild(elicitBox(chatId, ev));
+    });
   }
 
   function elicitChoices(p) {
