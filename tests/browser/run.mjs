@@ -743,6 +743,51 @@ async function teamScenario(page) {
   assert((await page.locator("[data-chat-item]").count()) === 1, "the chat is listed");
   await shot(page, "07c-chat-done");
 
+  if (env.EVERYTHING_URL) {
+    step = "chat: a server's elicitation is a form answered in the page";
+    await page.click('[data-nav="servers"]');
+    await page.waitForSelector('[data-servers][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
+    const ev = await teamAdd(page, "everything", env.EVERYTHING_URL, "");
+    await ev.locator('button[type="submit"]').click();
+    await page.locator('[data-server-row="everything"]').waitFor({ timeout: TIMEOUT });
+    await page.click('[data-nav="chat"]');
+    await page.click("[data-new-chat]");
+    await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+    await page.locator('textarea[name="message"]').fill("ask me for my details");
+    await page.click("[data-send]");
+    const askCall = page.locator("[data-confirm]");
+    await askCall.waitFor({ timeout: TIMEOUT });
+    await askCall.locator('[data-decision="once"]').click();
+    await page.locator("[data-elicitation]").waitFor({ timeout: TIMEOUT });
+    // Reopened (the stream is gone; the turn keeps running): the waiting request is
+    // listed by the chat and answered from here all the same.
+    await page.reload();
+    const form = page.locator("[data-elicitation]");
+    await form.waitFor({ timeout: TIMEOUT });
+    const formText = await form.textContent();
+    assert(formText.includes("Please provide inputs"), "the server's message is shown: " + formText);
+    assert(await form.locator('input[name="integer"]').getAttribute("type") === "number", "an integer field is a number input");
+    assert(await form.locator('input[name="email"]').getAttribute("type") === "email", "an email field is an email input");
+    assert(await form.locator('input[name="check"]').getAttribute("type") === "checkbox", "a boolean is a checkbox");
+    assert((await form.locator('select[name="untitledSingleSelectEnum"] option').count()) === 7, "an enum is a select (with an empty choice)");
+    await form.locator('input[name="name"]').fill("Grace <b>Hopper</b>");
+    await form.locator('input[name="check"]').check();
+    await form.locator('input[name="email"]').fill("grace@example.com");
+    await shot(page, "07d-chat-elicitation");
+    await form.locator('[data-elicit-action="accept"]').click();
+    await form.waitFor({ state: "detached", timeout: TIMEOUT });
+    const until = Date.now() + TIMEOUT;
+    for (;;) {
+      await page.reload();
+      await page.waitForSelector("[data-chat-log][data-loaded]", { state: "attached", timeout: TIMEOUT });
+      const logText = await page.locator("[data-chat-log]").textContent();
+      if (logText.includes("Grace <b>Hopper</b>") && logText.includes("Thanks, Grace.")) break;
+      assert(Date.now() < until, "the turn's result is saved: " + logText);
+      await page.waitForTimeout(300);
+    }
+    assert((await page.locator("[data-chat-log] b").count()) === 0, "the answer is text, not HTML");
+    await shot(page, "07e-chat-elicitation-done");
+  }
   step = "workflows: validate (problems with lines), save one calling the demo server's echo, run it, see the result";
   await page.click('[data-nav="workflows"]');
   await page.waitForSelector('[data-workflows][data-loaded="true"]', { state: "attached", timeout: TIMEOUT });
@@ -754,7 +799,7 @@ async function teamScenario(page) {
   await problems.waitFor({ timeout: TIMEOUT });
   const problemText = await problems.textContent();
   assert(problemText.includes("line 5") && problemText.includes("nope"), "the problem names its line: " + problemText);
-  await shot(page, "07d-workflow-problems");
+  await shot(page, "07f-workflow-problems");
   await page.fill("[data-wf-source]", "name: greet\nnodes:\n  - id: call\n    type: mcp\n    server: demo\n    tool: echo\n    args: '{\"message\": \"from a <b>workflow</b>\"}'\n    saveTo: out\n");
   await page.click("[data-wf-validate]");
   await page.waitForSelector('[data-wf-problems="0"]', { timeout: TIMEOUT });
@@ -770,7 +815,7 @@ async function teamScenario(page) {
   assert(wfText.includes("Echo: from a <b>workflow</b>"), "the result is shown as text: " + wfText);
   assert((await page.locator(".wf-log b, .wf-live b").count()) === 0, "server text is never markup");
   await page.waitForSelector("[data-wf-past]", { timeout: TIMEOUT });
-  await shot(page, "07e-workflow-run");
+  await shot(page, "07g-workflow-run");
   step = "a browser MCP client on another origin: register, consent, token, /mcp through CORS";
   const { createHash, randomBytes } = await import("node:crypto");
   const verifier = randomBytes(32).toString("base64url");

@@ -26,6 +26,47 @@ use crate::user_data::{ModelKey, UserStore, text_of};
 pub const MAX_TITLE_CHARS: usize = 200;
 /// Largest message content (JSON bytes) the store takes.
 pub const MAX_MESSAGE_BYTES: usize = 4 * 1024 * 1024;
+/// At most this many messages in one conversation: a turn writes the person's message,
+/// each model reply and each tool result (one to ~40 rows), so this is room for
+/// hundreds of turns, far more than the model is sent ([`UserStore::messages`] reads
+/// them all into memory, which this bounds).
+pub const MAX_CHAT_MESSAGES: i64 = 2_000;
+/// At most this many sealed content bytes in one conversation (eight messages of the
+/// largest size): bounds the database row space and the memory of reading a chat.
+pub const MAX_CHAT_BYTES: i64 = 32 * 1024 * 1024;
+/// At most this many conversations per user.
+pub const MAX_CHATS_PER_USER: i64 = 500;
+
+/// How much one conversation holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ChatSize {
+    /// Saved messages.
+    pub messages: i64,
+    /// Sealed content bytes.
+    pub bytes: i64,
+}
+
+impl ChatSize {
+    /// Whether a message of `content_bytes` (sealed) still fits.
+    pub fn fits(&self, content_bytes: i64) -> bool {
+        self.messages < MAX_CHAT_MESSAGES
+            && self.bytes.saturating_add(content_bytes) <= MAX_CHAT_BYTES
+    }
+
+    /// Why a message does not fit, naming the limit and the next step.
+    pub fn full_message(&self) -> String {
+        if self.messages >= MAX_CHAT_MESSAGES {
+            format!(
+                "this chat has reached its limit of {MAX_CHAT_MESSAGES} messages; start a new chat to go on"
+            )
+        } else {
+            format!(
+                "this chat has reached its limit of {} MiB of saved messages; start a new chat to go on",
+                MAX_CHAT_BYTES / (1024 * 1024)
+            )
+        }
+    }
+}
 
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,11 +247,11 @@ fn toggles_json(toggles: &BTreeMap<String, bool>) -> String {
 }
 
 impl UserStore {
-    fn seal_for(&self, col: SealedColumn, row: &str, plain: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn seal_for(&self, col: SealedColumn, row: &str, plain: &[u8]) -> Result<Vec<u8>> {
         self.store.keys()?.seal(&col.slot(&self.user.0, row), plain)
     }
 
-    fn open_json(&self, col: SealedColumn, row: &str, sealed: &[u8]) -> Result<Value> {
+    pub(crate) fn open_json(&self, col: SealedColumn, row: &str, sealed: &[u8]) -> Result<Value> {
         let (plain, _) = self
             .store
             .keys()?
@@ -229,6 +270,18 @@ impl UserStore {
     /// A title that is empty, too long or has control characters; a database failure.
     pub async fn create_conversation(&self, title: &str) -> Result<Conversation> {
         let title = check_title(title)?;
+        let held: i64 = sqlx::query("SELECT COUNT(*) FROM conversations WHERE user_id = $1")
+            .bind(self.uid())
+            .fetch_one(&self.store.pool)
+            .await
+            .map_err(StoreError::query("counting conversations"))?
+            .try_get(0)
+            .map_err(StoreError::query("counting conversations"))?;
+        if held >= MAX_CHATS_PER_USER {
+            return Err(StoreError::Full(format!(
+                "you have {MAX_CHATS_PER_USER} chats, the most one person may keep; delete old chats to start a new one"
+            )));
+        }
         let id = random_token(16)?;
         let marker_nonce: String = random_token(24)?
             .chars()
@@ -486,13 +539,19 @@ impl UserStore {
         }
         let msg_id = random_token(16)?;
         let sealed = self.seal_for(CHAT_CONTENT, &msg_id, text.as_bytes())?;
+        let sealed_len = i64::try_from(sealed.len()).unwrap_or(i64::MAX);
         let t = now();
+        // The caps are checked in the insert itself (one turn at a time writes to a
+        // chat, under its lease).
         let row = sqlx::query(
             "INSERT INTO chat_messages (id, conversation_id, user_id, seq, role, content, created_at) \
              SELECT $1, c.id, c.user_id, \
                COALESCE((SELECT MAX(m.seq) FROM chat_messages m WHERE m.conversation_id = c.id), 0) + 1, \
                $4, $5, $6 \
              FROM conversations c WHERE c.user_id = $2 AND c.id = $3 \
+             AND (SELECT COUNT(*) FROM chat_messages m WHERE m.conversation_id = c.id) < $7 \
+             AND (SELECT COALESCE(SUM(LENGTH(m.content)), 0) FROM chat_messages m \
+                  WHERE m.conversation_id = c.id) + $8 <= $9 \
              RETURNING seq",
         )
         .bind(msg_id)
@@ -501,11 +560,17 @@ impl UserStore {
         .bind(role.as_str())
         .bind(sealed)
         .bind(t)
+        .bind(MAX_CHAT_MESSAGES)
+        .bind(sealed_len)
+        .bind(MAX_CHAT_BYTES)
         .fetch_optional(&self.store.pool)
         .await
         .map_err(StoreError::query("saving a chat message"))?;
         let Some(row) = row else {
-            return Ok(None);
+            return match self.chat_size(id).await? {
+                Some(size) => Err(StoreError::Full(size.full_message())),
+                None => Ok(None),
+            };
         };
         let seq: i64 = row
             .try_get(0)
@@ -518,6 +583,30 @@ impl UserStore {
             .await
             .map_err(StoreError::query("saving a chat message"))?;
         Ok(Some(seq))
+    }
+
+    /// How much the user's conversation `id` holds (`None`: not the user's).
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn chat_size(&self, id: &str) -> Result<Option<ChatSize>> {
+        if self.conversation(id).await?.is_none() {
+            return Ok(None);
+        }
+        let row = sqlx::query(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(content)), 0) FROM chat_messages \
+             WHERE user_id = $1 AND conversation_id = $2",
+        )
+        .bind(self.uid())
+        .bind(id.to_owned())
+        .fetch_one(&self.store.pool)
+        .await
+        .map_err(StoreError::query("measuring a chat"))?;
+        let get = || StoreError::query("measuring a chat");
+        Ok(Some(ChatSize {
+            messages: row.try_get(0).map_err(get())?,
+            bytes: row.try_get(1).map_err(get())?,
+        }))
     }
 
     /// The messages of the user's conversation `id`, in order (`None`: not the user's).

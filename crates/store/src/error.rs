@@ -68,6 +68,10 @@ pub enum StoreError {
     /// The acting user may not do this (a catalog write by a user who is not an admin).
     #[error("{0}")]
     Forbidden(String),
+    /// A cap on what a user or a chat may hold is reached (the message names the limit
+    /// and the next step).
+    #[error("{0}")]
+    Full(String),
 }
 
 impl StoreError {

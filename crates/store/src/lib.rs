@@ -32,6 +32,7 @@ mod account;
 mod app_session;
 mod catalog;
 mod chat;
+mod elicit;
 mod error;
 mod gateway_oauth;
 mod location;
@@ -48,8 +49,13 @@ pub use app_session::{
 };
 pub use catalog::{CatalogEntry, CatalogLaunch, CatalogRecord, CatalogServer};
 pub use chat::{
-    Approvals, ChatMessage, Conversation, KeySource, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS,
-    MessageRole, PendingConfirmation, TeamKeyInfo,
+    Approvals, ChatMessage, ChatSize, Conversation, KeySource, MAX_CHAT_BYTES, MAX_CHAT_MESSAGES,
+    MAX_CHATS_PER_USER, MAX_MESSAGE_BYTES, MAX_TITLE_CHARS, MessageRole, PendingConfirmation,
+    TeamKeyInfo,
+};
+pub use elicit::{
+    ElicitAction, ElicitAnswer, MAX_ELICIT_CONTENT_BYTES, MAX_ELICIT_REQUEST_BYTES,
+    PendingElicitation,
 };
 pub use error::{Result, StoreError};
 pub use gateway_oauth::{

@@ -51,6 +51,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../migrations/0009_workflows.sql"),
     ),
     (
+        10,
+        "chat elicitations",
+        include_str!("../migrations/0010_chat_elicitations.sql"),
+    ),
+    (
         11,
         "app sessions",
         include_str!("../migrations/0011_app_sessions.sql"),

@@ -158,7 +158,19 @@ pub(crate) const WORKFLOW_RUN_LOG: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
-const SEALED_COLUMNS: [SealedColumn; 15] = [
+pub(crate) const ELICIT_REQUEST: SealedColumn = SealedColumn {
+    table: "chat_elicitations",
+    column: "request",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const ELICIT_CONTENT: SealedColumn = SealedColumn {
+    table: "chat_elicitations",
+    column: "content",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+const SEALED_COLUMNS: [SealedColumn; 17] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -174,6 +186,8 @@ const SEALED_COLUMNS: [SealedColumn; 15] = [
     WORKFLOW_RUN_LOG,
     APP_INIT,
     APP_CONTEXT,
+    ELICIT_REQUEST,
+    ELICIT_CONTENT,
 ];
 
 impl Store {

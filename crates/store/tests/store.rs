@@ -124,6 +124,8 @@ on_both!(
     one_turn_at_a_time_in_a_chat_on_any_instance,
     workflows_and_runs_are_their_users_sealed_and_capped,
     app_sessions_are_their_users_sealed_and_migrate_from_8,
+    elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once,
+    a_chat_stops_at_its_message_cap,
 );
 
 fn login_client() -> ServerLoginClient {
@@ -161,7 +163,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7, 8, 9]
+        [4, 5, 6, 7, 8, 9, 10, 11, 12]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -290,12 +292,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 9);
+    assert_eq!(first.version, 12);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 9);
+    assert_eq!(again.version, 12);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -308,8 +310,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 9, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (9, 9));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 12, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (12, 12));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -333,6 +335,7 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
         "workflows",
         "workflow_runs",
         "app_sessions",
+        "chat_elicitations",
     ] {
         let n: i64 = sqlx::query(&format!("SELECT COUNT(*) FROM {table}"))
             .fetch_one(&raw)
@@ -369,8 +372,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9]);
-    assert_eq!(report.version, 9);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(report.version, 12);
     let back = store
         .session_user(token.expose())
         .await
@@ -1113,7 +1116,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 7);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 10);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1493,7 +1496,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5, 6, 7, 8, 9], 9));
+    assert_eq!((versions, report.version), (vec![5, 6, 7, 8, 9, 10, 11, 12], 12));
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
@@ -1900,7 +1903,7 @@ async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
     assert!(a.put_workflow("w", "x").await.is_err(), "no tables at 8");
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9], 9));
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
 
     let source = "name: w\nnodes:\n  - id: a\n    type: http\n    url: https://x.example/?key=wf-source-secret-1\n";
     assert!(a.put_workflow("w", source).await.unwrap());
@@ -2134,7 +2137,7 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
     .unwrap();
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![11], 11));
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
     assert_eq!(a.messages(&chat.id).await.unwrap().unwrap().len(), 1);
 
     let new = NewAppSession {
@@ -2234,5 +2237,233 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
             .await
             .unwrap(),
         None
+    );
+}
+
+/// Migration 10 on a schema-8 database keeps its chats; an elicitation written by one
+/// store (the turn's instance) is listed and answered through another (any instance),
+/// once; another user sees and answers nothing; an action other than accept carries no
+/// content; request and content are sealed in the raw rows and re-encrypted on rotation.
+async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{ElicitAction, ElicitAnswer, MessageRole};
+    let k = key();
+    let turn_side = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    assert_eq!(turn_side.migrate_to(8).await.unwrap().version, 8);
+    let ann = turn_side
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = turn_side
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let a = turn_side.for_user(&ann.id);
+    let chat = a.create_conversation("before 10").await.unwrap();
+    a.append_message(
+        &chat.id,
+        MessageRole::User,
+        &json!({"parts": [{"text": "kept"}]}),
+    )
+    .await
+    .unwrap();
+    assert!(
+        a.ask_elicitation(&chat.id, &json!({}), Duration::from_secs(60))
+            .await
+            .is_err(),
+        "no elicitation table at 8"
+    );
+    let report = turn_side.migrate().await.unwrap();
+    let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
+    assert_eq!(
+        a.messages(&chat.id).await.unwrap().unwrap()[0].content["parts"][0]["text"],
+        "kept"
+    );
+
+    let request = json!({"server": "srv", "mode": "form", "message": "Your PIN-HINT-4417?",
+        "requestedSchema": {"type": "object", "properties": {"pin": {"type": "string"}}}});
+    let eid = a
+        .ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    // Another user: nothing to see, nothing to answer, no chat to ask in.
+    let b = turn_side.for_user(&bob.id);
+    assert!(b.pending_elicitations(&chat.id).await.unwrap().is_empty());
+    assert!(
+        b.waiting_elicitation(&chat.id, &eid)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let accept = ElicitAnswer {
+        action: ElicitAction::Accept,
+        content: Some(json!({"pin": "SECRET-PIN-9921"})),
+    };
+    assert!(!b.answer_elicitation(&chat.id, &eid, &accept).await.unwrap());
+    assert!(
+        b.ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(b.elicitation_answer(&eid).await.unwrap().is_none());
+
+    // Through another store (another instance): listed, answered once.
+    let other = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    let a2 = other.for_user(&ann.id);
+    let pending = a2.pending_elicitations(&chat.id).await.unwrap();
+    assert_eq!(pending.len(), 1);
+    assert_eq!(
+        (pending[0].id.as_str(), &pending[0].request),
+        (eid.as_str(), &request)
+    );
+    assert_eq!(
+        a2.waiting_elicitation(&chat.id, &eid).await.unwrap(),
+        Some(request.clone())
+    );
+    let bad = ElicitAnswer {
+        action: ElicitAction::Decline,
+        content: Some(json!({})),
+    };
+    assert!(a2.answer_elicitation(&chat.id, &eid, &bad).await.is_err());
+    assert!(
+        a.elicitation_answer(&eid).await.unwrap().is_none(),
+        "still waiting"
+    );
+    assert!(
+        a2.answer_elicitation(&chat.id, &eid, &accept)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a2.answer_elicitation(
+            &chat.id,
+            &eid,
+            &ElicitAnswer {
+                action: ElicitAction::Cancel,
+                content: None
+            }
+        )
+        .await
+        .unwrap(),
+        "the first answer wins"
+    );
+    assert!(a2.pending_elicitations(&chat.id).await.unwrap().is_empty());
+    assert_eq!(
+        a.elicitation_answer(&eid).await.unwrap(),
+        Some(accept.clone())
+    );
+
+    // Sealed at rest, and moved to a new key by re-encryption.
+    let raw = db.raw().await;
+    let rows = sqlx::query("SELECT request, content FROM chat_elicitations")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    for row in &rows {
+        for i in 0..2 {
+            let bytes: Vec<u8> = row.try_get(i).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            assert!(
+                !text.contains("PIN-HINT-4417") && !text.contains("SECRET-PIN-9921"),
+                "column {i} in clear"
+            );
+        }
+    }
+    let k2 = key();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, Some(&k)));
+    let r = rotated.reencrypt().await.unwrap();
+    assert_eq!(
+        r.resealed, 3,
+        "one message, the request and the content: {r:?}"
+    );
+    let only_new = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, None));
+    assert_eq!(
+        only_new
+            .for_user(&ann.id)
+            .elicitation_answer(&eid)
+            .await
+            .unwrap(),
+        Some(accept)
+    );
+    // Removed by the turn; gone with its chat too.
+    a.finish_elicitation(&eid).await.unwrap();
+    assert!(a.elicitation_answer(&eid).await.unwrap().is_none());
+    let again = a
+        .ask_elicitation(&chat.id, &request, Duration::from_secs(60))
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(a.delete_conversation(&chat.id).await.unwrap());
+    assert!(
+        a.waiting_elicitation(&chat.id, &again)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let n: i64 = sqlx::query("SELECT COUNT(*) FROM chat_elicitations")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(n, 0);
+}
+
+/// A chat takes `MAX_CHAT_MESSAGES` messages and refuses the next with `Full`, naming
+/// the limit and "start a new chat"; another user's chat is still "not there".
+async fn a_chat_stops_at_its_message_cap(db: Db) {
+    use serde_json::json;
+    use switchboard_store::{MAX_CHAT_MESSAGES, MessageRole};
+    let store = db.store(keys(&key(), None)).await;
+    let ann = store
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = store
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let a = store.for_user(&ann.id);
+    let chat = a.create_conversation("long").await.unwrap();
+    let msg = json!({"parts": [{"text": "."}]});
+    for _ in 0..MAX_CHAT_MESSAGES {
+        a.append_message(&chat.id, MessageRole::User, &msg)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+    let size = a.chat_size(&chat.id).await.unwrap().unwrap();
+    assert_eq!(size.messages, MAX_CHAT_MESSAGES);
+    let err = a
+        .append_message(&chat.id, MessageRole::User, &msg)
+        .await
+        .unwrap_err();
+    assert!(matches!(err, StoreError::Full(_)), "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("2000 messages") && text.contains("start a new chat"),
+        "{text}"
+    );
+    let b = store.for_user(&bob.id);
+    assert!(b.chat_size(&chat.id).await.unwrap().is_none());
+    assert!(
+        b.append_message(&chat.id, MessageRole::User, &msg)
+            .await
+            .unwrap()
+            .is_none()
     );
 }

@@ -58,3 +58,4 @@ pub use team::{
     RouteInfo, RunningTeam, SIGNIN_CALLBACK_PATH, SignInOptions, TeamModel, TeamOptions, TeamState,
     WORKFLOW_MAX_RUN_TIME, route_table, serve_team, start_team, team_app,
 };
+pub use team::{CHAT_ELICITATION_MAX_BYTES, CHAT_ELICITATION_TIMEOUT};

@@ -11,7 +11,11 @@
 //! opens a popup that completes the login and closes, after which the server is listed
 //! signed in and its Test connects, and "Sign out of server" forgets it; a team catalog
 //! server an admin published (the same OAuth peer) is enabled, Tested (needs OAuth) and
-//! signed in to in a popup with alice's own login; on the Workflows tab a workflow with an
+//! signed in to in a popup with alice's own login; in a second chat, server-everything's
+//! elicitation (asked during its tool call) is a form typed from its schema (number,
+//! email, checkbox, select), listed again when the page is reloaded mid-turn (the
+//! stream gone, the turn still running), filled in and submitted there, and the server's
+//! result shows the values (markup shown as text); on the Workflows tab a workflow with an
 //! unknown server shows its problem with its line, one calling the demo server's `echo`
 //! (markup in the message) is validated, saved, run, and its live log and saved result
 //! are shown as text; a browser MCP client on another (loopback) origin registers, gets
@@ -115,6 +119,11 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
                 serde_json::json!({"message": "from the browser"}),
             ),
             switchboard_model_fakes::FakeTurn::text("The echo answered."),
+            switchboard_model_fakes::FakeTurn::call(
+                "mcp_everything_trigger-elicitation-request",
+                serde_json::json!({}),
+            ),
+            switchboard_model_fakes::FakeTurn::text("Thanks, Grace."),
         ],
     )
     .await;
@@ -136,6 +145,9 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     page.headers
         .push(("Content-Type".into(), "text/html; charset=utf-8".into()));
     let client_page = RecordingListener::with_reply(page).await;
+    let everything =
+        switchboard_testkit::spawn_everything(switchboard_testkit::EverythingMode::StreamableHttp)
+            .await;
     // An admin published the OAuth-protected server in the team catalog.
     let store = db.store().await;
     let admin = store
@@ -166,6 +178,7 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
             ("SECURE_URL", secure.url.clone()),
             ("MODEL_KEY", BROWSER_MODEL_KEY.to_owned()),
             ("CLIENT_URL", client_page.url("/callback")),
+            ("EVERYTHING_URL", everything.url.clone()),
         ],
     )
     .await;
@@ -197,18 +210,37 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
         BROWSER_MODEL_KEY
     );
     let chats = store.for_user(&alice.id).conversations().await.unwrap();
-    assert_eq!(chats.len(), 1);
-    let saved = store
-        .for_user(&alice.id)
-        .messages(&chats[0].id)
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(
-        saved.len(),
-        4,
-        "user, model call, tool result, model answer"
-    );
+    assert_eq!(chats.len(), 2, "the echo chat and the elicitation chat");
+    for chat in &chats {
+        let saved = store
+            .for_user(&alice.id)
+            .messages(&chat.id)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            saved.len(),
+            4,
+            "user, model call, tool result, model answer"
+        );
+    }
+    // The form's answer reached the server (its result is saved with the call).
+    let elicited = chats
+        .iter()
+        .map(|c| {
+            let us = store.for_user(&alice.id);
+            let id = c.id.clone();
+            async move { us.messages(&id).await.unwrap().unwrap() }
+        })
+        .collect::<Vec<_>>();
+    let mut found = false;
+    for f in elicited {
+        found |= f.await.iter().any(|m| {
+            let t = m.content.to_string();
+            t.contains("Grace <b>Hopper</b>") && t.contains("Agreed to terms: true")
+        });
+    }
+    assert!(found, "the accepted form values reached the server");
     assert_eq!(gemini.remaining(), 0);
     let us = store.for_user(&alice.id);
     assert!(

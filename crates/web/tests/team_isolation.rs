@@ -62,6 +62,7 @@ struct Bob {
     running_run: String,
     /// His MCP App session (on `bobs`, in his chat, opened: its CSP stored).
     app: String,
+    elicitation: String,
 }
 
 impl Bob {
@@ -122,6 +123,9 @@ impl Bob {
             Some(BOB_APP_CSP),
             "bob's app session changed"
         );
+        let asked = us.pending_elicitations(&self.chat).await.unwrap();
+        assert_eq!(asked.len(), 1, "bob's elicitation was answered");
+        assert_eq!(asked[0].id, self.elicitation);
         assert_eq!(
             us.model_key().await.unwrap().unwrap().key.expose(),
             BOB_MODEL_KEY
@@ -249,6 +253,16 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         .await
         .unwrap()
         .unwrap();
+    let elicitation = bs
+        .ask_elicitation(
+            &chat.id,
+            &json!({"server": "bobs", "mode": "form", "message": BOB_CHAT_TEXT,
+                "requestedSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}),
+            std::time::Duration::from_secs(3600),
+        )
+        .await
+        .unwrap()
+        .unwrap();
     bs.put_model_key("gemini", &Secret::new(BOB_MODEL_KEY))
         .await
         .unwrap();
@@ -346,6 +360,7 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
         finished_run,
         running_run,
         app: bob_app_id,
+        elicitation,
     };
     let bob_app = format!("/api/apps/{}", bob.app);
     let bob_chat = format!("/api/chats/{}", bob.chat);
@@ -860,6 +875,19 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                             &format!("{bob_chat}/confirm"),
                             &json!({"id": bob.confirmation, "decision": decision}),
                         )
+                        .await;
+                    assert_eq!(status, 404, "{what}: {v}");
+                    answers.push((status, v));
+                }
+            }
+            ("POST", "/api/chats/{id}/elicitation") => {
+                for body in [
+                    json!({"id": bob.elicitation, "action": "accept", "content": {"a": "x"}}),
+                    json!({"id": bob.elicitation, "action": "decline"}),
+                    json!({"id": bob.elicitation, "action": "cancel"}),
+                ] {
+                    let (status, v) = alice
+                        .post(&app.base, &format!("{bob_chat}/elicitation"), &body)
                         .await;
                     assert_eq!(status, 404, "{what}: {v}");
                     answers.push((status, v));

@@ -73,6 +73,8 @@ pub struct ClientCache {
     entries: Mutex<HashMap<Key, Entry>>,
     /// Open connections, for `/metrics` (set under the lock, after each change).
     open: Gauge,
+    /// Routes a server's elicitation to the chat call running on its connection.
+    elicit: Option<Arc<super::elicit::ElicitRouter>>,
 }
 
 /// A SHA-256 over length-prefixed fields, ending with the user's credentials.
@@ -275,7 +277,20 @@ impl ClientCache {
             guard,
             entries: Mutex::new(HashMap::new()),
             open: Gauge::default(),
+            elicit: None,
         }
+    }
+
+    /// The same cache, giving each connection it opens hooks that route the server's
+    /// elicitations through `router` to the user's chat call on it.
+    pub(crate) fn with_elicitations(mut self, router: Arc<super::elicit::ElicitRouter>) -> Self {
+        self.elicit = Some(router);
+        self
+    }
+
+    /// The elicitation router, when there is one.
+    pub(crate) fn elicitations(&self) -> Option<&Arc<super::elicit::ElicitRouter>> {
+        self.elicit.as_ref()
     }
 
     /// The gauge of open connections (a handle on the same value).
@@ -365,6 +380,9 @@ impl ClientCache {
         close_all(closed.into_iter().collect());
         opts.startup_timeout = CONNECT_TIMEOUT;
         opts.request_timeout = REQUEST_TIMEOUT;
+        if let Some(router) = &self.elicit {
+            opts.hooks = router.hooks_for(user.as_str(), server);
+        }
         let fresh = Arc::new(Connection::connect(opts).await?);
         let (conn, evicted) = self.insert(key, fresh);
         close_all(evicted);

@@ -7,9 +7,10 @@
 //!   JSON, in order) and the confirmations waiting for an answer;
 //! - `PUT /api/chats/{id}/servers` `{servers: {name: bool}}`: per-chat server switches;
 //! - `POST /api/chats/{id}/send` `{message}` → Server-Sent Events as in personal mode
-//!   (`chat`, `saved`, `text`, `notice`, `tool-start`, `tool-end`, `confirm`, `done`,
-//!   `error`); a `tool-end` whose result links an MCP App names the app session the
-//!   turn opened for it (`app: {id}`, see `team::apps`);
+//!   (`chat`, `saved`, `text`, `notice`, `tool-start`, `tool-progress`, `tool-end`,
+//!   `confirm`, `elicitation`, `elicitation-done`, `done`, `error`); a `tool-end` whose
+//!   result links an MCP App names the app session the turn opened for it (`app: {id}`,
+//!   see `team::apps`);
 //! - `POST /api/chats/{id}/confirm` `{id, decision: once|tool|server|cancel}` and
 //!   `POST /api/chats/{id}/cancel`, on any instance: the answer is written to the store
 //!   and the instance running the turn polls it.
@@ -161,6 +162,7 @@ pub async fn get(
         .map_err(store_error)?
         .ok_or_else(no_chat)?;
     let pending = us.pending_confirmations(&id).await.map_err(store_error)?;
+    let elicitations = super::elicit::pending_json(&us, &id).await?;
     Ok(Json(json!({
         "chat": chat_json(&chat),
         "messages": messages.iter().map(|m| json!({
@@ -168,6 +170,7 @@ pub async fn get(
         })).collect::<Vec<_>>(),
         "confirmations": pending.iter().map(|p| json!({"id": p.id, "request": p.request})).collect::<Vec<_>>(),
         "running": state.turn_running(&id),
+        "elicitations": elicitations,
     })))
 }
 
@@ -314,6 +317,7 @@ pub async fn send(
     }
     let us = us(&state, &signed);
     let chat = conversation_or_404(&us, &id).await?;
+    super::limits::room_for_turn(&us, &id, &message).await?;
     let (client, model) = model_client(&state, &us).await?;
     let Some(running) = state.start_turn(&id) else {
         return Err(ApiError::conflict(
@@ -457,6 +461,7 @@ impl Turn {
                 Ok(())
             }
             Ok(None) => Err(Stop::Cancelled),
+            Err(switchboard_store::StoreError::Full(why)) => Err(Stop::Failed(why)),
             Err(e) => {
                 tracing::warn!("team chat: saving a message: {e}");
                 Err(Stop::Failed(
@@ -480,7 +485,14 @@ impl Turn {
             .await
             .map_err(|e| Stop::Failed(format!("reading the chat: {e}")))?
             .ok_or(Stop::Cancelled)?;
-        let mut history = rebuild_history(saved.into_iter().map(|m| (m.role, m.content)));
+        let (recent, dropped) = super::limits::recent_turns(
+            saved.into_iter().map(|m| (m.role, m.content)).collect(),
+            super::limits::MODEL_HISTORY_BYTES,
+        );
+        if dropped > 0 {
+            self.emit(json!({"type": "notice", "text": super::limits::dropped_notice(dropped)}));
+        }
+        let mut history = rebuild_history(recent);
         self.connect_servers().await;
         let mut final_text = String::new();
         for _ in 0..MAX_ROUNDS {
@@ -756,7 +768,12 @@ impl Turn {
         };
         let opts = CallOptions {
             timeout: Some(CALL_TIMEOUT),
-            progress: None,
+            progress: Some(super::progress::forward(
+                self.events.clone(),
+                &id,
+                &server,
+                &tool,
+            )),
             cancel: Some(self.cancel.child_token()),
             meta: None,
         };
@@ -767,6 +784,19 @@ impl Turn {
             other => Some(Map::from_iter([("value".to_owned(), other)])),
         };
         let started = Instant::now();
+        // A server's elicitation during this call comes to this chat.
+        let _asking = self.state.cache().elicitations().map(|r| {
+            r.enter(
+                self.us.user().as_str(),
+                &server,
+                super::elicit::ChatAsker {
+                    us: self.us.clone(),
+                    chat_id: self.chat.id.clone(),
+                    events: self.events.clone(),
+                    cancel: self.cancel.clone(),
+                },
+            )
+        });
         let outcome = conn.call_tool(&tool, arguments, &opts).await;
         self.state.metrics().mcp_call(
             super::metrics::McpMethod::CallTool,

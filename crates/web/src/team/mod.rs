@@ -81,13 +81,16 @@ mod cache;
 mod catalog;
 mod chat;
 mod cors;
+mod elicit;
 mod gateway;
 mod gateway_auth;
 mod health;
+mod limits;
 mod mcp_oauth;
 mod metrics;
 mod model_key;
 mod pages;
+mod progress;
 mod servers;
 mod session;
 mod signin;
@@ -106,6 +109,9 @@ use crate::error::ApiError;
 pub use cache::CacheLimits;
 pub use catalog::ALLOW_STDIO_FLAG;
 pub use chat::{CONFIRM_TIMEOUT as CHAT_CONFIRM_TIMEOUT, POLL_EVERY as CHAT_POLL_EVERY};
+pub use elicit::{
+    ELICITATION_TIMEOUT as CHAT_ELICITATION_TIMEOUT, MAX_ANSWER_BYTES as CHAT_ELICITATION_MAX_BYTES,
+};
 pub use mcp_oauth::{
     CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
 };
@@ -395,6 +401,13 @@ fn routes() -> Vec<Route> {
             Session,
             "answers a confirmation waiting in the caller's conversation `id` (written to the store for the instance running the turn)",
             chat::confirm
+        ),
+        route!(
+            POST,
+            "/api/chats/{id}/elicitation",
+            Session,
+            "answers a server's request for input (elicitation) waiting in the caller's conversation `id`, checked against its requested schema (written to the store for the instance running the turn)",
+            elicit::answer
         ),
         route!(
             POST,

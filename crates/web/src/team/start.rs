@@ -58,6 +58,9 @@ pub struct TeamOptions {
     /// per user who uses one, under the publishing admin's responsibility). Off unless the
     /// operator passes `--allow-catalog-stdio`.
     pub allow_catalog_stdio: bool,
+    /// How long a server's elicitation in a chat waits for the person's answer before
+    /// the server is told `cancel` (default [`super::elicit::ELICITATION_TIMEOUT`]).
+    pub elicitation_timeout: Duration,
 }
 
 impl TeamOptions {
@@ -76,6 +79,7 @@ impl TeamOptions {
             metrics_token: None,
             model: None,
             allow_catalog_stdio: false,
+            elicitation_timeout: super::elicit::ELICITATION_TIMEOUT,
         }
     }
 }
@@ -183,7 +187,9 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
         }
         None => None,
     };
-    let cache = ClientCache::new(guard.clone(), opts.cache);
+    let cache = ClientCache::new(guard.clone(), opts.cache).with_elicitations(Arc::new(
+        super::elicit::ElicitRouter::new(opts.elicitation_timeout),
+    ));
     let metrics = TeamMetrics::new(opts.metrics_token, cache.open_gauge());
     let state = TeamState {
         inner: Arc::new(TeamShared {

@@ -176,6 +176,7 @@ pub(crate) fn store_error(e: StoreError) -> ApiError {
     match e {
         StoreError::Invalid(why) => ApiError::bad_request(why),
         StoreError::Forbidden(why) => ApiError::forbidden(why),
+        StoreError::Full(why) => ApiError::conflict(why),
         other => {
             tracing::warn!("team store: {other}");
             ApiError::unavailable("the team database did not answer; try again in a moment")

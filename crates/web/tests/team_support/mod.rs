@@ -76,6 +76,8 @@ pub struct InstanceOptions {
     pub allow_catalog_stdio: bool,
     /// The URL policy (`None`: `local`, so the demo servers on loopback are reachable).
     pub url_policy: Option<UrlPolicy>,
+    /// How long a chat's elicitation waits (`None`: the default).
+    pub elicitation_timeout: Option<Duration>,
 }
 
 /// A running team instance and how to reach it.
@@ -96,6 +98,9 @@ impl Instance {
         o.metrics_token = opts.metrics_token.map(|t| MetricsToken::new(&t).unwrap());
         o.model = opts.model;
         o.allow_catalog_stdio = opts.allow_catalog_stdio;
+        if let Some(t) = opts.elicitation_timeout {
+            o.elicitation_timeout = t;
+        }
         let running = start_team(o).await.unwrap();
         let base = format!("http://{}", running.addr);
         Self { running, base }

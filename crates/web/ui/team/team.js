@@ -612,6 +612,7 @@
       return api("GET", chatPath(id)).then(function (r) {
         clear(log);
         r.messages.forEach(function (m) { log.appendChild(partsView(m.content, m.role)).dataset.seq = String(m.seq); });
+        pendingElicitations(id, log, r.elicitations);
         log.dataset.loaded = "true";
         window.SBTeamApps.restore(id, log, appMessage).catch(function (e) { toast(e.message, true); });
       }).catch(function (e) { clear(log).appendChild(el("div", { class: "error-box" }, e.message)); });
@@ -677,6 +678,7 @@
         if (ev.type === "text") textNode.textContent += ev.text;
         else if (ev.type === "notice") live.appendChild(el("div", { class: "muted" }, ev.text));
         else if (ev.type === "confirm") live.appendChild(confirmBox(id, ev));
+        else if (ev.type === "elicitation" || ev.type === "elicitation-done" || ev.type === "tool-progress") chatExtraEvent(id, ev, live);
         else if (ev.type === "tool-start") live.appendChild(el("div", { class: "muted" }, "Calling " + ev.server + " / " + ev.tool + "…"));
         else if (ev.type === "tool-end") live.appendChild(el("div", { class: ev.isError ? "error-box" : "chat-tool", dataset: { toolResult: ev.tool } }, pre(ev.display || "")));
         if (ev.type === "tool-end" && ev.app && ev.app.id) window.SBTeamApps.show(ev.app.id, live, appMessage);
@@ -869,6 +871,131 @@
       source.value = NEW_WORKFLOW;
       source.dataset.loaded = "true";
     }
+  }
+
+  // ---------- chat: elicitation forms, tool progress ----------
+  // A server's request for input during a tool call (kept in the store; any instance
+  // takes the answer) becomes a form typed from its restricted schema; every text from
+  // the server goes in as textContent. Progress lines follow a running call.
+  function chatExtraEvent(chatId, ev, live) {
+    if (ev.type === "elicitation") live.appendChild(elicitBox(chatId, ev));
+    else if (ev.type === "elicitation-done") {
+      var box = live.querySelector("[data-elicitation=\"" + CSS.escape(ev.id) + "\"]");
+      if (box) box.remove();
+    } else if (ev.type === "tool-progress") {
+      var line = live.querySelector("[data-tool-progress=\"" + CSS.escape(ev.id) + "\"]");
+      if (!line) { line = el("div", { class: "muted", dataset: { toolProgress: ev.id } }); live.appendChild(line); }
+      var pct = typeof ev.total === "number" && ev.total > 0 ? " (" + Math.round(100 * ev.progress / ev.total) + "%)" : "";
+      line.textContent = ev.server + " / " + ev.tool + ": " + (ev.message || ("step " + ev.progress + (typeof ev.total === "number" ? " of " + ev.total : ""))) + pct;
+    }
+  }
+
+  // Elicitations still waiting when a chat is opened (its turn may run on another
+  // instance, or began before this page loaded): answered from here all the same.
+  function pendingElicitations(chatId, log, list) {
+    (Array.isArray(list) ? list : []).forEach(function (p) {
+      if (log.querySelector("[data-elicitation=\"" + CSS.escape(p.id) + "\"]")) return;
+      var ev = Object.assign({}, p.request || {}, { id: p.id });
+      log.appendChild(elicitBox(chatId, ev));
+    });
+  }
+
+  function elicitChoices(p) {
+    if (Array.isArray(p.enum)) return p.enum.map(function (v, i) { return [String(v), Array.isArray(p.enumNames) && p.enumNames[i] ? String(p.enumNames[i]) : String(v)]; });
+    var list = p.oneOf || p.anyOf;
+    if (Array.isArray(list)) return list.filter(function (o) { return o && typeof o.const === "string"; }).map(function (o) { return [o.const, o.title ? String(o.title) : o.const]; });
+    return null;
+  }
+
+  // One input per property: [node, read()] where read() gives the value or undefined.
+  function elicitInput(name, p) {
+    var type = p.type, choices;
+    if (type === "boolean") {
+      var box = el("input", { type: "checkbox", name: name });
+      box.checked = p.default === true;
+      return [box, function () { return box.checked; }];
+    }
+    if (type === "array") {
+      choices = elicitChoices(p.items || {}) || [];
+      var picked = Array.isArray(p.default) ? p.default : [];
+      var boxes = choices.map(function (c) {
+        var b = el("input", { type: "checkbox", name: name, value: c[0] });
+        b.checked = picked.indexOf(c[0]) >= 0;
+        return [b, el("label", { class: "elicit-choice" }, b, " ", c[1])];
+      });
+      return [el("div", { dataset: { elicitField: name } }, boxes.map(function (b) { return b[1]; })),
+        function () { return boxes.filter(function (b) { return b[0].checked; }).map(function (b) { return b[0].value; }); }];
+    }
+    if (type === "string" && (choices = elicitChoices(p))) {
+      var sel = el("select", { name: name }, el("option", { value: "" }, "—"));
+      choices.forEach(function (c) { sel.appendChild(el("option", { value: c[0] }, c[1])); });
+      if (typeof p.default === "string") sel.value = p.default;
+      return [sel, function () { return sel.value === "" ? undefined : sel.value; }];
+    }
+    var kinds = { email: "email", uri: "url", date: "date", "date-time": "datetime-local" };
+    var attrs = { name: name, type: "text" };
+    if (type === "number" || type === "integer") {
+      attrs.type = "number"; attrs.step = type === "integer" ? "1" : "any";
+      if (typeof p.minimum === "number") attrs.min = String(p.minimum);
+      if (typeof p.maximum === "number") attrs.max = String(p.maximum);
+    } else if (kinds[p.format]) attrs.type = kinds[p.format];
+    if (typeof p.maxLength === "number") attrs.maxlength = String(p.maxLength);
+    var input = el("input", attrs);
+    if (p.default !== undefined && p.default !== null) input.value = String(p.default);
+    return [input, function () {
+      var v = input.value;
+      if (v === "") return undefined;
+      if (type === "integer") return parseInt(v, 10);
+      if (type === "number") return Number(v);
+      return v;
+    }];
+  }
+
+  function elicitBox(chatId, ev) {
+    var box = el("div", { class: "card chat-elicit", dataset: { elicitation: ev.id } },
+      el("div", { class: "muted" }, "The server ", el("code", null, ev.server), " asks:"),
+      el("div", { class: "elicit-message" }, ev.message || ""));
+    var error = el("div", { class: "error-box", hidden: true });
+    function answer(action, content) {
+      var body = { id: ev.id, action: action };
+      if (content) body.content = content;
+      api("POST", chatPath(chatId) + "/elicitation", body).then(function () { box.remove(); })
+        .catch(function (e) { error.hidden = false; error.textContent = e.message; });
+    }
+    var buttons = el("div", { class: "buttons" });
+    if (ev.mode === "url") {
+      var link = ev.link || {};
+      box.appendChild(link.href
+        ? el("a", { href: link.href, target: "_blank", rel: "noopener noreferrer", dataset: { elicitLink: "" } }, link.href)
+        : el("div", null, el("code", null, ev.url || ""), el("div", { class: "muted" }, link.refused || "")));
+      buttons.appendChild(el("button", { type: "button", class: "primary", dataset: { elicitAction: "accept" }, onclick: function () { answer("accept"); } }, "Done"));
+    } else {
+      var schema = ev.requestedSchema || {};
+      var props = schema.properties || {};
+      var required = Array.isArray(schema.required) ? schema.required : [];
+      var readers = {};
+      var form = el("form", { class: "elicit-form" });
+      Object.keys(props).forEach(function (name) {
+        var p = props[name] || {};
+        var made = elicitInput(name, p);
+        readers[name] = made[1];
+        var label = (p.title ? String(p.title) : name) + (required.indexOf(name) >= 0 ? " *" : "");
+        form.appendChild(el("label", { class: "field", dataset: { elicitField: name } },
+          el("span", { class: "field-label" }, label), made[0],
+          p.description ? el("span", { class: "muted" }, String(p.description)) : null));
+      });
+      box.appendChild(form);
+      buttons.appendChild(el("button", { type: "button", class: "primary", dataset: { elicitAction: "accept" }, onclick: function () {
+        var content = {};
+        Object.keys(readers).forEach(function (n) { var v = readers[n](); if (v !== undefined) content[n] = v; });
+        answer("accept", content);
+      } }, "Submit"));
+    }
+    buttons.appendChild(el("button", { type: "button", dataset: { elicitAction: "decline" }, onclick: function () { answer("decline"); } }, "Decline"));
+    buttons.appendChild(el("button", { type: "button", dataset: { elicitAction: "cancel" }, onclick: function () { answer("cancel"); } }, "Cancel"));
+    box.appendChild(error);
+    box.appendChild(buttons);
+    return box;
   }
 
   // ---------- router ----------
