@@ -243,10 +243,27 @@ impl GatewayServer {
             .is_some_and(|a| a.payloads())
     }
 
-    fn audit(&self, ctx: &RequestContext<RoleServer>, call: Call<'_>, outcome: Outcome) {
+    /// A call's arguments for the audit log: without `--audit`, `None`, not even cloned.
+    fn audit_arguments(
+        &self,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Option<serde_json::Value> {
+        self.shared.opts.audit.as_ref()?;
+        arguments.cloned().map(serde_json::Value::Object)
+    }
+
+    /// Records one call. `outcome` runs only when there is an audit log (it serialises
+    /// the whole result to measure it: work a call without `--audit` must not pay).
+    fn audit(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: Call<'_>,
+        outcome: impl FnOnce() -> Outcome,
+    ) {
         let Some(audit) = &self.shared.opts.audit else {
             return;
         };
+        let outcome = outcome();
         let Call {
             method,
             route,
@@ -360,7 +377,7 @@ impl ServerHandler for GatewayServer {
             .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
             .await;
         let keep = self.audit_payloads();
-        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, tool)) = catalog.tool_names.resolve(&requested) else {
             let err = ErrorData::invalid_params(
                 format!("unknown tool `{requested}`: list the gateway's tools with tools/list"),
@@ -376,7 +393,7 @@ impl ServerHandler for GatewayServer {
                     started,
                     arguments: args_value,
                 },
-                outcome_of(&r, false, false, keep),
+                || outcome_of(&r, false, false, keep),
             );
             return Err(err);
         };
@@ -404,7 +421,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: args_value,
             },
-            outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
         );
         result.map(CallToolResponse::from)
     }
@@ -430,7 +447,7 @@ impl ServerHandler for GatewayServer {
             .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
             .await;
         let keep = self.audit_payloads();
-        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -459,7 +476,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: args_value,
             },
-            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(GetPromptResponse::from)
     }
@@ -536,7 +553,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: None,
             },
-            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(ReadResourceResponse::from)
     }
