@@ -19,7 +19,9 @@
 #   GW_SCENARIOS="direct gateway-stdio gateway-http supergateway mcp-proxy"
 #   GW_ALT_SBS="base=PATH …"  gateway section: other `switchboard` builds (say, of the commit
 #                        before) run as gateway-stdio@base / gateway-http@base, interleaved
-#                        with the rest, plus their own RSS run with GW_RSS_SERVERS upstreams
+#                        with the rest, plus their own RSS run with GW_RSS_SERVERS upstreams;
+#                        a PATH named switchboard-gateway* (the lean gateway binary) is run
+#                        without the `gateway` subcommand
 #   BENCH_RUNS=3         runs per discovery scenario (the median is kept)
 #   BENCH_OUT=path       where to write the report (default BENCHMARKS.md). The generated
 #                        block holds only the sections that ran: to measure one section
@@ -482,8 +484,17 @@ if has_section gateway; then
     die "gateway scenario @$1: no $1=PATH in GW_ALT_SBS"
   }
 
+  # gw_sub PATH: the driver arguments that start the gateway of PATH (`switchboard
+  # gateway`, or the lean `switchboard-gateway` alone).
+  gw_sub() {
+    case "$(basename "$1")" in
+      switchboard-gateway*) ;;
+      *) printf '%s\n' gateway ;;
+    esac
+  }
+
   gw_scenario() {
-    local gw="$SB" tag
+    local gw="$SB" tag sub
     case "$1" in
       gateway-stdio@* | gateway-http@*)
         tag="${1#*@}"
@@ -491,12 +502,13 @@ if has_section gateway; then
         [ -x "$gw" ] || die "GW_ALT_SBS: $gw is not an executable"
         ;;
     esac
+    sub="$(gw_sub "$gw")"
     case "$1" in
       gateway-stdio@*)
-        gw_run "$1" --transport stdio --command "$gw" --arg gateway \
+        gw_run "$1" --transport stdio --command "$gw" ${sub:+--arg "$sub"} \
           --env SWITCHBOARD_HOME="$GW_HOME" --tool demo__echo --rss ;;
       gateway-http@*)
-        gw_http "$1" demo__echo env SWITCHBOARD_HOME="$GW_HOME" "$gw" gateway --http \
+        gw_http "$1" demo__echo env SWITCHBOARD_HOME="$GW_HOME" "$gw" $sub --http \
           --port "{PORT}" --token-file "$WORK/gw-token" ;;
       direct)
         gw_run direct --transport stdio --command "$SB" --arg demo-server --tool echo --rss ;;
@@ -537,8 +549,9 @@ if has_section gateway; then
       --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
       --call-all-suffix __echo --expect-tools "$GW_RSS_SERVERS" --n 500 --conc-n 0 --warmup 0 --rss
     for pair in ${GW_ALT_SBS:-}; do
+      sub="$(gw_sub "${pair#*=}")"
       gw_run "gateway-rss-$GW_RSS_SERVERS@${pair%%=*}" --transport stdio --command "${pair#*=}" \
-        --arg gateway --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
+        ${sub:+--arg "$sub"} --env SWITCHBOARD_HOME="$WORK/home-gw$GW_RSS_SERVERS" --tool demo01__echo \
         --call-all-suffix __echo --expect-tools "$GW_RSS_SERVERS" --n 500 --conc-n 0 --warmup 0 --rss
     done
   fi

@@ -16,12 +16,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
-use switchboard_auth::{AuthManager, AuthSummary, LoginOptions, ServerAuth, TokenStore, now_ms};
+use switchboard_auth::{AuthSummary, LoginOptions, ServerAuth, now_ms};
 use switchboard_config::Settings;
 use switchboard_mcp::TokenSource;
 use switchboard_net::GuardedClient;
 
 use crate::ctx::{self, Globals};
+use crate::tokens::manager;
 
 /// `mcp login` options.
 #[derive(Debug, clap::Args)]
@@ -40,17 +41,6 @@ pub struct LoginArgs {
     pub no_browser: bool,
 }
 
-/// The auth manager over the user's token store, knowing every HTTP server of
-/// `settings`.
-pub fn manager(settings: Option<&Settings>, guard: &GuardedClient) -> Result<AuthManager> {
-    let store = TokenStore::from_env(&ctx::home_dir()?);
-    let m = AuthManager::new(store, guard.clone());
-    if let Some(s) = settings {
-        m.add_configs(s.servers.iter().filter_map(|e| e.config.as_ref().ok()));
-    }
-    Ok(m)
-}
-
 /// The token source for a host: OAuth tokens from the store (`None` when there is no
 /// home folder to keep them in). With `interactive`, a 403 `insufficient_scope` may
 /// open the browser for a wider scope (when there is a terminal or `$BROWSER`).
@@ -59,7 +49,7 @@ pub fn token_source(
     guard: &GuardedClient,
     interactive: bool,
 ) -> Option<Arc<dyn TokenSource>> {
-    let m = manager(settings, guard).ok()?;
+    let m = crate::tokens::manager(settings, guard).ok()?;
     let can_ask = std::io::stderr().is_terminal() || std::env::var_os("BROWSER").is_some();
     if interactive && can_ask {
         m.set_login_ui(Some(login_options(

@@ -18,6 +18,7 @@ mod ctx;
 mod db;
 mod edit;
 mod gateway;
+mod globals;
 mod hooks;
 mod import;
 mod list;
@@ -31,6 +32,7 @@ mod run_log;
 mod sampling;
 mod serve;
 mod team;
+mod tokens;
 mod tool_names;
 
 use std::path::PathBuf;
@@ -41,23 +43,8 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 #[derive(Debug, Parser)]
 #[command(name = "switchboard", version, about = "Connect an assistant to your MCP servers", long_about = None)]
 struct Cli {
-    /// Use this settings file only (instead of the user and project layers).
-    #[arg(long, global = true, value_name = "FILE")]
-    config: Option<PathBuf>,
-    /// Which URLs may be contacted: strict (public https only), local (default for the
-    /// CLI: also loopback and private networks), or off.
-    #[arg(long, global = true, value_name = "strict|local|off")]
-    url_policy: Option<String>,
-    /// When to colour output (auto: only on a terminal, and not when NO_COLOR is set).
-    #[arg(long, global = true, value_enum, value_name = "WHEN", default_value_t = color::ColorChoice::Auto)]
-    color: color::ColorChoice,
-    /// More logging on stderr (repeat for more).
-    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
-    verbose: u8,
-    /// How log lines on stderr look: text (for people) or json (one JSON object per
-    /// line, for a log collector; starts at the info level).
-    #[arg(long, global = true, value_enum, value_name = "FORMAT", env = "SWITCHBOARD_LOG_FORMAT", default_value_t = logging::LogFormat::Text)]
-    log_format: logging::LogFormat,
+    #[command(flatten)]
+    globals: globals::GlobalArgs,
     #[command(subcommand)]
     command: Command,
 }
@@ -239,40 +226,29 @@ fn main() -> ExitCode {
         Err(e) => e.format(&mut Cli::command().color(color.for_clap())).exit(),
     };
     match &cli.command {
-        Command::DemoServer { startup_delay_ms } => return run_demo(*startup_delay_ms),
+        Command::DemoServer { startup_delay_ms } => return globals::run_demo(*startup_delay_ms),
         Command::Completions {
             shell,
             static_script,
         } => return complete::print(*shell, *static_script, Cli::command()),
         _ => {}
     }
-    logging::init(cli.verbose, cli.color, cli.log_format);
-    // `gateway` over stdio serves one client: one thread does it all with no wake-ups
-    // across threads (measured: less CPU per call and lower latency than two
-    // workers; BENCHMARKS.md, gateway section). Everything else keeps two workers.
-    let one_thread = matches!(&cli.command, Command::Gateway(a) if !a.http);
-    let built = if one_thread {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .worker_threads(2)
-            .build()
-    };
-    let runtime = match built {
+    cli.globals.init_logging();
+    if let Command::Gateway(args) = cli.command {
+        return gateway::main(cli.globals.globals(), args);
+    }
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .worker_threads(2)
+        .build()
+    {
         Ok(rt) => rt,
         Err(e) => {
             error_line(&format!("error: cannot start the async runtime: {e}"));
             return ExitCode::from(1);
         }
     };
-    let globals = ctx::Globals {
-        config: cli.config,
-        url_policy: cli.url_policy,
-    };
-    let result = runtime.block_on(run(cli.command, globals));
+    let result = runtime.block_on(run(cli.command, cli.globals.globals()));
     // Do not wait for stray tasks (servers are already stopped by then).
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     match result {
@@ -284,36 +260,7 @@ fn main() -> ExitCode {
     }
 }
 
-/// The final error: as always in text mode (coloured like the rest), a log event in JSON.
-fn error_line(text: &str) {
-    if logging::json() {
-        logging::notice(logging::Level::Error, text);
-    } else {
-        errln!("{text}");
-    }
-}
-
-fn run_demo(startup_delay_ms: u64) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            errln!("error: cannot start the async runtime: {e}");
-            return ExitCode::from(1);
-        }
-    };
-    let opts = switchboard_demo_server::DemoOptions::default()
-        .with_startup_delay(std::time::Duration::from_millis(startup_delay_ms));
-    match runtime.block_on(switchboard_demo_server::serve_stdio(opts)) {
-        Ok(()) => ExitCode::SUCCESS,
-        Err(e) => {
-            errln!("demo server error: {e}");
-            ExitCode::from(1)
-        }
-    }
-}
+use globals::error_line;
 
 async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
     match command {
@@ -368,12 +315,14 @@ async fn run(command: Command, g: ctx::Globals) -> anyhow::Result<ExitCode> {
         },
         Command::Trust { path, revoke, list } => edit::trust(path, revoke, list),
         Command::Serve(args) => serve::run(&g, args).await,
-        Command::Gateway(args) => gateway::run(&g, args).await,
         Command::Db(cmd) => db::run(cmd).await,
         Command::Chat(args) => chat::run(&g, args).await,
         Command::Run(args) => run::run(&g, args).await,
         Command::UrlCheck { url, json } => url_check(&g, &url, json).await,
-        Command::DemoServer { .. } | Command::Completions { .. } => Ok(ExitCode::SUCCESS),
+        // Answered in `main` before the runtime starts.
+        Command::DemoServer { .. } | Command::Completions { .. } | Command::Gateway(_) => {
+            Ok(ExitCode::SUCCESS)
+        }
     }
 }
 

@@ -7,7 +7,7 @@
 //!
 //! Every human-readable line of the CLI goes out through `outln!`, `out!`,
 //! `errln!` or `errout!` (or [`visible`] for a `write!` to a locked handle); the
-//! CLI's own escapes (the progress lines `indicatif` draws, see [`crate::progress`]) are
+//! CLI's own escapes (the progress lines `indicatif` draws, see the `progress` module) are
 //! written apart from any text, which is made visible before it is handed to them.
 
 use std::borrow::Cow;

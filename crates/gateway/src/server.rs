@@ -240,10 +240,27 @@ impl GatewayServer {
             .is_some_and(|a| a.payloads())
     }
 
-    fn audit(&self, ctx: &RequestContext<RoleServer>, call: Call<'_>, outcome: Outcome) {
+    /// A call's arguments for the audit log: without `--audit`, `None`, not even cloned.
+    fn audit_arguments(
+        &self,
+        arguments: Option<&serde_json::Map<String, serde_json::Value>>,
+    ) -> Option<serde_json::Value> {
+        self.shared.opts.audit.as_ref()?;
+        arguments.cloned().map(serde_json::Value::Object)
+    }
+
+    /// Records one call. `outcome` runs only when there is an audit log (it serialises
+    /// the whole result to measure it: work a call without `--audit` must not pay).
+    fn audit(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: Call<'_>,
+        outcome: impl FnOnce() -> Outcome,
+    ) {
         let Some(audit) = &self.shared.opts.audit else {
             return;
         };
+        let outcome = outcome();
         let Call {
             method,
             route,
@@ -398,7 +415,7 @@ impl ServerHandler for GatewayServer {
             .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
             .await;
         let keep = self.audit_payloads();
-        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, tool)) = catalog.tool_names.resolve(&requested) else {
             let err = ErrorData::invalid_params(
                 format!("unknown tool `{requested}`: list the gateway's tools with tools/list"),
@@ -414,7 +431,7 @@ impl ServerHandler for GatewayServer {
                     started,
                     arguments: args_value,
                 },
-                outcome_of(&r, false, false, keep),
+                || outcome_of(&r, false, false, keep),
             );
             return Err(err);
         };
@@ -442,7 +459,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: args_value,
             },
-            outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
         );
         result.map(CallToolResponse::from)
     }
@@ -468,7 +485,7 @@ impl ServerHandler for GatewayServer {
             .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
             .await;
         let keep = self.audit_payloads();
-        let args_value = request.arguments.clone().map(serde_json::Value::Object);
+        let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
             return Err(ErrorData::invalid_params(
                 format!(
@@ -497,7 +514,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: args_value,
             },
-            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(GetPromptResponse::from)
     }
@@ -574,7 +591,7 @@ impl ServerHandler for GatewayServer {
                 started,
                 arguments: None,
             },
-            outcome_of(&result, false, context.ct.is_cancelled(), keep),
+            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
         );
         result.map(ReadResourceResponse::from)
     }

@@ -8,9 +8,9 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult, GetPromptResult,
-    LoggingLevel, Prompt, ProtocolVersion, ReadResourceResult, RequestMetaObject, Resource,
-    ResourceTemplate, ServerCapabilities, ServerResult, Tool,
+    CallToolRequestParams, CallToolResult, ClientRequest, CompleteRequestParams, CompleteResult,
+    GetPromptResult, LoggingLevel, Prompt, ProtocolVersion, ReadResourceResult, Request,
+    RequestMetaObject, Resource, ResourceTemplate, ServerCapabilities, ServerResult, Tool,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::transport::streamable_http_client::AuthRequiredError;
@@ -104,6 +104,17 @@ impl Connection {
         opts: &CallOptions,
     ) -> Result<ServerResult, RequestError> {
         let req = make_request(method, params)?;
+        self.send(method, req, opts).await
+    }
+
+    /// Sends a request already built as rmcp's type (what [`Self::request`] builds
+    /// from JSON; calls build it directly, with no JSON round trip per call).
+    async fn send(
+        &self,
+        method: &str,
+        req: ClientRequest,
+        opts: &CallOptions,
+    ) -> Result<ServerResult, RequestError> {
         let timeout = opts.timeout.unwrap_or(self.request_timeout);
         let mut options = request_options(timeout);
         options.meta = opts.meta.as_ref().and_then(relayed_meta);
@@ -228,11 +239,10 @@ impl Connection {
         arguments: Option<serde_json::Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<CallToolResult, RequestError> {
-        let mut params = json!({"name": name});
-        if let Some(args) = arguments {
-            params["arguments"] = Value::Object(args);
-        }
-        match self.request("tools/call", params, opts).await? {
+        let mut params = CallToolRequestParams::new(name.to_string());
+        params.arguments = arguments;
+        let req = ClientRequest::CallToolRequest(Request::new(params));
+        match self.send("tools/call", req, opts).await? {
             ServerResult::CallToolResult(r) => Ok(r),
             _ => Err(RequestError::Unexpected {
                 method: "tools/call".into(),
