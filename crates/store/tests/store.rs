@@ -1496,7 +1496,10 @@ async fn chats_migrate_from_schema_4(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![5, 6, 7, 8, 9, 10, 11, 12], 12));
+    assert_eq!(
+        (versions, report.version),
+        (vec![5, 6, 7, 8, 9, 10, 11, 12], 12)
+    );
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
         "AIza-kept"
