@@ -195,6 +195,27 @@ pub struct PendingConfirmation {
     pub request: Value,
 }
 
+/// One kind of question a turn asks the person through the store (a confirmation, an
+/// elicitation): rows of one user's conversation with a sealed request, an answer column
+/// that stays NULL until answered, and an expiry. The names are constants of this crate.
+pub(crate) struct Question {
+    /// The table and its sealed request column.
+    pub request: SealedColumn,
+    /// The column that holds the answer (NULL while unanswered).
+    pub answer_column: &'static str,
+    /// What a failed listing or removal was doing, for its error.
+    pub listing: &'static str,
+    pub removing: &'static str,
+}
+
+/// Tool-call confirmations (`chat_confirmations`).
+const CONFIRMATIONS: Question = Question {
+    request: CONFIRM_REQUEST,
+    answer_column: "decision",
+    listing: "listing confirmations",
+    removing: "removing a confirmation",
+};
+
 /// Where the key a chat runs with came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum KeySource {
@@ -733,13 +754,7 @@ impl UserStore {
     /// # Errors
     /// A database failure.
     pub async fn finish_confirmation(&self, confirm_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM chat_confirmations WHERE id = $1 AND user_id = $2")
-            .bind(confirm_id.to_owned())
-            .bind(self.uid())
-            .execute(&self.store.pool)
-            .await
-            .map_err(StoreError::query("removing a confirmation"))?;
-        Ok(())
+        self.finish_question(&CONFIRMATIONS, confirm_id).await
     }
 
     /// The unanswered, unexpired confirmations of conversation `id`, oldest first.
@@ -747,26 +762,54 @@ impl UserStore {
     /// # Errors
     /// No secret key, a request that does not open, a database failure.
     pub async fn pending_confirmations(&self, id: &str) -> Result<Vec<PendingConfirmation>> {
-        let rows = sqlx::query(
-            "SELECT id, request FROM chat_confirmations WHERE user_id = $1 \
-             AND conversation_id = $2 AND decision IS NULL AND expires_at > $3 \
+        Ok(self
+            .pending_questions(&CONFIRMATIONS, id)
+            .await?
+            .into_iter()
+            .map(|(id, request)| PendingConfirmation { id, request })
+            .collect())
+    }
+
+    /// Remove question `question_id` of kind `q` (answered, timed out, or its turn ended).
+    pub(crate) async fn finish_question(&self, q: &Question, question_id: &str) -> Result<()> {
+        let table = q.request.table;
+        sqlx::query(&format!(
+            "DELETE FROM {table} WHERE id = $1 AND user_id = $2"
+        ))
+        .bind(question_id.to_owned())
+        .bind(self.uid())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query(q.removing))?;
+        Ok(())
+    }
+
+    /// The unanswered, unexpired questions of kind `q` in conversation `id`, oldest
+    /// first, as (id, opened request).
+    pub(crate) async fn pending_questions(
+        &self,
+        q: &Question,
+        id: &str,
+    ) -> Result<Vec<(String, Value)>> {
+        let (table, answer) = (q.request.table, q.answer_column);
+        let rows = sqlx::query(&format!(
+            "SELECT id, {request} FROM {table} WHERE user_id = $1 \
+             AND conversation_id = $2 AND {answer} IS NULL AND expires_at > $3 \
              ORDER BY created_at, id",
-        )
+            request = q.request.column,
+        ))
         .bind(self.uid())
         .bind(id.to_owned())
         .bind(now())
         .fetch_all(&self.store.pool)
         .await
-        .map_err(StoreError::query("listing confirmations"))?;
-        let get = || StoreError::query("listing confirmations");
+        .map_err(StoreError::query(q.listing))?;
         rows.iter()
             .map(|row| {
-                let cid: String = row.try_get(0).map_err(get())?;
-                let sealed: Vec<u8> = row.try_get(1).map_err(get())?;
-                Ok(PendingConfirmation {
-                    request: self.open_json(CONFIRM_REQUEST, &cid, &sealed)?,
-                    id: cid,
-                })
+                let qid: String = row.try_get(0).map_err(StoreError::query(q.listing))?;
+                let sealed: Vec<u8> = row.try_get(1).map_err(StoreError::query(q.listing))?;
+                let request = self.open_json(q.request, &qid, &sealed)?;
+                Ok((qid, request))
             })
             .collect()
     }

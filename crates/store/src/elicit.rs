@@ -14,9 +14,18 @@ use serde_json::Value;
 use sqlx::Row;
 
 use crate::account::{now, random_token, secs};
+use crate::chat::Question;
 use crate::error::{Result, StoreError};
 use crate::store::{ELICIT_CONTENT, ELICIT_REQUEST};
 use crate::user_data::UserStore;
+
+/// Elicitations (`chat_elicitations`).
+const ELICITATIONS: Question = Question {
+    request: ELICIT_REQUEST,
+    answer_column: "action",
+    listing: "listing elicitations",
+    removing: "removing an elicitation",
+};
 
 /// Largest answer content (JSON bytes) the store takes.
 pub const MAX_ELICIT_CONTENT_BYTES: usize = 64 * 1024;
@@ -228,13 +237,7 @@ impl UserStore {
     /// # Errors
     /// A database failure.
     pub async fn finish_elicitation(&self, elicit_id: &str) -> Result<()> {
-        sqlx::query("DELETE FROM chat_elicitations WHERE id = $1 AND user_id = $2")
-            .bind(elicit_id.to_owned())
-            .bind(self.uid())
-            .execute(&self.store.pool)
-            .await
-            .map_err(StoreError::query("removing an elicitation"))?;
-        Ok(())
+        self.finish_question(&ELICITATIONS, elicit_id).await
     }
 
     /// The unanswered, unexpired elicitations of conversation `id`, oldest first.
@@ -242,27 +245,11 @@ impl UserStore {
     /// # Errors
     /// No secret key, a request that does not open, a database failure.
     pub async fn pending_elicitations(&self, id: &str) -> Result<Vec<PendingElicitation>> {
-        let rows = sqlx::query(
-            "SELECT id, request FROM chat_elicitations WHERE user_id = $1 \
-             AND conversation_id = $2 AND action IS NULL AND expires_at > $3 \
-             ORDER BY created_at, id",
-        )
-        .bind(self.uid())
-        .bind(id.to_owned())
-        .bind(now())
-        .fetch_all(&self.store.pool)
-        .await
-        .map_err(StoreError::query("listing elicitations"))?;
-        let get = || StoreError::query("listing elicitations");
-        rows.iter()
-            .map(|row| {
-                let eid: String = row.try_get(0).map_err(get())?;
-                let sealed: Vec<u8> = row.try_get(1).map_err(get())?;
-                Ok(PendingElicitation {
-                    request: self.open_json(ELICIT_REQUEST, &eid, &sealed)?,
-                    id: eid,
-                })
-            })
-            .collect()
+        Ok(self
+            .pending_questions(&ELICITATIONS, id)
+            .await?
+            .into_iter()
+            .map(|(id, request)| PendingElicitation { id, request })
+            .collect())
     }
 }
