@@ -1348,6 +1348,13 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                 let (status, _, v) =
                     mcp_request(&app.base, &bob_gw_access, Method::POST, list_tools.clone()).await;
                 assert_eq!(status, 200, "{what}: bob's grant ended: {v}");
+                let before: Vec<String> = alice_store
+                    .gateway_grants()
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|g| g.id.as_str().to_owned())
+                    .collect();
                 let (_, session) = sign_in(&store, "alice@example.com", false).await;
                 let (token, _) = gateway_tokens(
                     &store,
@@ -1357,8 +1364,16 @@ async fn alice_reaches_nothing_of_bobs_by_any_route(db: Db) {
                     std::time::Duration::from_secs(600),
                 )
                 .await;
+                // The grant this token belongs to: the one that was not there before
+                // (grants made within the same second have no order between them).
                 let own = alice_store.gateway_grants().await.unwrap();
-                let newest = own[0].id.as_str().to_owned();
+                let newest = own
+                    .iter()
+                    .find(|g| !before.iter().any(|b| b == g.id.as_str()))
+                    .expect("the new grant is listed")
+                    .id
+                    .as_str()
+                    .to_owned();
                 let (status, v) = alice
                     .delete(&app.base, &format!("/api/gateway/grants/{newest}"))
                     .await;
