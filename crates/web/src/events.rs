@@ -48,11 +48,7 @@ fn link_for(request: &Value) -> Value {
     if request.get("mode").and_then(Value::as_str) != Some("url") {
         return Value::Null;
     }
-    let raw = request.get("url").and_then(Value::as_str).unwrap_or("");
-    match crate::links::link_target(raw) {
-        Ok(url) => json!({"href": url.as_str()}),
-        Err(why) => json!({"refused": format!("Switchboard will not open this link: {why}.")}),
-    }
+    crate::links::link_json(request.get("url").and_then(Value::as_str).unwrap_or(""))
 }
 
 /// Elicitations waiting for the person.

@@ -54,6 +54,17 @@ fn loopback_host(host: &Host<&str>) -> bool {
     }
 }
 
+/// What a page may do with a URL a server sent (an elicitation's): `{href}` to open, or
+/// `{refused}` saying why not.
+pub(crate) fn link_json(raw: &str) -> serde_json::Value {
+    match link_target(raw) {
+        Ok(url) => serde_json::json!({"href": url.as_str()}),
+        Err(why) => {
+            serde_json::json!({"refused": format!("Switchboard will not open this link: {why}.")})
+        }
+    }
+}
+
 /// The URL a server sent, as a link the person may open (normalised by the URL
 /// parser), or why it is refused.
 pub fn link_target(raw: &str) -> Result<Url, LinkRefusal> {

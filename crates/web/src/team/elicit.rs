@@ -234,12 +234,7 @@ fn request_value(server: &str, request: &ElicitRequestParams) -> Value {
             "requestedSchema": serde_json::to_value(requested_schema).unwrap_or(Value::Null),
         }),
         ElicitRequestParams::UrlElicitationParams { message, url, .. } => {
-            let link = match crate::links::link_target(url) {
-                Ok(u) => json!({"href": u.as_str()}),
-                Err(why) => {
-                    json!({"refused": format!("Switchboard will not open this link: {why}.")})
-                }
-            };
+            let link = crate::links::link_json(url);
             json!({"server": server, "mode": "url", "message": message, "url": url, "link": link})
         }
         other => json!({
