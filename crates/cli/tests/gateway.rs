@@ -286,6 +286,139 @@ async fn python_sdk_client_over_http_and_401_without_token() {
     assert!(echo["duration_ms"].is_u64());
 }
 
+fn py_modern_driver(plan: Value) -> Value {
+    let mut cmd = Command::new("timeout");
+    cmd.arg("180")
+        .arg(switchboard_testkit::python_bin())
+        .arg(drivers().join("py_modern_client.py"))
+        .arg(plan.to_string());
+    run_driver(cmd)
+}
+
+/// Upstreams for a client on 2026-07-28: the demo server, server-everything (it asks for
+/// elicitation and sampling, and reports progress) and the Python SDK server with its
+/// `rug_pull` tool (changes `echo` and sends `tools/list_changed`).
+fn modern_settings(dir: &Path) -> PathBuf {
+    let (node, node_args) = switchboard_testkit::everything_stdio_command();
+    let (py, py_args) = python_stdio_command();
+    let servers = json!({
+        "demo": {"command": BIN, "args": ["demo-server"]},
+        "everything": {"command": node, "args": node_args},
+        "rug": {"command": py, "args": py_args, "env": {"SWITCHBOARD_PY_RUG_PULL": "1"}},
+    });
+    let path = dir.join("settings.json");
+    std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
+    path
+}
+
+/// What the default Python SDK client must get through the gateway on 2026-07-28,
+/// whatever the transport.
+fn check_modern(out: &Value) {
+    assert_eq!(out["version"], "2026-07-28", "{out}");
+    // Results carry `resultType` (the SDK refuses one without it).
+    assert_eq!(out["echo"][0], "Echo: hi", "{out}");
+    assert!(
+        out["slow"]["progress"].as_array().unwrap().len() >= 2,
+        "{out}"
+    );
+    // The upstream's elicitation and sampling came back as an InputRequiredResult,
+    // were answered by the client's callbacks, and the answers reached the tool.
+    let asked: Vec<&str> = out["asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(asked, ["elicitation", "sampling"], "{out}");
+    let elicit = out["elicit"].as_array().unwrap();
+    assert!(
+        elicit.iter().any(|t| t
+            .as_str()
+            .unwrap()
+            .contains("User provided the requested information")),
+        "{out}"
+    );
+    assert!(
+        elicit
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("Ada Lovelace")),
+        "the answer's content reached the tool: {out}"
+    );
+    assert!(
+        out["sample"][0]
+            .as_str()
+            .unwrap()
+            .contains("sampled by the python client"),
+        "{out}"
+    );
+    assert!(out["resource"][0].as_str().unwrap().contains('7'), "{out}");
+    // subscriptions/listen: the rug pull changes `rug__echo`, and the listener hears it.
+    assert_eq!(out["listen"], json!(["ToolsListChanged"]), "{out}");
+    assert!(
+        out["toolsAfter"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("demo__echo")),
+        "{out}"
+    );
+}
+
+fn modern_plan() -> Value {
+    json!({
+        "echo": "demo__echo",
+        "slow": {"name": "demo__slow", "arguments": {"seconds": 1, "steps": 3}},
+        "elicit": {"name": "everything__trigger-elicitation-request"},
+        "elicitContent": {"name": "Ada Lovelace"},
+        "sample": {"name": "everything__trigger-sampling-request",
+                   "arguments": {"prompt": "hello", "maxTokens": 20}},
+        "resource": "py://item/7",
+        "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
+    })
+}
+
+/// The Python SDK's default client (`mcp.Client`, which speaks 2026-07-28 to a server
+/// that does) through the gateway over Streamable HTTP and over stdio: no session, so
+/// the upstream's elicitation and sampling reach it as `InputRequiredResult`s answered
+/// by retrying the call, progress still arrives, results carry `resultType`, and a
+/// list change reaches it on `subscriptions/listen`.
+#[tokio::test(flavor = "multi_thread")]
+async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
+    ensure_peers();
+    let env = common::Env::new();
+    let config = modern_settings(env.project.path());
+    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let mut plan = modern_plan();
+    plan["transport"] = json!("http");
+    plan["url"] = json!(gw.url);
+    plan["token"] = json!(TOKEN);
+    let out = tokio::task::spawn_blocking(move || py_modern_driver(plan))
+        .await
+        .unwrap();
+    check_modern(&out);
+    drop(gw);
+
+    // Over stdio (a second home: the first one's pins now hold the changed `echo`).
+    let env = common::Env::new();
+    let config = modern_settings(env.project.path());
+    let mut plan = modern_plan();
+    plan["transport"] = json!("stdio");
+    plan["command"] = json!("env");
+    plan["args"] = json!([
+        format!("HOME={}", env.home.path().display()),
+        format!("SWITCHBOARD_HOME={}", env.sb.path().display()),
+        BIN,
+        "gateway",
+        "--wait-ms",
+        "30000",
+        "--config",
+        config.display().to_string(),
+    ]);
+    let out = tokio::task::spawn_blocking(move || py_modern_driver(plan))
+        .await
+        .unwrap();
+    check_modern(&out);
+}
+
 /// The Python SDK client over stdio: it hands the gateway pipes (the TS SDK hands it
 /// sockets), so this is the reopened non-blocking pipe path end to end, with a reply
 /// larger than a pipe's buffer (the write waits for the client, in pieces) and a

@@ -33,6 +33,8 @@ use tokio::sync::{broadcast, mpsc, oneshot, watch};
 
 use crate::audit::Audit;
 use crate::catalog::{Catalog, CatalogOptions};
+use crate::input::InputTable;
+use crate::listen::ListsChanged;
 
 /// The logger name of the gateway's own log notifications.
 pub const LOGGER: &str = "switchboard-gateway";
@@ -64,8 +66,9 @@ impl Default for GatewayOptions {
 /// How long a forwarded `roots/list` waits for the client (no person is involved).
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A request an upstream server sent that goes to a downstream client.
-pub(crate) enum Forwarded {
+/// A request an upstream server sent that goes to a downstream client, with where its
+/// answer goes (dropping the sender answers it as refused).
+pub enum Forwarded {
     Roots(oneshot::Sender<Result<Vec<Root>, ErrorData>>),
     Elicit(ElicitRequestParams, oneshot::Sender<ElicitResult>),
     Sample(
@@ -93,6 +96,10 @@ pub(crate) struct Shared {
     catalog: Mutex<Arc<Catalog>>,
     sessions: Mutex<Vec<Session>>,
     inflight: Mutex<Vec<Inflight>>,
+    /// Calls of clients on 2026-07-28 parked until they answer a question.
+    pub(crate) inputs: Arc<InputTable>,
+    /// Each change of the catalog's lists, for `subscriptions/listen`.
+    pub(crate) changes: broadcast::Sender<ListsChanged>,
     settled: watch::Sender<bool>,
     next_id: AtomicU64,
 }
@@ -603,16 +610,17 @@ impl Shared {
             Ok(mut c) => std::mem::replace(&mut *c, new.clone()),
             Err(_) => return,
         };
-        fn differs<T: serde::Serialize>(a: &[T], b: &[T]) -> bool {
-            a.len() != b.len() || serde_json::to_value(a).ok() != serde_json::to_value(b).ok()
-        }
-        let tools = differs(&old.tools, &new.tools);
-        let prompts = differs(&old.prompts, &new.prompts);
-        let resources =
-            differs(&old.resources, &new.resources) || differs(&old.templates, &new.templates);
-        if !(tools || prompts || resources) {
+        let changed = ListsChanged::between(&old, &new);
+        if !changed.any() {
             return;
         }
+        // Clients on 2026-07-28 listen (`subscriptions/listen`); none listening is fine.
+        let _ = self.changes.send(changed);
+        let ListsChanged {
+            tools,
+            prompts,
+            resources,
+        } = changed;
         for (peer, _) in self.live_peers() {
             if tools {
                 let _ = peer.notify_tool_list_changed().await;
@@ -691,12 +699,15 @@ impl Gateway {
     /// `HostOptions::hooks`. Nothing starts until [`Gateway::start`].
     pub fn new(host: Host, hooks: &GatewayHooks, opts: GatewayOptions) -> Self {
         let (settled, _) = watch::channel(false);
+        let inputs = InputTable::new(opts.forward_timeout);
         let shared = Arc::new(Shared {
             host,
             opts,
             catalog: Mutex::new(Arc::new(Catalog::default())),
             sessions: Mutex::new(Vec::new()),
             inflight: Mutex::new(Vec::new()),
+            inputs,
+            changes: broadcast::channel(16).0,
             settled,
             next_id: AtomicU64::new(1),
         });

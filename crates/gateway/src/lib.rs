@@ -16,6 +16,8 @@ mod catalog;
 mod error;
 mod gateway;
 mod http;
+mod input;
+mod listen;
 pub mod names;
 mod server;
 mod stdio;
@@ -24,8 +26,11 @@ pub mod uris;
 pub use audit::{Audit, AuditEntry};
 pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
 pub use error::GatewayError;
-pub use gateway::{Gateway, GatewayHooks, GatewayOptions, LOGGER};
+pub use gateway::{Forwarded, Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};
+pub use input::{CallKey, InputTable, MAX_PARKED, Relayed, Retry, Upstream, takes_input_required};
+pub use listen::{ListsChanged, list_filter, notify_listener, serve_listen};
 pub use server::{
-    GatewayServer, SERVER_NAME, relay_options, relay_progress, scrub_urls, upstream_error,
+    Completable, GatewayServer, SERVER_NAME, completed, relay_options, relay_progress, scrub_urls,
+    upstream_error,
 };

@@ -11,23 +11,29 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use futures::stream::FuturesUnordered;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CompleteRequestParams, CompleteResult, ErrorCode,
-    ErrorData, GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ReadResourceRequestParams,
-    ReadResourceResponse, Reference, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
+    Implementation, InitializeRequestParams, InitializeResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
+    ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Reference, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext, RoleServer};
+use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
 use switchboard_mcp::{CallOptions, Connection, Progress, RequestError};
 use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditEntry, now};
 use crate::catalog::Catalog;
 use crate::error::GatewayError;
 use crate::gateway::{Gateway, SessionEnd, Shared};
+use crate::input::{CallKey, Relayed, Retry, Upstream, takes_input_required};
+use crate::listen::{list_filter, serve_listen};
 use crate::uris::Unroutable;
 
 /// The `serverInfo.name` the gateway reports.
@@ -212,6 +218,45 @@ impl GatewayServer {
         }
     }
 
+    /// [`Self::relay`] for `tools/call`, `prompts/get` and `resources/read`: a client on
+    /// 2026-07-28 is asked for input through an `InputRequiredResult` instead
+    /// ([`crate::input`]); `start` makes the upstream request with the options given.
+    async fn relay_call<T: Send + 'static>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        server: &str,
+        call: String,
+        retry: Retry,
+        start: impl FnOnce(CallOptions) -> BoxFuture<'static, Result<T, RequestError>>,
+    ) -> Result<Relayed<T>, ErrorData> {
+        let (mut opts, prx) = self.call_options(ctx);
+        if !takes_input_required(ctx) {
+            return Ok(Relayed::Done(
+                self.relay(ctx, server, start(opts), prx).await,
+            ));
+        }
+        let key = CallKey {
+            owner: String::new(),
+            call,
+        };
+        self.shared
+            .inputs
+            .relay(ctx, key, retry, || {
+                let cancel = CancellationToken::new();
+                opts.cancel = Some(cancel.clone());
+                let (ftx, frx) = mpsc::unbounded_channel();
+                let guard = self.shared.register_inflight(server, ftx);
+                Upstream {
+                    call: start(opts),
+                    progress: prx,
+                    asks: frx,
+                    cancel,
+                    keep: Box::new(guard),
+                }
+            })
+            .await
+    }
+
     /// The current catalog, or, when `found` says it lacks what the client named,
     /// one rebuilt after the servers' first connection attempts (a client may call a
     /// tool it remembers before listing).
@@ -271,7 +316,7 @@ impl GatewayServer {
         let request_bytes = arguments.as_ref().map(|a| a.to_string().len()).unwrap_or(0);
         audit.record(AuditEntry {
             time: now(),
-            client: ctx.peer.peer_info().map(|i| i.client_info.name.clone()),
+            client: ctx.client_info().map(|i| i.name),
             method,
             server: route.map(|(s, _)| s.to_string()),
             tool: route.map(|(_, t)| t.to_string()).unwrap_or_default(),
@@ -305,6 +350,35 @@ pub fn relay_options(
     (opts, prx)
 }
 
+/// A result relayed from upstream, marked `resultType: "complete"`: an upstream on an
+/// older protocol sends none, and a client on 2026-07-28 requires it (rmcp removes it
+/// again for clients on older protocols).
+pub fn completed<T: Completable>(mut result: T) -> T {
+    result.result_type().get_or_insert(ResultType::COMPLETE);
+    result
+}
+
+/// A result with a `resultType` field (see [`completed`]).
+pub trait Completable {
+    fn result_type(&mut self) -> &mut Option<ResultType>;
+}
+
+macro_rules! completable {
+    ($($t:ty),*) => {$(
+        impl Completable for $t {
+            fn result_type(&mut self) -> &mut Option<ResultType> {
+                &mut self.result_type
+            }
+        }
+    )*};
+}
+completable!(
+    CallToolResult,
+    GetPromptResult,
+    ReadResourceResult,
+    CompleteResult
+);
+
 /// Await an upstream request, sending each of its progress notifications downstream
 /// under the client's own `progressToken` (nothing when the client named none), in
 /// order, all of them before the result.
@@ -328,7 +402,7 @@ pub async fn relay_progress<T>(
     }
 }
 
-async fn send_progress(
+pub(crate) async fn send_progress(
     ctx: &RequestContext<RoleServer>,
     token: Option<&rmcp::model::ProgressToken>,
     p: Progress,
@@ -435,19 +509,32 @@ impl ServerHandler for GatewayServer {
             );
             return Err(err);
         };
-        let result = match self.connection(server) {
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let relayed = match self.connection(server) {
             Err(e) => Err(e),
             Ok(conn) => {
-                let (opts, prx) = self.call_options(&context);
-                self.relay(
+                let (tool_name, arguments) = (tool.to_owned(), request.arguments);
+                self.relay_call(
                     &context,
                     server,
-                    conn.call_tool(tool, request.arguments, &opts),
-                    prx,
+                    format!("tools/call {requested}"),
+                    retry,
+                    move |opts| {
+                        Box::pin(async move { conn.call_tool(&tool_name, arguments, &opts).await })
+                    },
                 )
                 .await
-                .map_err(|e| upstream_error(server, e))
             }
+        };
+        let result = match relayed {
+            Ok(Relayed::InputRequired(asked)) => {
+                return Ok(CallToolResponse::InputRequired(asked));
+            }
+            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
+            Err(e) => Err(e),
         };
         let is_error = result.as_ref().is_ok_and(|r| r.is_error.unwrap_or(false));
         self.audit(
@@ -495,15 +582,30 @@ impl ServerHandler for GatewayServer {
                 None,
             ));
         };
-        let result = match self.connection(server) {
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let relayed = match self.connection(server) {
             Err(e) => Err(e),
             Ok(conn) => {
-                let (opts, prx) = self.call_options(&context);
-                let args = request.arguments.unwrap_or_default();
-                self.relay(&context, server, conn.get_prompt(prompt, args, &opts), prx)
-                    .await
-                    .map_err(|e| upstream_error(server, e))
+                let (name, args) = (prompt.to_owned(), request.arguments.unwrap_or_default());
+                self.relay_call(
+                    &context,
+                    server,
+                    format!("prompts/get {}", request.name),
+                    retry,
+                    move |opts| Box::pin(async move { conn.get_prompt(&name, args, &opts).await }),
+                )
+                .await
             }
+        };
+        let result = match relayed {
+            Ok(Relayed::InputRequired(asked)) => {
+                return Ok(GetPromptResponse::InputRequired(asked));
+            }
+            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
+            Err(e) => Err(e),
         };
         self.audit(
             &context,
@@ -573,14 +675,32 @@ impl ServerHandler for GatewayServer {
                 ));
             }
         };
-        let result = match self.connection(&server) {
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let relayed = match self.connection(&server) {
             Err(e) => Err(e),
             Ok(conn) => {
-                let (opts, prx) = self.call_options(&context);
-                self.relay(&context, &server, conn.read_resource(&uri, &opts), prx)
-                    .await
-                    .map_err(|e| upstream_error(&server, e))
+                let upstream_uri = uri.clone();
+                self.relay_call(
+                    &context,
+                    &server,
+                    format!("resources/read {}", request.uri),
+                    retry,
+                    move |opts| {
+                        Box::pin(async move { conn.read_resource(&upstream_uri, &opts).await })
+                    },
+                )
+                .await
             }
+        };
+        let result = match relayed {
+            Ok(Relayed::InputRequired(asked)) => {
+                return Ok(ReadResourceResponse::InputRequired(asked));
+            }
+            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(&server, e)),
+            Err(e) => Err(e),
         };
         self.audit(
             &context,
@@ -643,6 +763,7 @@ impl ServerHandler for GatewayServer {
         let (opts, prx) = self.call_options(&context);
         self.relay(&context, &server, conn.complete(upstream, &opts), prx)
             .await
+            .map(completed)
             .map_err(|e| upstream_error(&server, e))
     }
 
@@ -656,6 +777,17 @@ impl ServerHandler for GatewayServer {
         {
             self.shared.roots_changed().await;
         }
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(list_filter())
+    }
+
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        serve_listen(subscription, self.shared.changes.subscribe()).await
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {

@@ -789,12 +789,12 @@ impl Turn {
             r.enter(
                 self.us.user().as_str(),
                 &server,
-                super::elicit::ChatAsker {
+                super::elicit::Asker::Chat(super::elicit::ChatAsker {
                     us: self.us.clone(),
                     chat_id: self.chat.id.clone(),
                     events: self.events.clone(),
                     cancel: self.cancel.clone(),
-                },
+                }),
             )
         });
         let outcome = conn.call_tool(&tool, arguments, &opts).await;

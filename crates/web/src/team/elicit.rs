@@ -2,13 +2,14 @@
 //! during a chat's tool call, kept in the store like the chat's confirmations so that
 //! any instance can show and answer it.
 //!
-//! - [`ElicitRouter`]: this instance's chat tool calls in flight, by user and server
-//!   (the client cache's key: `NAME` or `catalog:NAME`). The cache gives every
-//!   connection it opens [`TeamHooks`] for its user and server; an elicitation arriving
-//!   on it goes to the one chat call of that user running on that server here. With
-//!   none (a gateway call, a Test, a call that already ended), or more than one (two of
-//!   the user's chats calling the same server at once: which one asked cannot be told),
-//!   it is declined, as before.
+//! - [`ElicitRouter`]: this instance's chat tool calls in flight, and gateway calls of
+//!   clients on 2026-07-28 (which take questions as an `InputRequiredResult`), by user
+//!   and server (the client cache's key: `NAME` or `catalog:NAME`). The cache gives
+//!   every connection it opens [`TeamHooks`] for its user and server; an elicitation
+//!   arriving on it goes to the one call of that user running on that server here.
+//!   With none (a gateway call of an older client, a Test, a call that already ended),
+//!   or more than one (two of the user's calls to the same server at once: which one
+//!   asked cannot be told), it is declined, as before.
 //! - The turn's side ([`ChatAsker::ask`]): the request (server, message, mode, the
 //!   requested schema or URL) is written to the store sealed, shown as an
 //!   `elicitation` event on the chat's stream, and the store is polled every
@@ -34,10 +35,11 @@ use axum::extract::{Extension, Path, State};
 use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
+use switchboard_gateway::Forwarded;
 use switchboard_mcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
 use switchboard_mcp::{ClientHooks, ServerEvent, decline_elicitation};
 use switchboard_store::{ElicitAction, ElicitAnswer, UserStore};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use super::session::SignedIn;
@@ -68,11 +70,21 @@ pub(crate) struct ChatAsker {
     pub cancel: CancellationToken,
 }
 
+/// Where the elicitations of one registered call go.
+#[derive(Clone)]
+pub(crate) enum Asker {
+    /// A chat's tool call: asked through the store (see the module doc).
+    Chat(ChatAsker),
+    /// A gateway call of a client on 2026-07-28: handed to its relay, which asks the
+    /// client (`switchboard_gateway::InputTable`).
+    Gateway(mpsc::UnboundedSender<Forwarded>),
+}
+
 struct Active {
     seq: u64,
     user: String,
     server: String,
-    asker: ChatAsker,
+    asker: Asker,
 }
 
 /// This instance's chat tool calls in flight, for routing elicitations to them.
@@ -114,12 +126,7 @@ impl ElicitRouter {
 
     /// Registers a chat call of `user` on `server` (the cache key) for as long as the
     /// returned guard lives.
-    pub(crate) fn enter(
-        self: &Arc<Self>,
-        user: &str,
-        server: &str,
-        asker: ChatAsker,
-    ) -> ActiveCall {
+    pub(crate) fn enter(self: &Arc<Self>, user: &str, server: &str, asker: Asker) -> ActiveCall {
         let seq = match self.active.lock() {
             Ok(mut a) => {
                 a.0 += 1;
@@ -151,7 +158,7 @@ impl ElicitRouter {
 
     /// The one chat call of `user` on `server` running here, if exactly one is; else
     /// how many there are (0, or 2 for "more than one").
-    fn target(&self, user: &str, server: &str) -> Result<ChatAsker, usize> {
+    fn target(&self, user: &str, server: &str) -> Result<Asker, usize> {
         let a = self.active.lock().map_err(|_| 0usize)?;
         pick(
             a.1.iter()
@@ -194,18 +201,28 @@ impl ClientHooks for TeamHooks {
     ) -> BoxFuture<'static, ElicitResult> {
         let server = self.server.clone();
         match self.router.target(&self.user, &server) {
-            Ok(asker) => {
+            Ok(Asker::Chat(asker)) => {
                 let timeout = self.router.timeout;
                 Box::pin(async move { asker.ask(&server, request, timeout).await })
+            }
+            Ok(Asker::Gateway(relay)) => {
+                let (tx, rx) = oneshot::channel();
+                let sent = relay.send(Forwarded::Elicit(request, tx)).is_ok();
+                Box::pin(async move {
+                    match sent {
+                        true => rx.await.unwrap_or_else(|_| decline_elicitation()),
+                        false => decline_elicitation(),
+                    }
+                })
             }
             Err(n) => {
                 tracing::info!(
                     server,
                     "elicitation declined: {}",
                     if n == 0 {
-                        "no chat tool call of this user runs on this server here"
+                        "no call of this user that can ask runs on this server here"
                     } else {
-                        "more than one chat of this user calls this server at once"
+                        "more than one call of this user runs on this server at once"
                     }
                 );
                 Box::pin(async { decline_elicitation() })

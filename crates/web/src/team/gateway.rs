@@ -29,24 +29,30 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use futures::future::join_all;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, ErrorData, GetPromptRequestParams, GetPromptResponse,
     Implementation, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, ServerConfig,
+    ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_gateway::{
-    Catalog, CatalogOptions, relay_options, relay_progress, scrub_urls, upstream_error,
+    CallKey, Catalog, CatalogOptions, ListsChanged, Relayed, Retry, Upstream, completed,
+    list_filter, notify_listener, relay_options, relay_progress, scrub_urls, takes_input_required,
+    upstream_error,
 };
 use switchboard_host::{ServerSnapshot, ServerStatus};
-use switchboard_mcp::{CallOptions, Connection};
+use switchboard_mcp::{CallOptions, Connection, RequestError};
 use switchboard_store::{ServerRef, User, UserId};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
 
+use super::elicit::Asker;
 use super::gateway_auth::{mcp_url, resource_metadata_url};
 use super::mcp_oauth::usable_tokens;
 use super::metrics::{McpMethod, McpOutcome};
@@ -57,6 +63,12 @@ use super::state::TeamState;
 pub const CATALOG_TTL: Duration = Duration::from_secs(30);
 /// At most this many users' catalogs kept per instance (the oldest goes first).
 const MAX_CATALOGS: usize = 1024;
+/// How often an open `subscriptions/listen` rebuilds the user's catalog to compare.
+pub const LISTEN_EVERY: Duration = Duration::from_secs(10);
+/// At most this many open `subscriptions/listen` requests per user on one instance.
+const MAX_LISTENS_PER_USER: usize = 4;
+/// At most this many open `subscriptions/listen` requests on one instance.
+const MAX_LISTENS: usize = 512;
 /// How long one server may take to connect and list, before it is left out.
 const SERVER_WAIT: Duration = Duration::from_secs(15);
 
@@ -190,10 +202,12 @@ fn caller(ctx: &RequestContext<RoleServer>) -> Result<User, ErrorData> {
 }
 
 fn capabilities() -> ServerCapabilities {
+    // `listChanged`: clients on 2026-07-28 hear changes through `subscriptions/listen`
+    // (older clients have no stream for them in stateless mode, and hear none).
     serde_json::from_value(serde_json::json!({
-        "tools": {},
-        "prompts": {},
-        "resources": {},
+        "tools": {"listChanged": true},
+        "prompts": {"listChanged": true},
+        "resources": {"listChanged": true},
     }))
     .unwrap_or_default()
 }
@@ -337,6 +351,54 @@ impl TeamGatewayServer {
         self.fresh_catalog(user).await
     }
 
+    /// Runs one upstream request for a downstream one, with the upstream's progress
+    /// under the client's own token. A client on 2026-07-28 is also asked the upstream
+    /// server's questions (elicitation) through an `InputRequiredResult`, the call
+    /// waiting on this instance for its retry (`switchboard_gateway::InputTable`);
+    /// older clients' calls have those questions declined.
+    async fn relay_call<T: Send + 'static>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        user: &UserId,
+        server: &str,
+        call: String,
+        retry: Retry,
+        start: impl FnOnce(CallOptions) -> BoxFuture<'static, Result<T, RequestError>>,
+    ) -> Result<Relayed<T>, ErrorData> {
+        // Upstream progress goes down under the client's own token: rmcp's stateless
+        // mode answers a request that notifies before its result as an SSE stream.
+        let (mut opts, progress) = relay_options(ctx);
+        if !takes_input_required(ctx) {
+            return Ok(Relayed::Done(
+                relay_progress(ctx, start(opts), progress).await,
+            ));
+        }
+        let key = CallKey {
+            owner: user.as_str().to_owned(),
+            call,
+        };
+        let router = self.state.cache().elicitations().cloned();
+        self.state
+            .inputs()
+            .relay(ctx, key, retry, || {
+                let cancel = CancellationToken::new();
+                opts.cancel = Some(cancel.clone());
+                let (asks_tx, asks) = mpsc::unbounded_channel();
+                let keep: Box<dyn Send> = match router {
+                    Some(r) => Box::new(r.enter(user.as_str(), server, Asker::Gateway(asks_tx))),
+                    None => Box::new(asks_tx),
+                };
+                Upstream {
+                    call: start(opts),
+                    progress,
+                    asks,
+                    cancel,
+                    keep,
+                }
+            })
+            .await
+    }
+
     async fn routed(&self, user: &UserId, server: &str) -> Result<Arc<Connection>, ErrorData> {
         self.connection(user, server).await.map_err(|why| {
             ErrorData::internal_error(format!("server `{server}` is not reachable: {why}"), None)
@@ -344,7 +406,86 @@ impl TeamGatewayServer {
     }
 }
 
+/// Counts a user's open `subscriptions/listen` requests on this instance while it lives.
+struct Listening {
+    state: TeamState,
+    user: String,
+}
+
+impl Listening {
+    /// `None` when the user already has [`MAX_LISTENS_PER_USER`] open here, or the
+    /// instance [`MAX_LISTENS`].
+    fn enter(state: &TeamState, user: &UserId) -> Option<Self> {
+        let mut open = state.listens().lock().ok()?;
+        let total: usize = open.values().sum();
+        let mine = open.entry(user.as_str().to_owned()).or_default();
+        if *mine >= MAX_LISTENS_PER_USER || total >= MAX_LISTENS {
+            return None;
+        }
+        *mine += 1;
+        Some(Self {
+            state: state.clone(),
+            user: user.as_str().to_owned(),
+        })
+    }
+}
+
+impl Drop for Listening {
+    fn drop(&mut self) {
+        if let Ok(mut open) = self.state.listens().lock()
+            && let Some(n) = open.get_mut(&self.user)
+        {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                open.remove(&self.user);
+            }
+        }
+    }
+}
+
 impl ServerHandler for TeamGatewayServer {
+    fn accepted_subscription_filter(
+        &self,
+        _requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        Some(list_filter())
+    }
+
+    /// Rebuilds the user's catalog every [`LISTEN_EVERY`] and sends what changed: a
+    /// server added, removed, enabled or disabled through any instance, or a server's
+    /// own lists changing, all reach the listener.
+    async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
+        let user = caller(subscription.request_context())?;
+        let Some(_open) = Listening::enter(&self.state, &user.id) else {
+            return Err(ErrorData::invalid_request(
+                format!(
+                    "too many open subscriptions/listen requests (at most \
+                     {MAX_LISTENS_PER_USER} per user): close one first"
+                ),
+                None,
+            ));
+        };
+        let mut last = self.fresh_catalog(&user.id).await?;
+        let mut tick = tokio::time::interval(LISTEN_EVERY);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        tick.tick().await;
+        loop {
+            tokio::select! {
+                () = subscription.cancelled() => return Ok(()),
+                _ = tick.tick() => {
+                    let Ok(next) = self.fresh_catalog(&user.id).await else {
+                        continue;
+                    };
+                    let changed = ListsChanged::between(&last, &next);
+                    if changed.any() {
+                        notify_listener(&subscription, changed).await;
+                    }
+                    last = next;
+                }
+            }
+        }
+    }
+
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(capabilities())
             .with_server_info(
@@ -385,22 +526,32 @@ impl ServerHandler for TeamGatewayServer {
         };
         let started = Instant::now();
         let conn = self.routed(&user.id, server).await?;
-        // Upstream progress goes down under the client's own token: rmcp's stateless
-        // mode answers a request that notifies before its result as an SSE stream.
-        let (opts, progress) = relay_options(&context);
-        let result = relay_progress(
-            &context,
-            conn.call_tool(tool, request.arguments, &opts),
-            progress,
-        )
-        .await;
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let (tool, arguments) = (tool.to_owned(), request.arguments);
+        let relayed = self
+            .relay_call(
+                &context,
+                &user.id,
+                server,
+                format!("tools/call {name}"),
+                retry,
+                move |opts| Box::pin(async move { conn.call_tool(&tool, arguments, &opts).await }),
+            )
+            .await?;
+        let result = match relayed {
+            Relayed::InputRequired(asked) => return Ok(CallToolResponse::InputRequired(asked)),
+            Relayed::Done(r) => r,
+        };
         self.state.metrics().mcp_call(
             McpMethod::CallTool,
             McpOutcome::of_answer(&result, |r| r.is_error == Some(true)),
             started,
         );
         result
-            .map(CallToolResponse::from)
+            .map(|r| CallToolResponse::from(completed(r)))
             .map_err(|e| upstream_error(server, e))
     }
 
@@ -435,15 +586,29 @@ impl ServerHandler for TeamGatewayServer {
             ));
         };
         let conn = self.routed(&user.id, server).await?;
-        let (opts, progress) = relay_options(&context);
-        relay_progress(
-            &context,
-            conn.get_prompt(prompt, request.arguments.unwrap_or_default(), &opts),
-            progress,
-        )
-        .await
-        .map(GetPromptResponse::from)
-        .map_err(|e| upstream_error(server, e))
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let (prompt, arguments) = (prompt.to_owned(), request.arguments.unwrap_or_default());
+        let relayed = self
+            .relay_call(
+                &context,
+                &user.id,
+                server,
+                format!("prompts/get {}", request.name),
+                retry,
+                move |opts| {
+                    Box::pin(async move { conn.get_prompt(&prompt, arguments, &opts).await })
+                },
+            )
+            .await?;
+        match relayed {
+            Relayed::InputRequired(asked) => Ok(GetPromptResponse::InputRequired(asked)),
+            Relayed::Done(r) => r
+                .map(|r| GetPromptResponse::from(completed(r)))
+                .map_err(|e| upstream_error(server, e)),
+        }
     }
 
     async fn list_resources(
@@ -487,10 +652,25 @@ impl ServerHandler for TeamGatewayServer {
             )
         })?;
         let conn = self.routed(&user.id, &server).await?;
-        let (opts, progress) = relay_options(&context);
-        relay_progress(&context, conn.read_resource(&uri, &opts), progress)
-            .await
-            .map(ReadResourceResponse::from)
-            .map_err(|e| upstream_error(&server, e))
+        let retry = Retry {
+            state: request.request_state,
+            responses: request.input_responses,
+        };
+        let relayed = self
+            .relay_call(
+                &context,
+                &user.id,
+                &server,
+                format!("resources/read {}", request.uri),
+                retry,
+                move |opts| Box::pin(async move { conn.read_resource(&uri, &opts).await }),
+            )
+            .await?;
+        match relayed {
+            Relayed::InputRequired(asked) => Ok(ReadResourceResponse::InputRequired(asked)),
+            Relayed::Done(r) => r
+                .map(|r| ReadResourceResponse::from(completed(r)))
+                .map_err(|e| upstream_error(&server, e)),
+        }
     }
 }

@@ -203,6 +203,8 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             turns: Arc::default(),
             allow_catalog_stdio: opts.allow_catalog_stdio,
             catalogs: Default::default(),
+            inputs: switchboard_gateway::InputTable::new(opts.elicitation_timeout),
+            listens: Default::default(),
             runs: Default::default(),
         }),
     };

@@ -2,7 +2,7 @@
 //! client, the configuration fixed at start, the OpenID sign-in and this instance's
 //! MCP client cache. Nothing in it is a user's state: that is in the store.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -72,6 +72,11 @@ pub(crate) struct TeamShared {
     pub allow_catalog_stdio: bool,
     /// The gateway's recently built per-user catalogs (a cache only).
     pub catalogs: super::gateway::CatalogCache,
+    /// Gateway calls of clients on 2026-07-28 waiting on this instance for the
+    /// client's answer to an upstream server's question.
+    pub inputs: Arc<switchboard_gateway::InputTable>,
+    /// Open gateway `subscriptions/listen` requests on this instance, by user id.
+    pub listens: Mutex<HashMap<String, usize>>,
     /// Workflow runs running on this instance, with their live events (the store has
     /// each run's row and, once finished, its log: nothing another instance needs).
     pub runs: super::workflows::LiveRuns,
@@ -135,6 +140,14 @@ impl TeamState {
 
     pub(crate) fn catalogs(&self) -> &super::gateway::CatalogCache {
         &self.inner.catalogs
+    }
+
+    pub(crate) fn listens(&self) -> &Mutex<HashMap<String, usize>> {
+        &self.inner.listens
+    }
+
+    pub(crate) fn inputs(&self) -> &Arc<switchboard_gateway::InputTable> {
+        &self.inner.inputs
     }
 
     pub(crate) fn cache(&self) -> &ClientCache {

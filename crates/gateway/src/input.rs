@@ -1,0 +1,472 @@
+//! Input requests for clients on protocol 2026-07-28 (SEP-2322, multi round-trip
+//! requests). That revision has no server-to-client requests: a server that needs
+//! input answers the call with an `InputRequiredResult` naming what it asks, and the
+//! client calls again with `inputResponses` and the `requestState` it was given.
+//!
+//! When an upstream server asks for elicitation, sampling or roots during such a
+//! client's call, the call is **parked** here: the upstream request keeps running
+//! (its question still waits for an answer), and the client gets an
+//! `InputRequiredResult` with the question and a `requestState`. The client's retry
+//! takes the parked call back, hands each answer to the upstream question that waits
+//! for it, and goes on relaying: the next question, or the result. Progress goes down
+//! on whichever request of the client is current; a client that disconnects while its
+//! request runs cancels the upstream call, as on older protocols.
+//!
+//! `requestState` is a random 128-bit handle to state kept in this process, never
+//! data the client could forge. A retry naming a state this table did not hand out,
+//! one that timed out (the [`InputTable`]'s timeout: the upstream call is then
+//! cancelled), or one parked for another call (method and name) or another owner is
+//! refused with a message saying to call again.
+//!
+//! Must not: keep more than [`MAX_PARKED`] calls parked (a question beyond that is
+//! answered `decline`, or an error for sampling), keep a parked call past its deadline,
+//! or ask a client for what it did not declare (elicitation and sampling are then
+//! declined as before; roots are answered with an empty list).
+#![allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still in use
+
+use std::any::Any;
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitRequest, ErrorCode,
+    ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsRequest,
+    ListRootsResult, ProtocolVersion,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use switchboard_mcp::{Progress, RequestError, decline_elicitation};
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::gateway::Forwarded;
+use crate::server::send_progress;
+
+/// At most this many calls parked at once in one table.
+pub const MAX_PARKED: usize = 256;
+
+/// Whether the request's client speaks 2026-07-28 or later (and so takes input
+/// requests as an `InputRequiredResult`, not as requests of the server's own).
+pub fn takes_input_required(ctx: &RequestContext<RoleServer>) -> bool {
+    ctx.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+}
+
+/// What a call's retry carries (`requestState`, `inputResponses`).
+#[derive(Debug, Default, Clone)]
+pub struct Retry {
+    pub state: Option<String>,
+    pub responses: Option<InputResponses>,
+}
+
+/// Which call a parked call is: only a retry of the same call (by the same owner)
+/// takes it back.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallKey {
+    /// Who may take it back: empty for a one-user gateway, the user's id in a team.
+    pub owner: String,
+    /// The method and what it names (`tools/call NAME`, `resources/read URI`, …).
+    pub call: String,
+}
+
+/// One upstream request, started by the caller for [`InputTable::relay`].
+pub struct Upstream<T> {
+    /// The request itself; it must watch `cancel` (through its `CallOptions`).
+    pub call: BoxFuture<'static, Result<T, RequestError>>,
+    pub progress: mpsc::UnboundedReceiver<Progress>,
+    /// The questions the upstream server asks during this call.
+    pub asks: mpsc::UnboundedReceiver<Forwarded>,
+    /// Cancels the upstream request.
+    pub cancel: CancellationToken,
+    /// Kept as long as the call lives (the registration that routes `asks` here).
+    pub keep: Box<dyn Send>,
+}
+
+/// What [`InputTable::relay`] answers the client.
+pub enum Relayed<T> {
+    Done(Result<T, RequestError>),
+    InputRequired(InputRequiredResult),
+}
+
+type Finished = Box<dyn Any + Send>;
+
+/// A call whose upstream request runs in its own task.
+struct Parked {
+    key: CallKey,
+    result: oneshot::Receiver<Finished>,
+    progress: mpsc::UnboundedReceiver<Progress>,
+    asks: mpsc::UnboundedReceiver<Forwarded>,
+    /// Questions sent to the client, by the key they were sent under.
+    waiting: BTreeMap<String, Forwarded>,
+    next_key: u64,
+    cancel: CancellationToken,
+    _keep: Box<dyn Send>,
+}
+
+impl Drop for Parked {
+    fn drop(&mut self) {
+        // Dropped without a result (timed out, the client went away mid-request, or
+        // the table was full): the upstream request ends too.
+        self.cancel.cancel();
+    }
+}
+
+/// Parked calls, by `requestState`.
+pub struct InputTable {
+    timeout: Duration,
+    parked: Mutex<HashMap<String, Parked>>,
+}
+
+impl std::fmt::Debug for InputTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InputTable")
+            .field("timeout", &self.timeout)
+            .field("parked", &self.lock().len())
+            .finish()
+    }
+}
+
+fn no_state(why: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("requestState {why}: call again without requestState and inputResponses"),
+        None,
+    )
+}
+
+impl InputTable {
+    /// A table whose parked calls wait at most `timeout` for the client's retry.
+    pub fn new(timeout: Duration) -> Arc<Self> {
+        Arc::new(Self {
+            timeout,
+            parked: Mutex::new(HashMap::new()),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked>> {
+        match self.parked.lock() {
+            Ok(g) => g,
+            Err(p) => p.into_inner(),
+        }
+    }
+
+    /// How many calls are parked.
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    /// Whether no call is parked.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Parks `p` under a fresh `requestState`, dropped (its upstream request
+    /// cancelled) if the client does not come back in time; `Err` gives it back when
+    /// the table is full.
+    fn park(self: &Arc<Self>, p: Parked) -> Result<String, Parked> {
+        let Ok(id) = crate::http::generate_token() else {
+            return Err(p);
+        };
+        let id = id[..32].to_owned();
+        {
+            let mut map = self.lock();
+            if map.len() >= MAX_PARKED {
+                return Err(p);
+            }
+            map.insert(id.clone(), p);
+        }
+        let table: Weak<Self> = Arc::downgrade(self);
+        let timeout = self.timeout;
+        let expiring = id.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(timeout).await;
+            if let Some(t) = table.upgrade() {
+                let gone = t.lock().remove(&expiring);
+                if gone.is_some() {
+                    tracing::info!(
+                        "a call waiting for its client's input gave up after {} s",
+                        timeout.as_secs()
+                    );
+                }
+                drop(gone);
+            }
+        });
+        Ok(id)
+    }
+
+    fn take(&self, state: &str, key: &CallKey) -> Result<Parked, ErrorData> {
+        let mut map = self.lock();
+        match map.get(state) {
+            None => Err(no_state(
+                "names no call waiting for input here (it timed out, or waits on another \
+                 instance of a team server)",
+            )),
+            Some(p) if p.key != *key => Err(no_state("belongs to another call")),
+            Some(_) => map.remove(state).ok_or_else(|| no_state("was just taken")),
+        }
+    }
+
+    /// Relays one upstream request for a client on 2026-07-28 (see the module doc):
+    /// a first call starts `start()`'s request, a retry takes its parked call back.
+    pub async fn relay<T: Send + 'static>(
+        self: &Arc<Self>,
+        ctx: &RequestContext<RoleServer>,
+        key: CallKey,
+        retry: Retry,
+        start: impl FnOnce() -> Upstream<T>,
+    ) -> Result<Relayed<T>, ErrorData> {
+        let mut parked = match retry.state {
+            Some(state) => {
+                let mut p = self.take(&state, &key)?;
+                p.answer(retry.responses.unwrap_or_default());
+                p
+            }
+            None => Parked::start(key, start()),
+        };
+        let caps = ctx.client_capabilities().unwrap_or_default();
+        let token = ctx.meta.get_progress_token();
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                r = &mut parked.result => {
+                    while let Ok(p) = parked.progress.try_recv() {
+                        send_progress(ctx, token.as_ref(), p).await;
+                    }
+                    return Ok(Relayed::Done(downcast(r, &parked.key)));
+                }
+                Some(p) = parked.progress.recv() => send_progress(ctx, token.as_ref(), p).await,
+                Some(f) = parked.asks.recv() => {
+                    let mut requests = InputRequests::new();
+                    let mut next = Some(f);
+                    while let Some(f) = next.take() {
+                        if let Some(f) = answer_undeclared(f, &caps) {
+                            let name = parked.ask(f, &mut requests);
+                            tracing::debug!("asking the client for input ({name})");
+                        }
+                        next = parked.asks.try_recv().ok();
+                    }
+                    if requests.is_empty() {
+                        continue;
+                    }
+                    return match self.park(parked) {
+                        Ok(state) => Ok(Relayed::InputRequired(InputRequiredResult::new(
+                            Some(requests),
+                            Some(state),
+                        ))),
+                        Err(mut p) => {
+                            tracing::warn!("{MAX_PARKED} calls already wait for input: declined");
+                            p.refuse_waiting();
+                            parked = p;
+                            continue;
+                        }
+                    };
+                }
+                () = ctx.ct.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    parked.cancel.cancel();
+                }
+            }
+        }
+    }
+}
+
+/// The upstream request's own result (a task that ended without one: cancelled).
+fn downcast<T: 'static>(
+    r: Result<Finished, oneshot::error::RecvError>,
+    key: &CallKey,
+) -> Result<T, RequestError> {
+    let cancelled = || RequestError::Cancelled {
+        method: key.call.split(' ').next().unwrap_or_default().to_owned(),
+    };
+    match r {
+        Ok(b) => match b.downcast::<Result<T, RequestError>>() {
+            Ok(r) => *r,
+            Err(_) => Err(cancelled()),
+        },
+        Err(_) => Err(cancelled()),
+    }
+}
+
+/// A question the client did not declare the capability for, answered here (declined,
+/// an error, or no roots); `Some` gives back one to send.
+fn answer_undeclared(f: Forwarded, caps: &ClientCapabilities) -> Option<Forwarded> {
+    match f {
+        Forwarded::Elicit(_, tx) if caps.elicitation.is_none() => {
+            tracing::info!("elicitation declined: the client did not declare the capability");
+            let _ = tx.send(decline_elicitation());
+            None
+        }
+        Forwarded::Sample(_, tx) if caps.sampling.is_none() => {
+            let _ = tx.send(Err(ErrorData::new(
+                ErrorCode::INVALID_REQUEST,
+                "sampling declined: the client connected to switchboard gateway did not \
+                 declare the sampling capability",
+                None,
+            )));
+            None
+        }
+        Forwarded::Roots(tx) if caps.roots.is_none() => {
+            let _ = tx.send(Ok(Vec::new()));
+            None
+        }
+        f => Some(f),
+    }
+}
+
+impl Parked {
+    fn start<T: Send + 'static>(key: CallKey, up: Upstream<T>) -> Self {
+        let (tx, rx) = oneshot::channel::<Finished>();
+        let call = up.call;
+        tokio::spawn(async move {
+            let r: Result<T, RequestError> = call.await;
+            let _ = tx.send(Box::new(r));
+        });
+        Self {
+            key,
+            result: rx,
+            progress: up.progress,
+            asks: up.asks,
+            waiting: BTreeMap::new(),
+            next_key: 0,
+            cancel: up.cancel,
+            _keep: up.keep,
+        }
+    }
+
+    /// Adds `f` to `requests` under a fresh key, kept to be answered by the retry;
+    /// returns the key.
+    fn ask(&mut self, f: Forwarded, requests: &mut InputRequests) -> String {
+        self.next_key += 1;
+        let (kind, request) = match &f {
+            Forwarded::Elicit(params, _) => (
+                "elicitation",
+                InputRequest::Elicitation(ElicitRequest::new(params.clone())),
+            ),
+            Forwarded::Sample(params, _) => (
+                "sampling",
+                InputRequest::CreateMessage(CreateMessageRequest::new(params.clone())),
+            ),
+            Forwarded::Roots(_) => (
+                "roots",
+                InputRequest::ListRoots(ListRootsRequest::default()),
+            ),
+        };
+        let key = format!("{kind}-{}", self.next_key);
+        requests.insert(key.clone(), request);
+        self.waiting.insert(key.clone(), f);
+        key
+    }
+
+    /// Hands each waiting question its answer from `responses` (one missing or not of
+    /// the right shape: declined, or an error for sampling and roots).
+    fn answer(&mut self, mut responses: InputResponses) {
+        for (key, f) in std::mem::take(&mut self.waiting) {
+            let got = responses.remove(&key);
+            let refused = || {
+                ErrorData::invalid_params(
+                    format!("the client's answer to `{key}` was missing or not a result"),
+                    None,
+                )
+            };
+            match f {
+                Forwarded::Elicit(_, tx) => {
+                    let r = got
+                        .and_then(|v| serde_json::from_value(v).ok())
+                        .unwrap_or_else(decline_elicitation);
+                    let _ = tx.send(r);
+                }
+                Forwarded::Sample(_, tx) => {
+                    let r = match got {
+                        Some(v) => match serde_json::from_value::<CreateMessageResult>(v.clone()) {
+                            Ok(r) => Ok(r),
+                            Err(_) => Err(serde_json::from_value::<ErrorData>(v)
+                                .unwrap_or_else(|_| refused())),
+                        },
+                        None => Err(refused()),
+                    };
+                    let _ = tx.send(r);
+                }
+                Forwarded::Roots(tx) => {
+                    let r = got
+                        .and_then(|v| serde_json::from_value::<ListRootsResult>(v).ok())
+                        .map(|r| r.roots)
+                        .ok_or_else(refused);
+                    let _ = tx.send(r);
+                }
+            }
+        }
+    }
+
+    /// Answers every question waiting as if the client had not answered.
+    fn refuse_waiting(&mut self) {
+        self.answer(InputResponses::new());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_reach_their_questions_and_bad_ones_are_refused() {
+        let (_t, asks) = mpsc::unbounded_channel();
+        let (_p, progress) = mpsc::unbounded_channel();
+        let (_r, result) = oneshot::channel();
+        let cancel = CancellationToken::new();
+        let mut p = Parked {
+            key: CallKey {
+                owner: String::new(),
+                call: "tools/call x".into(),
+            },
+            result,
+            progress,
+            asks,
+            waiting: BTreeMap::new(),
+            next_key: 0,
+            cancel: cancel.clone(),
+            _keep: Box::new(()),
+        };
+        let (etx, mut erx) = oneshot::channel();
+        let (stx, mut srx) = oneshot::channel();
+        let (rtx, mut rrx) = oneshot::channel();
+        let mut requests = InputRequests::new();
+        let params: rmcp::model::ElicitRequestParams = serde_json::from_value(serde_json::json!({
+            "mode": "form", "message": "name?",
+            "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}}
+        }))
+        .unwrap();
+        let e = p.ask(Forwarded::Elicit(params, etx), &mut requests);
+        let sample: rmcp::model::CreateMessageRequestParams =
+            serde_json::from_value(serde_json::json!({"messages": [], "maxTokens": 5})).unwrap();
+        let s = p.ask(Forwarded::Sample(sample, stx), &mut requests);
+        let r = p.ask(Forwarded::Roots(rtx), &mut requests);
+        assert_eq!(
+            (e.as_str(), s.as_str(), r.as_str()),
+            ("elicitation-1", "sampling-2", "roots-3")
+        );
+        let wire = serde_json::to_value(&requests).unwrap();
+        assert_eq!(wire["elicitation-1"]["method"], "elicitation/create");
+        assert_eq!(wire["sampling-2"]["method"], "sampling/createMessage");
+        assert_eq!(wire["roots-3"]["method"], "roots/list");
+        let mut responses = InputResponses::new();
+        responses.insert(
+            e,
+            serde_json::json!({"action": "accept", "content": {"n": "Ada"}}),
+        );
+        responses.insert(s, serde_json::json!({"not": "a result"}));
+        p.answer(responses);
+        let got = erx.try_recv().unwrap();
+        assert_eq!(serde_json::to_value(&got).unwrap()["content"]["n"], "Ada");
+        assert!(
+            srx.try_recv().unwrap().is_err(),
+            "a malformed sampling answer"
+        );
+        assert!(rrx.try_recv().unwrap().is_err(), "a missing roots answer");
+        assert!(p.waiting.is_empty());
+        drop(p);
+        assert!(
+            cancel.is_cancelled(),
+            "a dropped call cancels its upstream request"
+        );
+    }
+}

@@ -1,0 +1,102 @@
+"""The Python SDK's high-level client (tests/peers/.venv, mcp pinned) as a user gets it:
+`mcp.Client` in its default mode, which probes `server/discover` and speaks protocol
+2026-07-28 when the server does (no session; input requests come back as
+`InputRequiredResult` and are answered by retrying the call; list changes arrive on a
+`subscriptions/listen` stream). Prints one JSON document on stdout.
+
+Usage: python py_modern_client.py '<json plan>'
+  plan = {transport: "stdio"|"http", command, args, url, token,
+          echo: NAME                  call it with {message: "hi"}; out.echo = texts
+          slow: {name, arguments}     call with a progress callback; out.slow = {progress, text}
+          elicit: {name, arguments}   answered "accept" with plan.elicitContent; out.elicit
+          sample: {name, arguments}   answered with a fixed assistant text; out.sample
+          resource: URI, prompt: NAME, promptArgs
+          listen: {name, arguments}   open subscriptions/listen (tools), then call NAME;
+                                      out.listen = the events seen within 30 s}
+"""
+
+import asyncio
+import json
+import sys
+
+import anyio
+import httpx2
+import mcp_types as types
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+plan = json.loads(sys.argv[1])
+out = {"asked": []}
+
+
+async def on_elicit(ctx, params):
+    out["asked"].append({"kind": "elicitation", "message": params.message})
+    return types.ElicitResult(action="accept", content=plan.get("elicitContent", {}))
+
+
+async def on_sample(ctx, params):
+    out["asked"].append({"kind": "sampling", "messages": len(params.messages)})
+    return types.CreateMessageResult(
+        role="assistant",
+        content=types.TextContent(type="text", text="sampled by the python client"),
+        model="py-fake-model",
+    )
+
+
+def texts(result):
+    return [c.text for c in result.content if getattr(c, "text", None) is not None]
+
+
+async def drive(c: Client) -> None:
+    out["version"] = c.protocol_version
+    tools = await c.list_tools()
+    out["tools"] = [t.name for t in tools.tools]
+    if plan.get("echo"):
+        out["echo"] = texts(await c.call_tool(plan["echo"], {"message": "hi"}))
+    if plan.get("slow"):
+        progress = []
+
+        async def on_progress(p, total, message):
+            progress.append(p)
+
+        r = await c.call_tool(plan["slow"]["name"], plan["slow"]["arguments"], progress_callback=on_progress)
+        out["slow"] = {"progress": progress, "text": texts(r)}
+    if plan.get("elicit"):
+        r = await c.call_tool(plan["elicit"]["name"], plan["elicit"].get("arguments", {}))
+        out["elicit"] = texts(r)
+    if plan.get("sample"):
+        r = await c.call_tool(plan["sample"]["name"], plan["sample"].get("arguments", {}))
+        out["sample"] = texts(r)
+    if plan.get("resource"):
+        r = await c.read_resource(plan["resource"])
+        out["resource"] = [x.text for x in r.contents]
+    if plan.get("prompt"):
+        r = await c.get_prompt(plan["prompt"], plan.get("promptArgs", {}))
+        out["prompt"] = [m.content.text for m in r.messages]
+    if plan.get("listen"):
+        events = []
+        async with c.listen(tools_list_changed=True) as sub:
+            await c.call_tool(plan["listen"]["name"], plan["listen"].get("arguments", {}))
+            with anyio.move_on_after(30):
+                async for event in sub:
+                    events.append(type(event).__name__)
+                    break
+        out["listen"] = events
+        out["toolsAfter"] = [t.name for t in (await c.list_tools()).tools]
+
+
+async def main() -> None:
+    callbacks = {"elicitation_callback": on_elicit, "sampling_callback": on_sample}
+    if plan["transport"] == "stdio":
+        server = StdioServerParameters(command=plan["command"], args=plan.get("args", []))
+        async with Client(server, **callbacks) as c:
+            await drive(c)
+    else:
+        headers = {"Authorization": f"Bearer {plan['token']}"}
+        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http:
+            async with Client(streamable_http_client(plan["url"], http_client=http), **callbacks) as c:
+                await drive(c)
+
+
+asyncio.run(main())
+print(json.dumps(out))
