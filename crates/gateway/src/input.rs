@@ -407,6 +407,89 @@ impl Parked {
 mod tests {
     use super::*;
 
+    fn parked(owner: &str, call: &str) -> (Parked, CancellationToken) {
+        let (_t, asks) = mpsc::unbounded_channel();
+        let (_p, progress) = mpsc::unbounded_channel();
+        let (_r, result) = oneshot::channel();
+        let cancel = CancellationToken::new();
+        let p = Parked {
+            key: CallKey {
+                owner: owner.into(),
+                call: call.into(),
+            },
+            result,
+            progress,
+            asks,
+            waiting: BTreeMap::new(),
+            next_key: 0,
+            cancel: cancel.clone(),
+            _keep: Box::new(()),
+        };
+        (p, cancel)
+    }
+
+    #[tokio::test]
+    async fn a_state_is_taken_back_only_by_its_own_call_and_owner_once() {
+        let table = InputTable::new(Duration::from_secs(60));
+        let (p, _) = parked("alice", "tools/call a__b");
+        let state = table.park(p).ok().unwrap();
+        assert_eq!(state.len(), 32);
+        let key = |owner: &str, call: &str| CallKey {
+            owner: owner.into(),
+            call: call.into(),
+        };
+        let e = table.take(
+            "0123456789abcdef0123456789abcdef",
+            &key("alice", "tools/call a__b"),
+        );
+        assert!(e.err().unwrap().message.contains("names no call waiting"));
+        let e = table.take(&state, &key("bob", "tools/call a__b"));
+        assert!(e.err().unwrap().message.contains("belongs to another call"));
+        let e = table.take(&state, &key("alice", "tools/call a__c"));
+        assert!(e.err().unwrap().message.contains("belongs to another call"));
+        assert_eq!(table.len(), 1, "a refused retry leaves the call parked");
+        assert!(table.take(&state, &key("alice", "tools/call a__b")).is_ok());
+        assert!(
+            table
+                .take(&state, &key("alice", "tools/call a__b"))
+                .is_err()
+        );
+        assert!(table.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_parked_call_that_is_not_retried_in_time_is_cancelled() {
+        let table = InputTable::new(Duration::from_millis(300));
+        let (p, cancel) = parked("", "tools/call a__b");
+        let _state = table.park(p).ok().unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(!cancel.is_cancelled());
+        tokio::time::timeout(Duration::from_secs(10), cancel.cancelled())
+            .await
+            .expect("cancelled when the wait ends");
+        assert!(
+            cancel.is_cancelled(),
+            "the upstream request ends with the wait"
+        );
+        assert!(table.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_full_table_gives_the_call_back() {
+        let table = InputTable::new(Duration::from_secs(60));
+        for _ in 0..MAX_PARKED {
+            let (p, _) = parked("", "tools/call x");
+            assert!(table.park(p).is_ok());
+        }
+        let (p, cancel) = parked("", "tools/call x");
+        let back = table.park(p);
+        assert!(back.is_err(), "the 257th is refused");
+        assert!(
+            !cancel.is_cancelled(),
+            "and given back alive, to be answered as declined"
+        );
+    }
+
     #[test]
     fn answers_reach_their_questions_and_bad_ones_are_refused() {
         let (_t, asks) = mpsc::unbounded_channel();

@@ -1279,3 +1279,81 @@ async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
     assert!(v["result"]["content"].is_array(), "{v}");
     app.stop().await;
 }
+
+/// The Python SDK's default client (`mcp.Client`, on 2026-07-28 with a server that
+/// speaks it) through the team gateway: results carry `resultType`, progress arrives,
+/// an upstream's elicitation comes back as an `InputRequiredResult` the client answers
+/// by retrying (the call waits on the instance), a resource is read, and a change of
+/// the user's lists reaches its `subscriptions/listen` stream.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
+    use switchboard_testkit::{EverythingMode, PyMode, spawn_everything, spawn_python};
+    switchboard_testkit::ensure_peers();
+    let db = Db::sqlite();
+    let app = Instance::start(&db, InstanceOptions::default()).await;
+    let store = db.store().await;
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let rug = spawn_python(PyMode::StreamableHttp, &[("SWITCHBOARD_PY_RUG_PULL", "1")]).await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    let us = store.for_user(&alice);
+    us.put_server(&server("everything", &everything.url, None))
+        .await
+        .unwrap();
+    us.put_server(&server("rug", &rug.url, None)).await.unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{}/mcp", app.origin()),
+        Duration::from_secs(600),
+    )
+    .await;
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gateway/tests/drivers/py_modern_client.py");
+    let plan = json!({
+        "transport": "http",
+        "url": format!("{}/mcp", app.base),
+        "token": access,
+        "echo": "everything__echo",
+        "slow": {"name": "everything__trigger-long-running-operation",
+                 "arguments": {"duration": 1, "steps": 3}},
+        "elicit": {"name": "everything__trigger-elicitation-request"},
+        "elicitContent": {"name": "Ada Lovelace"},
+        "resource": "py://item/7",
+        "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
+    });
+    let out = tokio::time::timeout(
+        Duration::from_secs(120),
+        tokio::process::Command::new(switchboard_testkit::python_bin())
+            .arg(&driver)
+            .arg(plan.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .expect("the driver finished within 120 s")
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let v: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    assert_eq!(v["version"], "2026-07-28", "{v}");
+    assert_eq!(v["echo"][0], "Echo: hi", "{v}");
+    assert!(v["slow"]["progress"].as_array().unwrap().len() >= 2, "{v}");
+    assert_eq!(v["asked"][0]["kind"], "elicitation", "{v}");
+    assert!(
+        v["elicit"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t.as_str().unwrap().contains("Ada Lovelace")),
+        "the answer reached the tool: {v}"
+    );
+    assert_eq!(v["resource"][0], "item 7", "{v}");
+    assert_eq!(v["listen"], json!(["ToolsListChanged"]), "{v}");
+    app.stop().await;
+}
