@@ -115,7 +115,7 @@ impl Drop for Parked {
 /// Parked calls, by `requestState`.
 pub struct InputTable {
     timeout: Duration,
-    parked: Mutex<HashMap<String, Parked>>,
+    parked: Mutex<HashMap<String, Box<Parked>>>,
 }
 
 impl std::fmt::Debug for InputTable {
@@ -143,7 +143,7 @@ impl InputTable {
         })
     }
 
-    fn lock(&self) -> MutexGuard<'_, HashMap<String, Parked>> {
+    fn lock(&self) -> MutexGuard<'_, HashMap<String, Box<Parked>>> {
         match self.parked.lock() {
             Ok(g) => g,
             Err(p) => p.into_inner(),
@@ -163,7 +163,7 @@ impl InputTable {
     /// Parks `p` under a fresh `requestState`, dropped (its upstream request
     /// cancelled) if the client does not come back in time; `Err` gives it back when
     /// the table is full.
-    fn park(self: &Arc<Self>, p: Parked) -> Result<String, Parked> {
+    fn park(self: &Arc<Self>, p: Box<Parked>) -> Result<String, Box<Parked>> {
         let Ok(id) = crate::http::generate_token() else {
             return Err(p);
         };
@@ -194,7 +194,7 @@ impl InputTable {
         Ok(id)
     }
 
-    fn take(&self, state: &str, key: &CallKey) -> Result<Parked, ErrorData> {
+    fn take(&self, state: &str, key: &CallKey) -> Result<Box<Parked>, ErrorData> {
         let mut map = self.lock();
         match map.get(state) {
             None => Err(no_state(
@@ -219,7 +219,7 @@ impl InputTable {
             Some(state) => {
                 let mut p = self.take(&state, &key)?;
                 p.answer(retry.responses.unwrap_or_default());
-                p
+                *p
             }
             None => Parked::start(key, start()),
         };
@@ -248,7 +248,7 @@ impl InputTable {
                     if requests.is_empty() {
                         continue;
                     }
-                    return match self.park(parked) {
+                    return match self.park(Box::new(parked)) {
                         Ok(state) => Ok(Relayed::InputRequired(InputRequiredResult::new(
                             Some(requests),
                             Some(state),
@@ -256,7 +256,7 @@ impl InputTable {
                         Err(mut p) => {
                             tracing::warn!("{MAX_PARKED} calls already wait for input: declined");
                             p.refuse_waiting();
-                            parked = p;
+                            parked = *p;
                             continue;
                         }
                     };
@@ -432,7 +432,7 @@ mod tests {
     async fn a_state_is_taken_back_only_by_its_own_call_and_owner_once() {
         let table = InputTable::new(Duration::from_secs(60));
         let (p, _) = parked("alice", "tools/call a__b");
-        let state = table.park(p).ok().unwrap();
+        let state = table.park(Box::new(p)).ok().unwrap();
         assert_eq!(state.len(), 32);
         let key = |owner: &str, call: &str| CallKey {
             owner: owner.into(),
@@ -461,7 +461,7 @@ mod tests {
     async fn a_parked_call_that_is_not_retried_in_time_is_cancelled() {
         let table = InputTable::new(Duration::from_millis(300));
         let (p, cancel) = parked("", "tools/call a__b");
-        let _state = table.park(p).ok().unwrap();
+        let _state = table.park(Box::new(p)).ok().unwrap();
         tokio::time::sleep(Duration::from_millis(50)).await;
         assert!(!cancel.is_cancelled());
         tokio::time::timeout(Duration::from_secs(10), cancel.cancelled())
@@ -479,10 +479,10 @@ mod tests {
         let table = InputTable::new(Duration::from_secs(60));
         for _ in 0..MAX_PARKED {
             let (p, _) = parked("", "tools/call x");
-            assert!(table.park(p).is_ok());
+            assert!(table.park(Box::new(p)).is_ok());
         }
         let (p, cancel) = parked("", "tools/call x");
-        let back = table.park(p);
+        let back = table.park(Box::new(p));
         assert!(back.is_err(), "the 257th is refused");
         assert!(
             !cancel.is_cancelled(),

@@ -17,6 +17,13 @@
 //! reach the client on that request's own response; the client's `_meta` goes upstream,
 //! and its disconnect cancels the upstream request.
 //!
+//! Clients on 2026-07-28: an upstream's elicitation during a call comes back as an
+//! `InputRequiredResult` (the call registered with the elicitation router as
+//! `Asker::Gateway`, parked in this instance's `InputTable` until the client's retry:
+//! a retry reaching another instance is refused, "call again"); `subscriptions/listen`
+//! rebuilds the user's catalog every [`LISTEN_EVERY`] and sends what changed. Older
+//! clients have neither (no stream in stateless mode): elicitation is declined.
+//!
 //! Must not: take a user from anything but the access token's row; reach a server but the
 //! token's user's (`Store::for_user` with that id; connections keyed by it); pass an
 //! upstream header, token or URL query downstream; keep anything a later request needs.
