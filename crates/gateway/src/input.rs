@@ -45,6 +45,11 @@ use crate::server::send_progress;
 
 /// At most this many calls parked at once in one table.
 pub const MAX_PARKED: usize = 256;
+/// At most this many progress notifications kept for a call while it is parked (the
+/// newest beyond that are dropped: a server that floods cannot grow memory).
+const PROGRESS_BACKLOG: usize = 64;
+/// How long the progress still on its way when a result arrives is waited for.
+const PROGRESS_DRAIN: Duration = Duration::from_millis(200);
 
 /// Whether the request's client speaks 2026-07-28 or later (and so takes input
 /// requests as an `InputRequiredResult`, not as requests of the server's own).
@@ -95,7 +100,8 @@ type Finished = Box<dyn Any + Send>;
 struct Parked {
     key: CallKey,
     result: oneshot::Receiver<Finished>,
-    progress: mpsc::UnboundedReceiver<Progress>,
+    /// The upstream's progress, through a bounded backlog (see [`PROGRESS_BACKLOG`]).
+    progress: mpsc::Receiver<Progress>,
     asks: mpsc::UnboundedReceiver<Forwarded>,
     /// Questions sent to the client, by the key they were sent under.
     waiting: BTreeMap<String, Forwarded>,
@@ -229,9 +235,14 @@ impl InputTable {
         loop {
             tokio::select! {
                 r = &mut parked.result => {
-                    while let Ok(p) = parked.progress.try_recv() {
-                        send_progress(ctx, token.as_ref(), p).await;
-                    }
+                    // The upstream request has ended, so its progress channel closes
+                    // once what is on its way has come through.
+                    let rest = async {
+                        while let Some(p) = parked.progress.recv().await {
+                            send_progress(ctx, token.as_ref(), p).await;
+                        }
+                    };
+                    let _ = tokio::time::timeout(PROGRESS_DRAIN, rest).await;
                     return Ok(Relayed::Done(downcast(r, &parked.key)));
                 }
                 Some(p) = parked.progress.recv() => send_progress(ctx, token.as_ref(), p).await,
@@ -321,10 +332,19 @@ impl Parked {
             let r: Result<T, RequestError> = call.await;
             let _ = tx.send(Box::new(r));
         });
+        // Drained all the time, parked or not; what the client cannot take yet waits
+        // in a bounded backlog.
+        let (backlog, progress) = mpsc::channel(PROGRESS_BACKLOG);
+        let mut upstream = up.progress;
+        tokio::spawn(async move {
+            while let Some(p) = upstream.recv().await {
+                let _ = backlog.try_send(p);
+            }
+        });
         Self {
             key,
             result: rx,
-            progress: up.progress,
+            progress,
             asks: up.asks,
             waiting: BTreeMap::new(),
             next_key: 0,
@@ -409,7 +429,7 @@ mod tests {
 
     fn parked(owner: &str, call: &str) -> (Parked, CancellationToken) {
         let (_t, asks) = mpsc::unbounded_channel();
-        let (_p, progress) = mpsc::unbounded_channel();
+        let (_p, progress) = mpsc::channel(1);
         let (_r, result) = oneshot::channel();
         let cancel = CancellationToken::new();
         let p = Parked {
@@ -475,6 +495,46 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn a_flood_of_progress_while_parked_keeps_a_bounded_backlog() {
+        let (ptx, progress) = mpsc::unbounded_channel();
+        let (_atx, asks) = mpsc::unbounded_channel();
+        let up: Upstream<()> = Upstream {
+            call: Box::pin(std::future::pending()),
+            progress,
+            asks,
+            cancel: CancellationToken::new(),
+            keep: Box::new(()),
+        };
+        let mut p = Parked::start(
+            CallKey {
+                owner: String::new(),
+                call: "tools/call x".into(),
+            },
+            up,
+        );
+        for i in 0..100_000 {
+            ptx.send(Progress {
+                progress: f64::from(i),
+                total: None,
+                message: None,
+            })
+            .unwrap();
+        }
+        // The forwarder drains the unbounded channel into the backlog, dropping the rest.
+        tokio::time::timeout(Duration::from_secs(10), async {
+            while !ptx.is_closed() && p.progress.len() < PROGRESS_BACKLOG {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .unwrap();
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(p.progress.len(), PROGRESS_BACKLOG);
+        let first = p.progress.recv().await.unwrap();
+        assert_eq!(first.progress, 0.0, "the oldest are kept, in order");
+    }
+
+    #[tokio::test]
     async fn a_full_table_gives_the_call_back() {
         let table = InputTable::new(Duration::from_secs(60));
         for _ in 0..MAX_PARKED {
@@ -492,23 +552,7 @@ mod tests {
 
     #[test]
     fn answers_reach_their_questions_and_bad_ones_are_refused() {
-        let (_t, asks) = mpsc::unbounded_channel();
-        let (_p, progress) = mpsc::unbounded_channel();
-        let (_r, result) = oneshot::channel();
-        let cancel = CancellationToken::new();
-        let mut p = Parked {
-            key: CallKey {
-                owner: String::new(),
-                call: "tools/call x".into(),
-            },
-            result,
-            progress,
-            asks,
-            waiting: BTreeMap::new(),
-            next_key: 0,
-            cancel: cancel.clone(),
-            _keep: Box::new(()),
-        };
+        let (mut p, cancel) = parked("", "tools/call x");
         let (etx, mut erx) = oneshot::channel();
         let (stx, mut srx) = oneshot::channel();
         let (rtx, mut rrx) = oneshot::channel();

@@ -179,6 +179,34 @@ async fn browser_step(
 }
 
 /// `tools/list` straight over HTTP with `token`: the status and the WWW-Authenticate.
+/// Runs a client driver (`program driver '<plan>'`), killed after `secs`; its last
+/// stdout line, as JSON.
+async fn run_driver(
+    program: &std::ffi::OsStr,
+    driver: &std::path::Path,
+    plan: &Value,
+    secs: u64,
+) -> Value {
+    let out = tokio::time::timeout(
+        Duration::from_secs(secs),
+        tokio::process::Command::new(program)
+            .arg(driver)
+            .arg(plan.to_string())
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("the driver finished within {secs} s"))
+    .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(text.lines().last().unwrap_or_default()).unwrap()
+}
+
 async fn list_with(base: &str, token: &str) -> (u16, String, Value) {
     let r = reqwest::Client::new()
         .post(format!("{base}/mcp"))
@@ -1190,23 +1218,7 @@ async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
         "name": slow,
         "arguments": {"duration": 1, "steps": 3},
     });
-    let out = tokio::time::timeout(
-        Duration::from_secs(90),
-        tokio::process::Command::new("node")
-            .arg(&driver)
-            .arg(plan.to_string())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the driver finished within 90 s")
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_driver(std::ffi::OsStr::new("node"), &driver, &plan, 90).await;
     let events = v["events"].as_array().unwrap();
     let progress: Vec<&Value> = events
         .iter()
@@ -1323,24 +1335,8 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
         "resource": "py://item/7",
         "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
     });
-    let out = tokio::time::timeout(
-        Duration::from_secs(120),
-        tokio::process::Command::new(switchboard_testkit::python_bin())
-            .arg(&driver)
-            .arg(plan.to_string())
-            .kill_on_drop(true)
-            .output(),
-    )
-    .await
-    .expect("the driver finished within 120 s")
-    .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let text = String::from_utf8_lossy(&out.stdout);
-    let v: Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let python = switchboard_testkit::python_bin();
+    let v = run_driver(python.as_os_str(), &driver, &plan, 120).await;
     assert_eq!(v["version"], "2026-07-28", "{v}");
     assert_eq!(v["echo"][0], "Echo: hi", "{v}");
     assert!(v["slow"]["progress"].as_array().unwrap().len() >= 2, "{v}");
