@@ -106,9 +106,18 @@ struct Parked {
     /// Questions sent to the client, by the key they were sent under.
     waiting: BTreeMap<String, Forwarded>,
     next_key: u64,
+    /// What the client declared it can answer (from its latest request).
+    caps: ClientCapabilities,
+    /// Turns the result into JSON, for a retry that reached another instance.
+    encode: Encoder,
     cancel: CancellationToken,
     _keep: Box<dyn Send>,
 }
+
+type Encoder = fn(
+    Result<Finished, oneshot::error::RecvError>,
+    &CallKey,
+) -> Result<serde_json::Value, RequestError>;
 
 impl Drop for Parked {
     fn drop(&mut self) {
@@ -212,73 +221,117 @@ impl InputTable {
         }
     }
 
+    /// How long a parked call waits for its client's retry.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Whether a call is parked here under `state`.
+    pub fn holds(&self, state: &str) -> bool {
+        self.lock().contains_key(state)
+    }
+
+    /// Parks `parked` after it asked `requests`: the client's answer, or declined when
+    /// the table is full (`Err` gives the call back to go on).
+    fn park_asking(
+        self: &Arc<Self>,
+        parked: Box<Parked>,
+        requests: InputRequests,
+    ) -> Result<InputRequiredResult, Box<Parked>> {
+        match self.park(parked) {
+            Ok(state) => Ok(InputRequiredResult::new(Some(requests), Some(state))),
+            Err(mut p) => {
+                tracing::warn!("{MAX_PARKED} calls already wait for input: declined");
+                p.refuse_waiting();
+                Err(p)
+            }
+        }
+    }
+
     /// Relays one upstream request for a client on 2026-07-28 (see the module doc):
     /// a first call starts `start()`'s request, a retry takes its parked call back.
-    pub async fn relay<T: Send + 'static>(
+    pub async fn relay<T: Send + serde::Serialize + 'static>(
         self: &Arc<Self>,
         ctx: &RequestContext<RoleServer>,
         key: CallKey,
         retry: Retry,
         start: impl FnOnce() -> Upstream<T>,
     ) -> Result<Relayed<T>, ErrorData> {
+        let caps = ctx.client_capabilities().unwrap_or_default();
         let mut parked = match retry.state {
             Some(state) => {
                 let mut p = self.take(&state, &key)?;
                 p.answer(retry.responses.unwrap_or_default());
-                *p
+                p.caps = caps;
+                p
             }
-            None => Parked::start(key, start()),
+            None => Box::new(Parked::start(key, caps, start())),
         };
-        let caps = ctx.client_capabilities().unwrap_or_default();
-        let token = ctx.meta.get_progress_token();
-        let mut cancelled = false;
         loop {
-            tokio::select! {
-                r = &mut parked.result => {
-                    // The upstream request has ended, so its progress channel closes
-                    // once what is on its way has come through.
-                    let rest = async {
-                        while let Some(p) = parked.progress.recv().await {
-                            send_progress(ctx, token.as_ref(), p).await;
-                        }
-                    };
-                    let _ = tokio::time::timeout(PROGRESS_DRAIN, rest).await;
-                    return Ok(Relayed::Done(downcast(r, &parked.key)));
-                }
-                Some(p) = parked.progress.recv() => send_progress(ctx, token.as_ref(), p).await,
-                Some(f) = parked.asks.recv() => {
-                    let mut requests = InputRequests::new();
-                    let mut next = Some(f);
-                    while let Some(f) = next.take() {
-                        if let Some(f) = answer_undeclared(f, &caps) {
-                            let name = parked.ask(f, &mut requests);
-                            tracing::debug!("asking the client for input ({name})");
-                        }
-                        next = parked.asks.try_recv().ok();
-                    }
-                    if requests.is_empty() {
-                        continue;
-                    }
-                    return match self.park(Box::new(parked)) {
-                        Ok(state) => Ok(Relayed::InputRequired(InputRequiredResult::new(
-                            Some(requests),
-                            Some(state),
-                        ))),
-                        Err(mut p) => {
-                            tracing::warn!("{MAX_PARKED} calls already wait for input: declined");
-                            p.refuse_waiting();
-                            parked = *p;
-                            continue;
-                        }
-                    };
-                }
-                () = ctx.ct.cancelled(), if !cancelled => {
-                    cancelled = true;
-                    parked.cancel.cancel();
-                }
+            match parked.drive(Some(ctx)).await {
+                Step::Finished(r) => return Ok(Relayed::Done(downcast(r, &parked.key))),
+                Step::Asked(requests) => match self.park_asking(parked, requests) {
+                    Ok(asked) => return Ok(Relayed::InputRequired(asked)),
+                    Err(p) => parked = p,
+                },
             }
         }
     }
+
+    /// Takes the call parked under `state` back for a retry that reached another
+    /// instance (which handed over `responses`), answers it, and relays on with no
+    /// client attached (its progress is dropped) until the next step: the result,
+    /// JSON-encoded, or the next question, parked again here. `None` when no call of
+    /// `key` is parked under `state` (taken by a retry that reached this instance, or
+    /// timed out).
+    pub async fn resume_detached(
+        self: &Arc<Self>,
+        state: &str,
+        key: &CallKey,
+        responses: InputResponses,
+    ) -> Option<Detached> {
+        let mut parked = self.take(state, key).ok()?;
+        parked.answer(responses);
+        loop {
+            match parked.drive(None).await {
+                Step::Finished(r) => {
+                    let encode = parked.encode;
+                    return Some(Detached::Done(encode(r, &parked.key)));
+                }
+                Step::Asked(requests) => match self.park_asking(parked, requests) {
+                    Ok(asked) => return Some(Detached::InputRequired(asked)),
+                    Err(p) => parked = p,
+                },
+            }
+        }
+    }
+}
+
+/// What [`InputTable::resume_detached`] comes to.
+pub enum Detached {
+    /// The upstream request's result as JSON, or its error.
+    Done(Result<serde_json::Value, RequestError>),
+    /// It asked again: parked under the result's new `requestState`.
+    InputRequired(InputRequiredResult),
+}
+
+/// Where [`Parked::drive`] stops.
+enum Step {
+    Finished(Result<Finished, oneshot::error::RecvError>),
+    Asked(InputRequests),
+}
+
+/// The upstream request's result of type `T`, as JSON.
+fn encode<T: serde::Serialize + 'static>(
+    r: Result<Finished, oneshot::error::RecvError>,
+    key: &CallKey,
+) -> Result<serde_json::Value, RequestError> {
+    let r: Result<T, RequestError> = downcast(r, key);
+    r.and_then(|v| {
+        serde_json::to_value(v).map_err(|e| RequestError::Unexpected {
+            method: format!("{} ({e})", key.call),
+        })
+    })
 }
 
 /// The upstream request's own result (a task that ended without one: cancelled).
@@ -325,7 +378,60 @@ fn answer_undeclared(f: Forwarded, caps: &ClientCapabilities) -> Option<Forwarde
 }
 
 impl Parked {
-    fn start<T: Send + 'static>(key: CallKey, up: Upstream<T>) -> Self {
+    /// Relays until the upstream request ends or asks what the client can answer:
+    /// progress to `ctx`'s client under its own token (dropped without one), and the
+    /// client's disconnect cancelling the upstream request.
+    async fn drive(&mut self, ctx: Option<&RequestContext<RoleServer>>) -> Step {
+        let token = ctx.and_then(|c| c.meta.get_progress_token());
+        let gone = ctx.map(|c| c.ct.clone()).unwrap_or_default();
+        let mut cancelled = false;
+        loop {
+            tokio::select! {
+                r = &mut self.result => {
+                    // The upstream request has ended, so its progress channel closes
+                    // once what is on its way has come through.
+                    let rest = async {
+                        while let Some(p) = self.progress.recv().await {
+                            if let Some(ctx) = ctx {
+                                send_progress(ctx, token.as_ref(), p).await;
+                            }
+                        }
+                    };
+                    let _ = tokio::time::timeout(PROGRESS_DRAIN, rest).await;
+                    return Step::Finished(r);
+                }
+                Some(p) = self.progress.recv() => {
+                    if let Some(ctx) = ctx {
+                        send_progress(ctx, token.as_ref(), p).await;
+                    }
+                }
+                Some(f) = self.asks.recv() => {
+                    let mut requests = InputRequests::new();
+                    let mut next = Some(f);
+                    while let Some(f) = next.take() {
+                        if let Some(f) = answer_undeclared(f, &self.caps) {
+                            let name = self.ask(f, &mut requests);
+                            tracing::debug!("asking the client for input ({name})");
+                        }
+                        next = self.asks.try_recv().ok();
+                    }
+                    if !requests.is_empty() {
+                        return Step::Asked(requests);
+                    }
+                }
+                () = gone.cancelled(), if !cancelled => {
+                    cancelled = true;
+                    self.cancel.cancel();
+                }
+            }
+        }
+    }
+
+    fn start<T: Send + serde::Serialize + 'static>(
+        key: CallKey,
+        caps: ClientCapabilities,
+        up: Upstream<T>,
+    ) -> Self {
         let (tx, rx) = oneshot::channel::<Finished>();
         let call = up.call;
         tokio::spawn(async move {
@@ -348,6 +454,8 @@ impl Parked {
             asks: up.asks,
             waiting: BTreeMap::new(),
             next_key: 0,
+            caps,
+            encode: encode::<T>,
             cancel: up.cancel,
             _keep: up.keep,
         }
@@ -442,6 +550,8 @@ mod tests {
             asks,
             waiting: BTreeMap::new(),
             next_key: 0,
+            caps: ClientCapabilities::default(),
+            encode: encode::<()>,
             cancel: cancel.clone(),
             _keep: Box::new(()),
         };
@@ -510,6 +620,7 @@ mod tests {
                 owner: String::new(),
                 call: "tools/call x".into(),
             },
+            ClientCapabilities::default(),
             up,
         );
         for i in 0..100_000 {

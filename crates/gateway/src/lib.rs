@@ -28,7 +28,9 @@ pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
 pub use error::GatewayError;
 pub use gateway::{Forwarded, Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};
-pub use input::{CallKey, InputTable, MAX_PARKED, Relayed, Retry, Upstream, takes_input_required};
+pub use input::{
+    CallKey, Detached, InputTable, MAX_PARKED, Relayed, Retry, Upstream, takes_input_required,
+};
 pub use listen::{ListsChanged, list_filter, notify_listener, serve_listen};
 pub use server::{
     Completable, GatewayServer, SERVER_NAME, completed, relay_options, relay_progress, scrub_urls,

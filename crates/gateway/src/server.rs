@@ -221,7 +221,7 @@ impl GatewayServer {
     /// [`Self::relay`] for `tools/call`, `prompts/get` and `resources/read`: a client on
     /// 2026-07-28 is asked for input through an `InputRequiredResult` instead
     /// ([`crate::input`]); `start` makes the upstream request with the options given.
-    async fn relay_call<T: Send + 'static>(
+    async fn relay_call<T: Send + serde::Serialize + 'static>(
         &self,
         ctx: &RequestContext<RoleServer>,
         server: &str,

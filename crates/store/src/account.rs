@@ -334,7 +334,8 @@ impl Store {
         }))
     }
 
-    /// Delete expired sessions, sign-ins and server logins in flight. Returns how many rows went.
+    /// Delete expired sessions, sign-ins, server logins in flight and gateway calls
+    /// waiting for input. Returns how many rows went.
     ///
     /// # Errors
     /// A database failure.
@@ -345,6 +346,7 @@ impl Store {
             "DELETE FROM sessions WHERE expires_at <= $1",
             "DELETE FROM pending_logins WHERE expires_at <= $1",
             "DELETE FROM pending_server_logins WHERE expires_at <= $1",
+            "DELETE FROM gateway_inputs WHERE expires_at <= $1",
         ] {
             n += sqlx::query(sql)
                 .bind(t)

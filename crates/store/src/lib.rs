@@ -34,6 +34,7 @@ mod catalog;
 mod chat;
 mod elicit;
 mod error;
+mod gateway_input;
 mod gateway_oauth;
 mod location;
 mod migrate;
@@ -58,6 +59,7 @@ pub use elicit::{
     PendingElicitation,
 };
 pub use error::{Result, StoreError};
+pub use gateway_input::{MAX_GATEWAY_ANSWER_BYTES, MAX_GATEWAY_OUTCOME_BYTES, call_hash};
 pub use gateway_oauth::{
     GatewayAccess, GatewayApproval, GatewayClient, GatewayGrant, GrantId, IssuedTokens,
     RefreshOutcome, Revocation, TakenCode, TokenHint, TokenLifetimes,

@@ -65,10 +65,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "gateway grant use",
         include_str!("../migrations/0012_gateway_grant_use.sql"),
     ),
+    (
+        13,
+        "gateway inputs",
+        include_str!("../migrations/0013_gateway_inputs.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 12;
+pub const LATEST_VERSION: i64 = 13;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

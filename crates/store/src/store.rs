@@ -170,7 +170,19 @@ pub(crate) const ELICIT_CONTENT: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
-const SEALED_COLUMNS: [SealedColumn; 17] = [
+pub(crate) const GATEWAY_INPUT_ANSWER: SealedColumn = SealedColumn {
+    table: "gateway_inputs",
+    column: "answer",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+pub(crate) const GATEWAY_INPUT_OUTCOME: SealedColumn = SealedColumn {
+    table: "gateway_inputs",
+    column: "outcome",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+const SEALED_COLUMNS: [SealedColumn; 19] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -188,6 +200,8 @@ const SEALED_COLUMNS: [SealedColumn; 17] = [
     APP_CONTEXT,
     ELICIT_REQUEST,
     ELICIT_CONTENT,
+    GATEWAY_INPUT_ANSWER,
+    GATEWAY_INPUT_OUTCOME,
 ];
 
 impl Store {

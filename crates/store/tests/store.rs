@@ -126,7 +126,188 @@ on_both!(
     app_sessions_are_their_users_sealed_and_migrate_from_8,
     elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once,
     a_chat_stops_at_its_message_cap,
+    gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call,
 );
+
+/// A team-gateway call waiting for input: opened by the running instance, answered
+/// through another (once, only for the same user and call), the answer taken once, the
+/// outcome written and taken once (the row ends with it); answer and outcome sealed and
+/// moved by re-encryption; an expired row is refused and purged.
+async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: Db) {
+    use serde_json::json;
+    use switchboard_store::call_hash;
+    let k = key();
+    let running = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    running.migrate().await.unwrap();
+    let retrying = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    let ann = running
+        .sign_in_user("ann@example.com", "Ann", false)
+        .await
+        .unwrap();
+    let bob = running
+        .sign_in_user("bob@example.com", "Bob", false)
+        .await
+        .unwrap();
+    let call = call_hash("tools/call everything__trigger-elicitation-request");
+    let other_call = call_hash("tools/call everything__echo");
+    let a = running.for_user(&ann.id);
+    a.open_gateway_input("state-1", &call, Duration::from_secs(60))
+        .await
+        .unwrap();
+    let a2 = retrying.for_user(&ann.id);
+    let b2 = retrying.for_user(&bob.id);
+    assert!(a2.gateway_input_waiting("state-1", &call).await.unwrap());
+    assert!(
+        !a2.gateway_input_waiting("state-1", &other_call)
+            .await
+            .unwrap()
+    );
+    assert!(!b2.gateway_input_waiting("state-1", &call).await.unwrap());
+    assert!(
+        a.take_gateway_input_answer("state-1")
+            .await
+            .unwrap()
+            .is_none()
+    );
+
+    let answer =
+        json!({"elicitation-1": {"action": "accept", "content": {"pin": "SECRET-PIN-5521"}}});
+    assert!(
+        !b2.answer_gateway_input("state-1", &call, &answer)
+            .await
+            .unwrap(),
+        "another user"
+    );
+    assert!(
+        !a2.answer_gateway_input("state-1", &other_call, &answer)
+            .await
+            .unwrap(),
+        "another call"
+    );
+    assert!(
+        a2.answer_gateway_input("state-1", &call, &answer)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !a2.answer_gateway_input("state-1", &call, &json!({}))
+            .await
+            .unwrap(),
+        "the first answer wins"
+    );
+    assert_eq!(
+        a.take_gateway_input_answer("state-1").await.unwrap(),
+        Some(answer)
+    );
+    assert!(
+        a.take_gateway_input_answer("state-1")
+            .await
+            .unwrap()
+            .is_none(),
+        "taken once"
+    );
+
+    assert!(
+        a2.take_gateway_input_outcome("state-1", &call)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    let outcome = json!({"result": {"content": [{"type": "text", "text": "PIN-OUTCOME-8830"}]}});
+    a.put_gateway_input_outcome("state-1", &outcome)
+        .await
+        .unwrap();
+
+    // Sealed at rest, and moved to a new key by re-encryption.
+    let raw = db.raw().await;
+    let rows = sqlx::query("SELECT answer, outcome FROM gateway_inputs")
+        .fetch_all(&raw)
+        .await
+        .unwrap();
+    assert_eq!(rows.len(), 1);
+    for i in 0..2 {
+        let bytes: Vec<u8> = rows[0].try_get(i).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("SECRET-PIN-5521") && !text.contains("PIN-OUTCOME-8830"),
+            "column {i} in clear"
+        );
+    }
+    let k2 = key();
+    let rotated = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, Some(&k)));
+    let r = rotated.reencrypt().await.unwrap();
+    assert_eq!(r.resealed, 2, "the answer and the outcome: {r:?}");
+    let only_new = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k2, None));
+    let n = only_new.for_user(&ann.id);
+    assert!(
+        n.take_gateway_input_outcome("state-1", &other_call)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert!(
+        only_new
+            .for_user(&bob.id)
+            .take_gateway_input_outcome("state-1", &call)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    assert_eq!(
+        n.take_gateway_input_outcome("state-1", &call)
+            .await
+            .unwrap(),
+        Some(outcome)
+    );
+    assert!(
+        n.take_gateway_input_outcome("state-1", &call)
+            .await
+            .unwrap()
+            .is_none(),
+        "taken once"
+    );
+    assert!(
+        !n.gateway_input_waiting("state-1", &call).await.unwrap(),
+        "the row ended"
+    );
+
+    // Expired: not waiting, not answerable, purged.
+    n.open_gateway_input("state-2", &call, Duration::ZERO)
+        .await
+        .unwrap();
+    assert!(!n.gateway_input_waiting("state-2", &call).await.unwrap());
+    assert!(
+        !n.answer_gateway_input("state-2", &call, &json!({}))
+            .await
+            .unwrap()
+    );
+    assert!(only_new.purge_expired().await.unwrap() >= 1);
+    let left: i64 = sqlx::query("SELECT COUNT(*) FROM gateway_inputs")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .try_get(0)
+        .unwrap();
+    assert_eq!(left, 0);
+    // Finished by the running instance when the retry came back to it.
+    n.open_gateway_input("state-3", &call, Duration::from_secs(60))
+        .await
+        .unwrap();
+    n.finish_gateway_input("state-3").await.unwrap();
+    assert!(!n.gateway_input_waiting("state-3", &call).await.unwrap());
+}
 
 fn login_client() -> ServerLoginClient {
     ServerLoginClient {
@@ -292,12 +473,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 12);
+    assert_eq!(first.version, 13);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 12);
+    assert_eq!(again.version, 13);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -310,8 +491,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 12, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (12, 12));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 13, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (13, 13));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -372,8 +553,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12]);
-    assert_eq!(report.version, 12);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    assert_eq!(report.version, 13);
     let back = store
         .session_user(token.expose())
         .await
@@ -1498,7 +1679,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![5, 6, 7, 8, 9, 10, 11, 12], 12)
+        (vec![5, 6, 7, 8, 9, 10, 11, 12, 13], 13)
     );
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
@@ -1906,7 +2087,7 @@ async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
     assert!(a.put_workflow("w", "x").await.is_err(), "no tables at 8");
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
 
     let source = "name: w\nnodes:\n  - id: a\n    type: http\n    url: https://x.example/?key=wf-source-secret-1\n";
     assert!(a.put_workflow("w", source).await.unwrap());
@@ -2140,7 +2321,7 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
     .unwrap();
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
     assert_eq!(a.messages(&chat.id).await.unwrap().unwrap().len(), 1);
 
     let new = NewAppSession {
@@ -2281,7 +2462,7 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
     );
     let report = turn_side.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12], 12));
+    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
     assert_eq!(
         a.messages(&chat.id).await.unwrap().unwrap()[0].content["parts"][0]["text"],
         "kept"

@@ -1353,3 +1353,99 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
     assert_eq!(v["listen"], json!(["ToolsListChanged"]), "{v}");
     app.stop().await;
 }
+
+/// The same client behind a load balancer without affinity: two instances on one
+/// PostgreSQL, every HTTP request of the client sent to the other instance than the one
+/// before. The elicitation's retry reaches the instance that does not hold the call: it
+/// hands the answer over through the store, the holding instance relays on, and the
+/// result comes back through the store; no row is left behind.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() {
+    use switchboard_testkit::{EverythingMode, spawn_everything};
+    switchboard_testkit::ensure_peers();
+    let db = Db::postgres();
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let mut apps = Vec::new();
+    for _ in 0..2 {
+        apps.push(
+            Instance::start(
+                &db,
+                InstanceOptions {
+                    public_origin: Some(origin.clone()),
+                    ..Default::default()
+                },
+            )
+            .await,
+        );
+    }
+    let store = db.store().await;
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
+    store
+        .for_user(&alice)
+        .put_server(&server("everything", &everything.url, None))
+        .await
+        .unwrap();
+    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        &store,
+        &cookie,
+        &client_id,
+        &format!("{origin}/mcp"),
+        Duration::from_secs(600),
+    )
+    .await;
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../gateway/tests/drivers/py_modern_client.py");
+    let bases: Vec<String> = apps.iter().map(|a| a.base.clone()).collect();
+    let plan = json!({
+        "transport": "http",
+        "url": format!("{origin}/mcp"),
+        "bases": bases,
+        "token": access,
+        "echo": "everything__echo",
+        "elicit": {"name": "everything__trigger-elicitation-request"},
+        "elicitContent": {"name": "Grace Hopper"},
+        "sample": null,
+    });
+    let python = switchboard_testkit::python_bin();
+    for round in 0..2 {
+        // Two rounds: the elicitation's first leg lands on one instance, then the other.
+        let mut plan = plan.clone();
+        if round == 1 {
+            plan["echo"] = Value::Null;
+        }
+        let v = run_driver(python.as_os_str(), &driver, &plan, 120).await;
+        assert_eq!(v["version"], "2026-07-28", "{v}");
+        assert_eq!(v["asked"][0]["kind"], "elicitation", "{v}");
+        assert!(
+            v["elicit"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t.as_str().unwrap().contains("Grace Hopper")),
+            "the answer handed over through the store reached the tool: {v}"
+        );
+        let per_base = v["perBase"].as_array().unwrap();
+        assert!(
+            per_base.iter().all(|n| n.as_u64().unwrap() >= 2),
+            "both instances answered: {v}"
+        );
+    }
+    let Db::Postgres(cluster, _) = &db else {
+        unreachable!("started on PostgreSQL")
+    };
+    let dump = String::from_utf8_lossy(&cluster.dump("team")).into_owned();
+    let rows = dump
+        .split("COPY public.gateway_inputs")
+        .nth(1)
+        .expect("the table is in the dump")
+        .lines()
+        .skip(1)
+        .take_while(|l| *l != "\\.")
+        .count();
+    assert_eq!(rows, 0, "every handed-over outcome was taken");
+    for app in apps {
+        app.stop().await;
+    }
+}

@@ -6,6 +6,8 @@
 
 Usage: python py_modern_client.py '<json plan>'
   plan = {transport: "stdio"|"http", command, args, url, token,
+          bases: [URL, ...]           (http) send each request to the next of these in
+                                      turn (instances behind one origin); out.perBase
           echo: NAME                  call it with {message: "hi"}; out.echo = texts
           slow: {name, arguments}     call with a progress callback; out.slow = {progress, text}
           elicit: {name, arguments}   answered "accept" with plan.elicitContent; out.elicit
@@ -41,6 +43,25 @@ async def on_sample(ctx, params):
         content=types.TextContent(type="text", text="sampled by the python client"),
         model="py-fake-model",
     )
+
+
+class Alternate(httpx2.AsyncBaseTransport):
+    """Each request to the next base in turn, as a load balancer without affinity would."""
+
+    def __init__(self, bases):
+        self.bases = [httpx2.URL(b) for b in bases]
+        self.sent = [0] * len(bases)
+        self.inner = httpx2.AsyncHTTPTransport()
+
+    async def handle_async_request(self, request):
+        i = sum(self.sent) % len(self.bases)
+        self.sent[i] += 1
+        b = self.bases[i]
+        request.url = request.url.copy_with(scheme=b.scheme, host=b.host, port=b.port)
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self):
+        await self.inner.aclose()
 
 
 def texts(result):
@@ -93,9 +114,13 @@ async def main() -> None:
             await drive(c)
     else:
         headers = {"Authorization": f"Bearer {plan['token']}"}
-        async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http:
+        transport = Alternate(plan["bases"]) if plan.get("bases") else None
+        timeout = httpx2.Timeout(60, read=120)
+        async with httpx2.AsyncClient(headers=headers, timeout=timeout, transport=transport) as http:
             async with Client(streamable_http_client(plan["url"], http_client=http), **callbacks) as c:
                 await drive(c)
+        if transport:
+            out["perBase"] = transport.sent
 
 
 asyncio.run(main())

@@ -61,6 +61,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::elicit::Asker;
 use super::gateway_auth::{mcp_url, resource_metadata_url};
+use super::gateway_input;
 use super::mcp_oauth::usable_tokens;
 use super::metrics::{McpMethod, McpOutcome};
 use super::servers::Resolved;
@@ -363,7 +364,7 @@ impl TeamGatewayServer {
     /// server's questions (elicitation) through an `InputRequiredResult`, the call
     /// waiting on this instance for its retry (`switchboard_gateway::InputTable`);
     /// older clients' calls have those questions declined.
-    async fn relay_call<T: Send + 'static>(
+    async fn relay_call<T: Send + serde::Serialize + serde::de::DeserializeOwned + 'static>(
         &self,
         ctx: &RequestContext<RoleServer>,
         user: &UserId,
@@ -384,10 +385,25 @@ impl TeamGatewayServer {
             owner: user.as_str().to_owned(),
             call,
         };
+        if let Some(rs) = &retry.state {
+            if !self.state.inputs().holds(rs) {
+                return gateway_input::retry_elsewhere(
+                    &self.state,
+                    ctx,
+                    user,
+                    rs,
+                    &key,
+                    retry.responses,
+                )
+                .await;
+            }
+            gateway_input::taken_here(&self.state, user, rs);
+        }
         let router = self.state.cache().elicitations().cloned();
-        self.state
+        let relayed = self
+            .state
             .inputs()
-            .relay(ctx, key, retry, || {
+            .relay(ctx, key.clone(), retry, || {
                 let cancel = CancellationToken::new();
                 opts.cancel = Some(cancel.clone());
                 let (asks_tx, asks) = mpsc::unbounded_channel();
@@ -403,7 +419,13 @@ impl TeamGatewayServer {
                     keep,
                 }
             })
-            .await
+            .await?;
+        if let Relayed::InputRequired(asked) = &relayed
+            && let Some(rs) = &asked.request_state
+        {
+            gateway_input::offer(&self.state, user, rs.clone(), key, server.to_owned()).await;
+        }
+        Ok(relayed)
     }
 
     async fn routed(&self, user: &UserId, server: &str) -> Result<Arc<Connection>, ErrorData> {

@@ -84,6 +84,7 @@ mod cors;
 mod elicit;
 mod gateway;
 mod gateway_auth;
+mod gateway_input;
 mod health;
 mod limits;
 mod mcp_oauth;

@@ -1,0 +1,211 @@
+//! The team gateway's calls waiting for a client's input, through [`UserStore`] only:
+//! a client on protocol 2026-07-28 was answered with an `InputRequiredResult`, and its
+//! retry may reach another instance than the one running the upstream call. The running
+//! instance opens the row ([`UserStore::open_gateway_input`]); the retrying instance
+//! writes the client's answer ([`UserStore::answer_gateway_input`]); the running
+//! instance takes it ([`UserStore::take_gateway_input_answer`]), relays on and writes
+//! the outcome ([`UserStore::put_gateway_input_outcome`]), which the retrying instance
+//! takes, ending the row ([`UserStore::take_gateway_input_outcome`]).
+//!
+//! Every query names `self.user` and, where a retry is involved, the call's hash: a
+//! state of another user or another call is "not there".
+//!
+//! Must not: store the answer or the outcome in clear (both sealed), or the call's name
+//! (only its SHA-256), take an answer twice, or outlive its expiry (`purge_expired`).
+
+use std::time::Duration;
+
+use serde_json::Value;
+use sqlx::Row;
+
+use crate::account::{hash_hex, now, secs};
+use crate::error::{Result, StoreError};
+use crate::store::{GATEWAY_INPUT_ANSWER, GATEWAY_INPUT_OUTCOME};
+use crate::user_data::UserStore;
+
+/// Largest answer (the client's inputResponses, JSON bytes) the store takes.
+pub const MAX_GATEWAY_ANSWER_BYTES: usize = 1024 * 1024;
+/// Largest outcome (JSON bytes) the store takes.
+pub const MAX_GATEWAY_OUTCOME_BYTES: usize = 8 * 1024 * 1024;
+
+/// What a row stores for the call `call` (method and name): its SHA-256, hex.
+pub fn call_hash(call: &str) -> String {
+    hash_hex(call)
+}
+
+fn too_big(what: &str, max: usize) -> StoreError {
+    StoreError::Invalid(format!("{what} is at most {max} bytes of JSON"))
+}
+
+impl UserStore {
+    /// Open the row for the call `call_hash` waiting under `id` (its `requestState`),
+    /// valid for `ttl`.
+    ///
+    /// # Errors
+    /// A database failure (an `id` already used included).
+    pub async fn open_gateway_input(&self, id: &str, call_hash: &str, ttl: Duration) -> Result<()> {
+        let t = now();
+        sqlx::query(
+            "INSERT INTO gateway_inputs \
+             (id, user_id, call_hash, answer, taken_at, outcome, created_at, expires_at) \
+             VALUES ($1, $2, $3, NULL, NULL, NULL, $4, $5)",
+        )
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .bind(call_hash.to_owned())
+        .bind(t)
+        .bind(t.saturating_add(secs(ttl)))
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("saving a gateway call waiting for input"))?;
+        Ok(())
+    }
+
+    /// Whether the call `call_hash` waits under `id` (unexpired, this user's).
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn gateway_input_waiting(&self, id: &str, call_hash: &str) -> Result<bool> {
+        let row = sqlx::query(
+            "SELECT 1 FROM gateway_inputs WHERE id = $1 AND user_id = $2 AND call_hash = $3 \
+             AND expires_at > $4",
+        )
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .bind(call_hash.to_owned())
+        .bind(now())
+        .fetch_optional(&self.store.pool)
+        .await
+        .map_err(StoreError::query(
+            "reading a gateway call waiting for input",
+        ))?;
+        Ok(row.is_some())
+    }
+
+    /// Write the client's answer for the call waiting under `id`. `false` when there is
+    /// no such unexpired, unanswered row of this user's for this call (the first answer
+    /// wins).
+    ///
+    /// # Errors
+    /// An answer over [`MAX_GATEWAY_ANSWER_BYTES`]; no secret key; a database failure.
+    pub async fn answer_gateway_input(
+        &self,
+        id: &str,
+        call_hash: &str,
+        answer: &Value,
+    ) -> Result<bool> {
+        let text = answer.to_string();
+        if text.len() > MAX_GATEWAY_ANSWER_BYTES {
+            return Err(too_big("a client's answer", MAX_GATEWAY_ANSWER_BYTES));
+        }
+        let sealed = self.seal_for(GATEWAY_INPUT_ANSWER, id, text.as_bytes())?;
+        let done = sqlx::query(
+            "UPDATE gateway_inputs SET answer = $1 WHERE id = $2 AND user_id = $3 \
+             AND call_hash = $4 AND answer IS NULL AND expires_at > $5",
+        )
+        .bind(sealed)
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .bind(call_hash.to_owned())
+        .bind(now())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("answering a gateway call"))?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// The client's answer for the call waiting under `id`, once written and not yet
+    /// taken; taking it marks it taken (a second call gets `None`).
+    ///
+    /// # Errors
+    /// No secret key, an answer that does not open, a database failure.
+    pub async fn take_gateway_input_answer(&self, id: &str) -> Result<Option<Value>> {
+        let row = sqlx::query(
+            "UPDATE gateway_inputs SET taken_at = $1 WHERE id = $2 AND user_id = $3 \
+             AND answer IS NOT NULL AND taken_at IS NULL AND expires_at > $1 RETURNING answer",
+        )
+        .bind(now())
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .fetch_optional(&self.store.pool)
+        .await
+        .map_err(StoreError::query("taking a gateway call's answer"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let sealed: Vec<u8> = row
+            .try_get(0)
+            .map_err(StoreError::query("taking a gateway call's answer"))?;
+        self.open_json(GATEWAY_INPUT_ANSWER, id, &sealed).map(Some)
+    }
+
+    /// Write the outcome of the call that waited under `id` (its result, its error, or
+    /// its next question), for the instance the client's retry reached.
+    ///
+    /// # Errors
+    /// An outcome over [`MAX_GATEWAY_OUTCOME_BYTES`]; no secret key; a database failure.
+    pub async fn put_gateway_input_outcome(&self, id: &str, outcome: &Value) -> Result<()> {
+        let text = outcome.to_string();
+        if text.len() > MAX_GATEWAY_OUTCOME_BYTES {
+            return Err(too_big(
+                "a gateway call's outcome",
+                MAX_GATEWAY_OUTCOME_BYTES,
+            ));
+        }
+        let sealed = self.seal_for(GATEWAY_INPUT_OUTCOME, id, text.as_bytes())?;
+        sqlx::query("UPDATE gateway_inputs SET outcome = $1 WHERE id = $2 AND user_id = $3")
+            .bind(sealed)
+            .bind(id.to_owned())
+            .bind(self.uid())
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query("saving a gateway call's outcome"))?;
+        Ok(())
+    }
+
+    /// The outcome of the call `call_hash` that waited under `id`, once written; the
+    /// row ends with it.
+    ///
+    /// # Errors
+    /// No secret key, an outcome that does not open, a database failure.
+    pub async fn take_gateway_input_outcome(
+        &self,
+        id: &str,
+        call_hash: &str,
+    ) -> Result<Option<Value>> {
+        let row = sqlx::query(
+            "DELETE FROM gateway_inputs WHERE id = $1 AND user_id = $2 AND call_hash = $3 \
+             AND outcome IS NOT NULL RETURNING outcome",
+        )
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .bind(call_hash.to_owned())
+        .fetch_optional(&self.store.pool)
+        .await
+        .map_err(StoreError::query("taking a gateway call's outcome"))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let sealed: Vec<u8> = row
+            .try_get(0)
+            .map_err(StoreError::query("taking a gateway call's outcome"))?;
+        self.open_json(GATEWAY_INPUT_OUTCOME, id, &sealed).map(Some)
+    }
+
+    /// Remove the row of the call that waited under `id` (its retry reached the instance
+    /// running it, or it ended).
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn finish_gateway_input(&self, id: &str) -> Result<()> {
+        sqlx::query("DELETE FROM gateway_inputs WHERE id = $1 AND user_id = $2")
+            .bind(id.to_owned())
+            .bind(self.uid())
+            .execute(&self.store.pool)
+            .await
+            .map_err(StoreError::query(
+                "removing a gateway call waiting for input",
+            ))?;
+        Ok(())
+    }
+}

@@ -1,0 +1,233 @@
+//! The team gateway's calls waiting for a client's input, across instances. A client on
+//! 2026-07-28 answered with an `InputRequiredResult` sends its retry wherever the load
+//! balancer puts it; the call itself (the upstream request, still waiting for the answer)
+//! stays in the `InputTable` of the instance that started it. The store's
+//! `gateway_inputs` row is the mailbox between the two:
+//!
+//! - [`offer`] (the running instance, when a call parks): opens the row for the
+//!   `requestState` and watches it every [`POLL_EVERY`]: when another instance has
+//!   written the client's answer, takes the call back (`InputTable::resume_detached`),
+//!   relays on with no client attached, and writes the outcome (the result, the error,
+//!   or the next question — then watches the next `requestState` the same way). A
+//!   retry that reaches this instance takes the call from the table itself, and the
+//!   watch ends.
+//! - [`retry_elsewhere`] (an instance a retry reached, holding no such call): writes the
+//!   client's answer, then waits up to [`WAIT_FOR_OUTCOME`] for the outcome; with none
+//!   yet it answers an `InputRequiredResult` carrying only the `requestState`, which the
+//!   client's SDK retries after a short backoff.
+//!
+//! Must not: take a state of another user or another call (every row query names the
+//! token's user and the call's hash), or wait past the call's own timeout.
+
+use std::time::{Duration, Instant};
+
+use rmcp::model::{ErrorData, InputRequiredResult, InputResponses};
+use rmcp::service::{RequestContext, RoleServer};
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use switchboard_gateway::{CallKey, Detached, Relayed, upstream_error};
+use switchboard_store::{UserId, UserStore, call_hash};
+
+use super::state::TeamState;
+
+/// How often the store is read for an answer or an outcome.
+pub const POLL_EVERY: Duration = Duration::from_millis(200);
+/// How long a retry that reached another instance waits for the outcome before it
+/// answers with the `requestState` alone (the client calls again).
+pub const WAIT_FOR_OUTCOME: Duration = Duration::from_secs(25);
+
+fn unavailable(e: switchboard_store::StoreError) -> ErrorData {
+    tracing::warn!("team store (gateway input): {e}");
+    ErrorData::internal_error("the team database did not answer; call again", None)
+}
+
+/// Opens the row of a call parked here under `request_state` and watches it (see the
+/// module doc). A row that cannot be written leaves the call reachable from this
+/// instance only.
+pub(crate) async fn offer(
+    state: &TeamState,
+    user: &UserId,
+    request_state: String,
+    key: CallKey,
+    server: String,
+) {
+    let us = state.store().for_user(user);
+    let hash = call_hash(&key.call);
+    let ttl = state.inputs().timeout();
+    if let Err(e) = us.open_gateway_input(&request_state, &hash, ttl).await {
+        tracing::warn!("team store (gateway input): {e}: a retry must reach this instance");
+        return;
+    }
+    let inputs = state.inputs().clone();
+    tokio::spawn(async move {
+        let mut watched = request_state;
+        let mut deadline = Instant::now() + ttl;
+        while Instant::now() < deadline {
+            tokio::time::sleep(POLL_EVERY).await;
+            if !inputs.holds(&watched) {
+                return; // taken by a retry here, or timed out
+            }
+            let answer = match us.take_gateway_input_answer(&watched).await {
+                Ok(Some(a)) => a,
+                Ok(None) => continue,
+                Err(e) => {
+                    tracing::warn!("team store (gateway input): {e}");
+                    continue;
+                }
+            };
+            let responses: InputResponses = serde_json::from_value(answer).unwrap_or_default();
+            let Some(step) = inputs.resume_detached(&watched, &key, responses).await else {
+                return;
+            };
+            let (outcome, next) = match step {
+                Detached::Done(Ok(result)) => (json!({"result": result}), None),
+                Detached::Done(Err(e)) => (json!({"error": upstream_error(&server, e)}), None),
+                Detached::InputRequired(asked) => {
+                    let next = asked.request_state.clone();
+                    if let Some(n) = &next
+                        && let Err(e) = us.open_gateway_input(n, &hash, ttl).await
+                    {
+                        tracing::warn!("team store (gateway input): {e}");
+                    }
+                    (json!({"inputRequired": asked}), next)
+                }
+            };
+            put_outcome(&us, &watched, &outcome).await;
+            match next {
+                Some(n) => {
+                    watched = n;
+                    deadline = Instant::now() + ttl;
+                }
+                None => return,
+            }
+        }
+    });
+}
+
+/// Writes `outcome`; one too big for the store becomes an error saying so.
+async fn put_outcome(us: &UserStore, request_state: &str, outcome: &Value) {
+    if let Err(e) = us.put_gateway_input_outcome(request_state, outcome).await {
+        tracing::warn!("team store (gateway input): {e}");
+        let error = ErrorData::internal_error(
+            format!(
+                "the call's result could not be handed to the instance your retry reached \
+                 ({e}); call again"
+            ),
+            None,
+        );
+        if let Err(e) = us
+            .put_gateway_input_outcome(request_state, &json!({"error": error}))
+            .await
+        {
+            tracing::warn!("team store (gateway input): {e}");
+        }
+    }
+}
+
+/// A retry whose call is parked here: the row is not needed any more.
+pub(crate) fn taken_here(state: &TeamState, user: &UserId, request_state: &str) {
+    let us = state.store().for_user(user);
+    let id = request_state.to_owned();
+    tokio::spawn(async move {
+        if let Err(e) = us.finish_gateway_input(&id).await {
+            tracing::warn!("team store (gateway input): {e}");
+        }
+    });
+}
+
+/// A retry whose call is parked on another instance (see the module doc).
+pub(crate) async fn retry_elsewhere<T: DeserializeOwned>(
+    state: &TeamState,
+    ctx: &RequestContext<RoleServer>,
+    user: &UserId,
+    request_state: &str,
+    key: &CallKey,
+    responses: Option<InputResponses>,
+) -> Result<Relayed<T>, ErrorData> {
+    let us = state.store().for_user(user);
+    let hash = call_hash(&key.call);
+    let answered = match &responses {
+        Some(r) => {
+            let value = serde_json::to_value(r).unwrap_or(Value::Null);
+            us.answer_gateway_input(request_state, &hash, &value)
+                .await
+                .map_err(unavailable)?
+        }
+        None => false,
+    };
+    if !answered
+        && !us
+            .gateway_input_waiting(request_state, &hash)
+            .await
+            .map_err(unavailable)?
+    {
+        return Err(ErrorData::invalid_params(
+            "requestState names no call waiting for input (it timed out, or belongs to \
+             another call): call again without requestState and inputResponses",
+            None,
+        ));
+    }
+    let deadline = Instant::now() + WAIT_FOR_OUTCOME;
+    loop {
+        if let Some(outcome) = us
+            .take_gateway_input_outcome(request_state, &hash)
+            .await
+            .map_err(unavailable)?
+        {
+            return decode(outcome);
+        }
+        if Instant::now() >= deadline {
+            return Ok(Relayed::InputRequired(
+                InputRequiredResult::from_request_state(request_state),
+            ));
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL_EVERY) => {}
+            () = ctx.ct.cancelled() => {
+                return Err(ErrorData::internal_error("the client went away", None));
+            }
+        }
+    }
+}
+
+/// An outcome as written by [`offer`]'s watch.
+fn decode<T: DeserializeOwned>(mut outcome: Value) -> Result<Relayed<T>, ErrorData> {
+    let broken = || ErrorData::internal_error("the call's stored outcome did not read", None);
+    if let Some(v) = outcome.get_mut("result").map(Value::take) {
+        return serde_json::from_value(v)
+            .map(|r| Relayed::Done(Ok(r)))
+            .map_err(|_| broken());
+    }
+    if let Some(v) = outcome.get_mut("inputRequired").map(Value::take) {
+        return serde_json::from_value(v)
+            .map(Relayed::InputRequired)
+            .map_err(|_| broken());
+    }
+    match outcome.get_mut("error").map(Value::take) {
+        Some(v) => Err(serde_json::from_value(v).unwrap_or_else(|_| broken())),
+        None => Err(broken()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rmcp::model::CallToolResult;
+
+    #[test]
+    fn outcomes_decode_to_their_kind() {
+        let r: Relayed<CallToolResult> =
+            decode(json!({"result": {"content": [{"type": "text", "text": "x"}]}})).unwrap();
+        assert!(matches!(r, Relayed::Done(Ok(_))));
+        let r: Relayed<CallToolResult> = decode(json!({"inputRequired": {
+            "resultType": "input_required", "requestState": "abc"}}))
+        .unwrap();
+        assert!(
+            matches!(r, Relayed::InputRequired(ir) if ir.request_state.as_deref() == Some("abc"))
+        );
+        let e = decode::<CallToolResult>(json!({"error": {"code": -32602, "message": "nope"}}));
+        assert_eq!(e.err().unwrap().message, "nope");
+        let e = decode::<CallToolResult>(json!({"something": 1}));
+        assert!(e.err().unwrap().message.contains("did not read"));
+    }
+}
