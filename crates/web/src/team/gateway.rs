@@ -19,8 +19,9 @@
 //!
 //! Clients on 2026-07-28: an upstream's elicitation during a call comes back as an
 //! `InputRequiredResult` (the call registered with the elicitation router as
-//! `Asker::Gateway`, parked in this instance's `InputTable` until the client's retry:
-//! a retry reaching another instance is refused, "call again"); `subscriptions/listen`
+//! `Asker::Gateway`, parked in this instance's `InputTable` until the client's retry; a
+//! retry reaching another instance is handed over through the store, `gateway_input`);
+//! `subscriptions/listen`
 //! rebuilds the user's catalog every [`LISTEN_EVERY`] and sends what changed. Older
 //! clients have neither (no stream in stateless mode): elicitation is declined.
 //!
@@ -362,8 +363,9 @@ impl TeamGatewayServer {
     /// Runs one upstream request for a downstream one, with the upstream's progress
     /// under the client's own token. A client on 2026-07-28 is also asked the upstream
     /// server's questions (elicitation) through an `InputRequiredResult`, the call
-    /// waiting on this instance for its retry (`switchboard_gateway::InputTable`);
-    /// older clients' calls have those questions declined.
+    /// waiting on this instance for its retry (`switchboard_gateway::InputTable`), which
+    /// may reach any instance ([`gateway_input`]); older clients' calls have those
+    /// questions declined.
     async fn relay_call<T: Send + serde::Serialize + serde::de::DeserializeOwned + 'static>(
         &self,
         ctx: &RequestContext<RoleServer>,
