@@ -179,6 +179,33 @@ async fn browser_step(
 }
 
 /// `tools/list` straight over HTTP with `token`: the status and the WWW-Authenticate.
+/// Alice signed in with her own `servers` (name, URL) and a gateway access token (10
+/// minutes) for `resource`: her id, her session cookie and the token.
+async fn alice_with_token(
+    store: &Store,
+    servers: &[(&str, &str)],
+    resource: &str,
+) -> (switchboard_store::UserId, String, String) {
+    let (alice, cookie) = team_support::sign_in(store, "alice@example.com", false).await;
+    for (name, url) in servers {
+        store
+            .for_user(&alice)
+            .put_server(&server(name, url, None))
+            .await
+            .unwrap();
+    }
+    let client_id = team_support::gateway_client(store, "http://127.0.0.1:9/cb").await;
+    let (access, _) = team_support::gateway_tokens(
+        store,
+        &cookie,
+        &client_id,
+        resource,
+        Duration::from_secs(600),
+    )
+    .await;
+    (alice, cookie, access)
+}
+
 /// Runs a client driver (`program driver '<plan>'`), killed after `secs`; its last
 /// stdout line, as JSON.
 async fn run_driver(
@@ -1013,21 +1040,8 @@ async fn cors_opens_the_bearer_endpoints_and_no_cookie_route() {
     let app = Instance::start(&db, InstanceOptions::default()).await;
     let store = db.store().await;
     let demo = demo_http().await;
-    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
-    store
-        .for_user(&alice)
-        .put_server(&server("demo", &demo, None))
-        .await
-        .unwrap();
-    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
-    let (access, _) = team_support::gateway_tokens(
-        &store,
-        &cookie,
-        &client_id,
-        &format!("{}/mcp", app.origin()),
-        Duration::from_secs(600),
-    )
-    .await;
+    let resource = format!("{}/mcp", app.origin());
+    let (alice, cookie, access) = alice_with_token(&store, &[("demo", &demo)], &resource).await;
     let grant = store.for_user(&alice).gateway_grants().await.unwrap()[0]
         .id
         .as_str()
@@ -1191,21 +1205,9 @@ async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
     let app = Instance::start(&db, InstanceOptions::default()).await;
     let store = db.store().await;
     let everything = spawn_everything(EverythingMode::StreamableHttp).await;
-    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
-    store
-        .for_user(&alice)
-        .put_server(&server("everything", &everything.url, None))
-        .await
-        .unwrap();
-    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
-    let (access, _) = team_support::gateway_tokens(
-        &store,
-        &cookie,
-        &client_id,
-        &format!("{}/mcp", app.origin()),
-        Duration::from_secs(600),
-    )
-    .await;
+    let resource = format!("{}/mcp", app.origin());
+    let (_, _, access) =
+        alice_with_token(&store, &[("everything", &everything.url)], &resource).await;
     let slow = "everything__trigger-long-running-operation";
 
     let sdk = switchboard_testkit::peers_dir().join("node/node_modules/@modelcontextprotocol/sdk");
@@ -1306,21 +1308,12 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
     let store = db.store().await;
     let everything = spawn_everything(EverythingMode::StreamableHttp).await;
     let rug = spawn_python(PyMode::StreamableHttp, &[("SWITCHBOARD_PY_RUG_PULL", "1")]).await;
-    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
-    let us = store.for_user(&alice);
-    us.put_server(&server("everything", &everything.url, None))
-        .await
-        .unwrap();
-    us.put_server(&server("rug", &rug.url, None)).await.unwrap();
-    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
-    let (access, _) = team_support::gateway_tokens(
-        &store,
-        &cookie,
-        &client_id,
-        &format!("{}/mcp", app.origin()),
-        Duration::from_secs(600),
-    )
-    .await;
+    let servers = [
+        ("everything", everything.url.as_str()),
+        ("rug", rug.url.as_str()),
+    ];
+    let resource = format!("{}/mcp", app.origin());
+    let (_, _, access) = alice_with_token(&store, &servers, &resource).await;
     let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../gateway/tests/drivers/py_modern_client.py");
     let plan = json!({
@@ -1380,21 +1373,9 @@ async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() 
     }
     let store = db.store().await;
     let everything = spawn_everything(EverythingMode::StreamableHttp).await;
-    let (alice, cookie) = team_support::sign_in(&store, "alice@example.com", false).await;
-    store
-        .for_user(&alice)
-        .put_server(&server("everything", &everything.url, None))
-        .await
-        .unwrap();
-    let client_id = team_support::gateway_client(&store, "http://127.0.0.1:9/cb").await;
-    let (access, _) = team_support::gateway_tokens(
-        &store,
-        &cookie,
-        &client_id,
-        &format!("{origin}/mcp"),
-        Duration::from_secs(600),
-    )
-    .await;
+    let resource = format!("{origin}/mcp");
+    let (_, _, access) =
+        alice_with_token(&store, &[("everything", &everything.url)], &resource).await;
     let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../gateway/tests/drivers/py_modern_client.py");
     let bases: Vec<String> = apps.iter().map(|a| a.base.clone()).collect();
