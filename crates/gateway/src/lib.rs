@@ -6,7 +6,10 @@
 //! anything else the host withholds apply), under collision-proof names
 //! ([`names`]: `{server}__{tool}`) and URIs ([`uris`]), and relays each call to the
 //! right connection with progress, cancellation, logging, the call's own `_meta`,
-//! forwarded elicitation/sampling and the client's roots. Its own stdin/stdout are
+//! forwarded elicitation/sampling and the client's roots. Clients on protocol
+//! 2026-07-28, which has no sessions and no server-to-client requests, are asked the
+//! upstream's questions through `InputRequiredResult`s ([`InputTable`]) and hear list
+//! changes on `subscriptions/listen` ([`serve_listen`]). Its own stdin/stdout are
 //! read and written on the reactor when they are sockets or pipes (`stdio`). It never
 //! opens an upstream connection itself and never passes an upstream credential
 //! downstream.

@@ -1,7 +1,10 @@
 //! One downstream session: the rmcp `ServerHandler` that answers a client from the
 //! current catalog and relays its calls to the right upstream server, with progress,
 //! cancellation, the request's own `_meta` (tools/call, resources/read, prompts/get,
-//! completion/complete) and forwarded elicitation/sampling/roots in both directions.
+//! completion/complete) and forwarded elicitation/sampling/roots in both directions —
+//! for a client on 2026-07-28 through `InputRequiredResult` (`crate::input`), with list
+//! changes on `subscriptions/listen` (`crate::listen`) and every relayed result marked
+//! `resultType: "complete"` ([`completed`]).
 //!
 //! It must not touch an upstream except through `Host::connection`, and never sends
 //! an upstream credential or header downstream (it only copies MCP results).
