@@ -297,14 +297,17 @@ fn py_modern_driver(plan: Value) -> Value {
 
 /// Upstreams for a client on 2026-07-28: the demo server, server-everything (it asks for
 /// elicitation and sampling, and reports progress) and the Python SDK server with its
-/// `rug_pull` tool (changes `echo` and sends `tools/list_changed`).
-fn modern_settings(dir: &Path) -> PathBuf {
+/// `rug_pull` tool (changes `echo` and sends `tools/list_changed`), and the Python SDK
+/// server on 2026-07-28 over HTTP, whose `greet` asks for the name through an
+/// `InputRequiredResult` of its own (so the question crosses two such hops).
+fn modern_settings(dir: &Path, resolve_url: &str) -> PathBuf {
     let (node, node_args) = switchboard_testkit::everything_stdio_command();
     let (py, py_args) = python_stdio_command();
     let servers = json!({
         "demo": {"command": BIN, "args": ["demo-server"]},
         "everything": {"command": node, "args": node_args},
         "rug": {"command": py, "args": py_args, "env": {"SWITCHBOARD_PY_RUG_PULL": "1"}},
+        "resolve": {"httpUrl": resolve_url},
     });
     let path = dir.join("settings.json");
     std::fs::write(&path, json!({"mcpServers": servers}).to_string()).unwrap();
@@ -329,7 +332,7 @@ fn check_modern(out: &Value) {
         .iter()
         .map(|a| a["kind"].as_str().unwrap())
         .collect();
-    assert_eq!(asked, ["elicitation", "sampling"], "{out}");
+    assert_eq!(asked, ["elicitation", "sampling", "elicitation"], "{out}");
     let elicit = out["elicit"].as_array().unwrap();
     assert!(
         elicit.iter().any(|t| t
@@ -352,6 +355,9 @@ fn check_modern(out: &Value) {
         "{out}"
     );
     assert!(out["resource"][0].as_str().unwrap().contains('7'), "{out}");
+    // The upstream's own InputRequiredResult, answered by the downstream client.
+    assert_eq!(out["more"][0][0], "hello Ada Lovelace", "{out}");
+    assert_eq!(out["asked"][2]["kind"], "elicitation", "{out}");
     // subscriptions/listen: the rug pull changes `rug__echo`, and the listener hears it.
     assert_eq!(out["listen"], json!(["ToolsListChanged"]), "{out}");
     assert!(
@@ -371,7 +377,9 @@ fn modern_plan() -> Value {
         "elicitContent": {"name": "Ada Lovelace"},
         "sample": {"name": "everything__trigger-sampling-request",
                    "arguments": {"prompt": "hello", "maxTokens": 20}},
-        "resource": "py://item/7",
+        // Offered by two servers (rug, resolve): read through its qualified URI.
+        "resource": "switchboard-gateway://rug/py://item/7",
+        "more": [{"name": "resolve__greet"}],
         "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
     })
 }
@@ -384,8 +392,13 @@ fn modern_plan() -> Value {
 #[tokio::test(flavor = "multi_thread")]
 async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
     ensure_peers();
+    let resolve = switchboard_testkit::spawn_python(
+        switchboard_testkit::PyMode::StreamableHttp,
+        &[("SWITCHBOARD_PY_RESOLVE", "1")],
+    )
+    .await;
     let env = common::Env::new();
-    let config = modern_settings(env.project.path());
+    let config = modern_settings(env.project.path(), &resolve.url);
     let gw = spawn_http_gateway(&config, &env, &[]).await;
     let mut plan = modern_plan();
     plan["transport"] = json!("http");
@@ -399,7 +412,7 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
 
     // Over stdio (a second home: the first one's pins now hold the changed `echo`).
     let env = common::Env::new();
-    let config = modern_settings(env.project.path());
+    let config = modern_settings(env.project.path(), &resolve.url);
     let mut plan = modern_plan();
     plan["transport"] = json!("stdio");
     plan["command"] = json!("env");

@@ -4,8 +4,10 @@
 //! (rmcp's client, with the stateless 2026-07-28 revision tried first and the
 //! `initialize` handshake as fallback), and the legacy HTTP+SSE transport (ours).
 //! Every request has a timeout; a timed-out or cancelled request sends
-//! `notifications/cancelled`. This crate knows nothing about other servers, settings
-//! files or models.
+//! `notifications/cancelled`. What a server asks (elicitation, sampling, roots) is
+//! answered by the embedder's [`ClientHooks`], whether it asks with a request of its
+//! own or, on 2026-07-28, with an `InputRequiredResult` (the call is then retried with
+//! the answers). This crate knows nothing about other servers, settings files or models.
 
 mod connection;
 mod error;

@@ -11,6 +11,10 @@ HTTP transports always bind 127.0.0.1. Environment:
     SWITCHBOARD_PY_ECHO_NAME  the `echo` tool's name (another value is a rename).
     SWITCHBOARD_PY_RUG_PULL  when set, a `rug_pull` tool that changes `echo`'s description
                             while connected and sends notifications/tools/list_changed.
+    SWITCHBOARD_PY_RESOLVE  when set, tools whose inputs the SDK resolves from the client
+                            (`Resolve`): `greet` asks the person's name (elicitation),
+                            `summarize` samples the client's model, `where` lists the roots.
+                            On 2026-07-28 they ask through an InputRequiredResult.
     SWITCHBOARD_PY_META     when set, what a proxy forwards can be seen: a `meta` tool, a
                             `py://meta/{name}` resource and a `meta` prompt answer with the
                             request's `_meta` (as JSON, progressToken left out), and a
@@ -109,6 +113,41 @@ if os.environ.get("SWITCHBOARD_PY_META"):
     async def roots(ctx: Context) -> str:
         result = await ctx.session.list_roots()
         return json.dumps([str(r.uri) for r in result.roots])
+
+
+if os.environ.get("SWITCHBOARD_PY_RESOLVE"):
+    import json as _json
+    from typing import Annotated
+
+    from mcp.server.mcpserver import Elicit, ListRoots, Resolve, Sample
+    from mcp_types import CreateMessageResult, ListRootsResult, SamplingMessage, TextContent
+
+    class Name(BaseModel):
+        name: str
+
+    def _ask_name() -> Elicit[Name]:
+        return Elicit("What is your name?", Name)
+
+    @mcp.tool(description="Ask the person's name (elicitation), then greet them.")
+    def greet(who: Annotated[Name, Resolve(_ask_name)]) -> str:
+        return f"hello {who.name}"
+
+    def _sample_summary() -> Sample:
+        return Sample(
+            [SamplingMessage(role="user", content=TextContent(type="text", text="Summarize: MCP"))],
+            max_tokens=50,
+        )
+
+    @mcp.tool(description="Ask the client's model for a summary (sampling) and return it.")
+    def summarize(summary: Annotated[CreateMessageResult, Resolve(_sample_summary)]) -> str:
+        return f"model said: {summary.content.text}"
+
+    def _roots() -> ListRoots:
+        return ListRoots()
+
+    @mcp.tool(description="List the client's roots (roots/list) as JSON URIs.")
+    def where(roots: Annotated[ListRootsResult, Resolve(_roots)]) -> str:
+        return _json.dumps([str(r.uri) for r in roots.roots])
 
 
 @mcp.tool(description="Add two numbers; the result is structured ({\"sum\": a + b}).")

@@ -13,6 +13,7 @@ Usage: python py_modern_client.py '<json plan>'
           elicit: {name, arguments}   answered "accept" with plan.elicitContent; out.elicit
           sample: {name, arguments}   answered with a fixed assistant text; out.sample
           resource: URI, prompt: NAME, promptArgs
+          more: [{name, arguments}]   further calls; out.more = their texts
           listen: {name, arguments}   open subscriptions/listen (tools), then call NAME;
                                       out.listen = the events seen within 30 s}
 """
@@ -88,6 +89,8 @@ async def drive(c: Client) -> None:
     if plan.get("sample"):
         r = await c.call_tool(plan["sample"]["name"], plan["sample"].get("arguments", {}))
         out["sample"] = texts(r)
+    if plan.get("more"):
+        out["more"] = [texts(await c.call_tool(m["name"], m.get("arguments", {}))) for m in plan["more"]]
     if plan.get("resource"):
         r = await c.read_resource(plan["resource"])
         out["resource"] = [x.text for x in r.contents]

@@ -68,6 +68,7 @@ impl Connection {
             child,
             diag,
             progress,
+            hooks: opts.hooks.clone(),
             request_timeout: opts.request_timeout,
         }
     }

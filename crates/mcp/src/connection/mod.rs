@@ -33,6 +33,7 @@ use crate::token::TokenSource;
 mod dial;
 mod failure;
 mod http_setup;
+mod input;
 mod session;
 
 pub use session::{MAX_LIST_PAGES, PROGRESS_CAP};
@@ -132,6 +133,9 @@ pub struct Connection {
     child: Option<Arc<ChildGuard>>,
     diag: Option<SharedDiagnostics>,
     progress: Arc<ProgressRouter>,
+    /// What answers the server's questions: its own requests (through the handler) and,
+    /// on 2026-07-28, the `InputRequiredResult`s of its calls (`input`).
+    hooks: Arc<dyn ClientHooks>,
     request_timeout: Duration,
 }
 

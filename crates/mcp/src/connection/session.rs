@@ -109,7 +109,7 @@ impl Connection {
 
     /// Sends a request already built as rmcp's type (what [`Self::request`] builds
     /// from JSON; calls build it directly, with no JSON round trip per call).
-    async fn send(
+    pub(super) async fn send(
         &self,
         method: &str,
         req: ClientRequest,
@@ -239,10 +239,14 @@ impl Connection {
         arguments: Option<serde_json::Map<String, Value>>,
         opts: &CallOptions,
     ) -> Result<CallToolResult, RequestError> {
-        let mut params = CallToolRequestParams::new(name.to_string());
-        params.arguments = arguments;
-        let req = ClientRequest::CallToolRequest(Request::new(params));
-        match self.send("tools/call", req, opts).await? {
+        let build = |responses, state| {
+            let mut params = CallToolRequestParams::new(name.to_string());
+            params.arguments = arguments.clone();
+            params.input_responses = responses;
+            params.request_state = state;
+            Ok(ClientRequest::CallToolRequest(Request::new(params)))
+        };
+        match self.send_with_input("tools/call", build, opts).await? {
             ServerResult::CallToolResult(r) => Ok(r),
             _ => Err(RequestError::Unexpected {
                 method: "tools/call".into(),
@@ -256,10 +260,13 @@ impl Connection {
         uri: &str,
         opts: &CallOptions,
     ) -> Result<ReadResourceResult, RequestError> {
-        match self
-            .request("resources/read", json!({"uri": uri}), opts)
-            .await?
-        {
+        let build = |responses, state| {
+            make_request(
+                "resources/read",
+                with_input(json!({"uri": uri}), responses, state),
+            )
+        };
+        match self.send_with_input("resources/read", build, opts).await? {
             ServerResult::ReadResourceResult(r) => Ok(r),
             _ => Err(RequestError::Unexpected {
                 method: "resources/read".into(),
@@ -274,8 +281,11 @@ impl Connection {
         arguments: serde_json::Map<String, Value>,
         opts: &CallOptions,
     ) -> Result<GetPromptResult, RequestError> {
-        let params = json!({"name": name, "arguments": arguments});
-        match self.request("prompts/get", params, opts).await? {
+        let build = |responses, state| {
+            let params = json!({"name": name, "arguments": arguments});
+            make_request("prompts/get", with_input(params, responses, state))
+        };
+        match self.send_with_input("prompts/get", build, opts).await? {
             ServerResult::GetPromptResult(r) => Ok(r),
             _ => Err(RequestError::Unexpected {
                 method: "prompts/get".into(),
@@ -334,6 +344,21 @@ impl Connection {
         };
         self.request("ping", json!({}), &opts).await.map(|_| ())
     }
+}
+
+/// `params` with a retry's `inputResponses` and `requestState` (see `input`).
+fn with_input(
+    mut params: Value,
+    responses: Option<rmcp::model::InputResponses>,
+    state: Option<String>,
+) -> Value {
+    if let Some(r) = responses {
+        params["inputResponses"] = json!(r);
+    }
+    if let Some(s) = state {
+        params["requestState"] = json!(s);
+    }
+    params
 }
 
 fn make_request(method: &str, params: Value) -> Result<ClientRequest, RequestError> {
