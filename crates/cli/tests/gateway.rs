@@ -399,7 +399,9 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
     .await;
     let env = common::Env::new();
     let config = modern_settings(env.project.path(), &resolve.url);
-    let gw = spawn_http_gateway(&config, &env, &[]).await;
+    let audit = env.project.path().join("audit.jsonl");
+    let audit_arg = audit.display().to_string();
+    let gw = spawn_http_gateway(&config, &env, &["--audit", &audit_arg]).await;
     let mut plan = modern_plan();
     plan["transport"] = json!("http");
     plan["url"] = json!(gw.url);
@@ -408,6 +410,20 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
         .await
         .unwrap();
     check_modern(&out);
+    // The audit log has the leg that asked and the retry that finished, each a line,
+    // with the client's name from the request itself (there is no session).
+    let lines: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|l: &Value| l["requested"] == "everything__trigger-elicitation-request")
+        .collect();
+    let outcomes: Vec<&str> = lines
+        .iter()
+        .map(|l| l["outcome"].as_str().unwrap())
+        .collect();
+    assert_eq!(outcomes, ["input_required", "ok"], "{lines:?}");
+    assert!(lines[0]["client"].is_string(), "{lines:?}");
     drop(gw);
 
     // Over stdio (a second home: the first one's pins now hold the changed `echo`).

@@ -36,7 +36,9 @@ pub struct AuditEntry {
     /// The name the client used.
     pub requested: String,
     pub duration_ms: u64,
-    /// `ok`, `tool_error` (a result with `isError`), `error` or `cancelled`.
+    /// `ok`, `tool_error` (a result with `isError`), `error`, `cancelled`, or
+    /// `input_required` (a leg that asked a client on 2026-07-28 for input; its retry is
+    /// a line of its own).
     pub outcome: &'static str,
     /// The error message, for `error`.
     #[serde(skip_serializing_if = "Option::is_none")]

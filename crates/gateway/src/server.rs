@@ -418,6 +418,17 @@ pub(crate) async fn send_progress(
     }
 }
 
+/// The audit outcome of a leg that ended asking the client for input (2026-07-28); the
+/// call's retry is audited as a call of its own.
+fn asked_outcome() -> Outcome {
+    Outcome {
+        outcome: "input_required",
+        error: None,
+        bytes: 0,
+        result: None,
+    }
+}
+
 fn outcome_of<T: serde::Serialize>(
     r: &Result<T, ErrorData>,
     is_error: bool,
@@ -534,6 +545,14 @@ impl ServerHandler for GatewayServer {
         };
         let result = match relayed {
             Ok(Relayed::InputRequired(asked)) => {
+                let call = Call {
+                    method: "tools/call",
+                    route: Some((server, tool)),
+                    requested: &requested,
+                    started,
+                    arguments: args_value,
+                };
+                self.audit(&context, call, asked_outcome);
                 return Ok(CallToolResponse::InputRequired(asked));
             }
             Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
@@ -605,6 +624,14 @@ impl ServerHandler for GatewayServer {
         };
         let result = match relayed {
             Ok(Relayed::InputRequired(asked)) => {
+                let call = Call {
+                    method: "prompts/get",
+                    route: Some((server, prompt)),
+                    requested: &request.name,
+                    started,
+                    arguments: args_value,
+                };
+                self.audit(&context, call, asked_outcome);
                 return Ok(GetPromptResponse::InputRequired(asked));
             }
             Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
@@ -700,6 +727,14 @@ impl ServerHandler for GatewayServer {
         };
         let result = match relayed {
             Ok(Relayed::InputRequired(asked)) => {
+                let call = Call {
+                    method: "resources/read",
+                    route: Some((&server, &uri)),
+                    requested: &request.uri,
+                    started,
+                    arguments: None,
+                };
+                self.audit(&context, call, asked_outcome);
                 return Ok(ReadResourceResponse::InputRequired(asked));
             }
             Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(&server, e)),
