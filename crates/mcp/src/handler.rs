@@ -155,7 +155,7 @@ impl ProgressRouter {
             m.remove(token);
         }
     }
-    fn route(&self, params: ProgressNotificationParam) {
+    pub(crate) fn route(&self, params: ProgressNotificationParam) {
         let sink = self
             .sinks
             .lock()
@@ -175,7 +175,6 @@ impl ProgressRouter {
 pub(crate) struct HostHandler {
     pub(crate) server: Arc<str>,
     pub(crate) hooks: Arc<dyn ClientHooks>,
-    pub(crate) progress: Arc<ProgressRouter>,
     pub(crate) info: ClientConfig,
 }
 
@@ -273,14 +272,8 @@ impl ClientHandler for HostHandler {
         }
     }
 
-    fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) -> impl Future<Output = ()> + Send + '_ {
-        self.progress.route(params);
-        std::future::ready(())
-    }
+    // Progress is routed by the connection's transport tap, in the order the server
+    // sent it (`connection::tap`); rmcp's own handling of it goes on as usual.
 
     fn on_logging_message(
         &self,

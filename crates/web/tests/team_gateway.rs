@@ -1226,10 +1226,9 @@ async fn progress_reaches_the_ts_sdk_client_through_the_stateless_gateway() {
         .iter()
         .filter(|e| e.get("progress").is_some())
         .collect();
-    // The last upstream notification may lose the race with the upstream result (rmcp's
-    // client handles each notification in a task of its own, the response directly), so
-    // at least the first two of three; all in order, all before the result.
-    assert!((2..=3).contains(&progress.len()), "{v}");
+    // All three, in order, all before the result (switchboard-mcp routes progress as
+    // its transport reads it, so none can fall behind the upstream result).
+    assert_eq!(progress.len(), 3, "{v}");
     for (i, p) in progress.iter().enumerate() {
         assert_eq!(p["progress"], json!(i + 1), "{v}");
         assert_eq!(p["total"], json!(3), "{v}");

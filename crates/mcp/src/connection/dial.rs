@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 
 use super::failure::{connect_failure, init_error_message, is_connect_failure};
 use super::http_setup::{auth_source, check_url, header_map, http_client, preflight};
+use super::tap::ProgressTap;
 use super::{ConnectOptions, Connection};
 use crate::error::ConnectError;
 use crate::handler::{Declared, HostHandler, ProgressRouter, client_info};
@@ -30,11 +31,10 @@ use crate::token::TokenHttpClient;
 /// How long the stateless-revision probe may take before we fall back to `initialize`.
 const DISCOVER_PROBE_TIMEOUT: Duration = Duration::from_secs(5);
 
-fn handler(opts: &ConnectOptions, progress: &Arc<ProgressRouter>) -> HostHandler {
+fn handler(opts: &ConnectOptions) -> HostHandler {
     HostHandler {
         server: Arc::from(opts.name.as_str()),
         hooks: opts.hooks.clone(),
-        progress: progress.clone(),
         info: client_info(
             &opts.client_name,
             &opts.client_version,
@@ -109,10 +109,14 @@ async fn connect_stdio(
 ) -> Result<Connection, ConnectError> {
     let (transport, guard, diag) = stdio::spawn(&opts.name, target, opts.max_message_bytes)?;
     let progress = Arc::new(ProgressRouter::default());
-    let handler = handler(opts, &progress);
+    let handler = handler(opts);
     let attempt = tokio::time::timeout(
         opts.startup_limit(),
-        serve_client_with_lifecycle(handler, transport, ClientLifecycleMode::Initialize),
+        serve_client_with_lifecycle(
+            handler,
+            ProgressTap::new(transport, &progress),
+            ClientLifecycleMode::Initialize,
+        ),
     )
     .await;
     match attempt {
@@ -181,8 +185,8 @@ async fn connect_http(
         let probe = tokio::time::timeout(
             DISCOVER_PROBE_TIMEOUT.min(opts.startup_limit()),
             serve_client_with_lifecycle(
-                handler(opts, &progress),
-                make(),
+                handler(opts),
+                ProgressTap::new(make(), &progress),
                 ClientLifecycleMode::Discover {
                     preferred_versions: vec![ProtocolVersion::V_2026_07_28],
                 },
@@ -230,8 +234,8 @@ async fn connect_http(
     let attempt = tokio::time::timeout_at(
         deadline,
         serve_client_with_lifecycle(
-            handler(opts, &progress),
-            make(),
+            handler(opts),
+            ProgressTap::new(make(), &progress),
             ClientLifecycleMode::Initialize,
         ),
     )
@@ -382,8 +386,8 @@ async fn connect_sse(
     let attempt = tokio::time::timeout_at(
         deadline,
         serve_client_with_lifecycle(
-            handler(opts, &progress),
-            transport,
+            handler(opts),
+            ProgressTap::new(transport, &progress),
             ClientLifecycleMode::Initialize,
         ),
     )

@@ -35,6 +35,7 @@ mod failure;
 mod http_setup;
 mod input;
 mod session;
+mod tap;
 
 pub use session::{MAX_LIST_PAGES, PROGRESS_CAP};
 
