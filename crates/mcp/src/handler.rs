@@ -1,5 +1,7 @@
 //! Answers what a server asks of us (elicitation, roots, sampling) and forwards what it
-//! tells us (list changes, progress, log messages) to the embedding host.
+//! tells us (list changes, log messages) to the embedding host; progress goes to the
+//! call that asked for it through the [`ProgressRouter`], fed by the connection's
+//! transport tap.
 //!
 //! Sampling, roots and logging are marked deprecated by SEP-2577 in the newest
 //! revision, but servers on 2024-11-05 … 2025-11-25 use them, so we keep answering.
