@@ -36,7 +36,7 @@ use rmcp::model::{
     ListRootsResult, ProtocolVersion,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use switchboard_mcp::{Progress, RequestError, decline_elicitation};
+use switchboard_mcp::{CallOptions, Progress, RequestError, decline_elicitation};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +86,30 @@ pub struct Upstream<T> {
     pub cancel: CancellationToken,
     /// Kept as long as the call lives (the registration that routes `asks` here).
     pub keep: Box<dyn Send>,
+}
+
+impl<T> Upstream<T> {
+    /// Starts nothing yet: `start` makes the request with `opts` (its cancel replaced
+    /// by the call's own, so that a parked call outlives the request that began it),
+    /// and `register` routes the server's questions to the channel it is given, for
+    /// as long as what it returns is kept.
+    pub fn new(
+        mut opts: CallOptions,
+        progress: mpsc::UnboundedReceiver<Progress>,
+        start: impl FnOnce(CallOptions) -> BoxFuture<'static, Result<T, RequestError>>,
+        register: impl FnOnce(mpsc::UnboundedSender<Forwarded>) -> Box<dyn Send>,
+    ) -> Self {
+        let cancel = CancellationToken::new();
+        opts.cancel = Some(cancel.clone());
+        let (asks_tx, asks) = mpsc::unbounded_channel();
+        Self {
+            keep: register(asks_tx),
+            call: start(opts),
+            progress,
+            asks,
+            cancel,
+        }
+    }
 }
 
 /// What [`InputTable::relay`] answers the client.

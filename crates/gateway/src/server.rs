@@ -29,7 +29,6 @@ use rmcp::service::{NotificationContext, RequestContext, RoleServer, Subscriptio
 use rmcp::{ServerHandler, ServiceExt};
 use switchboard_mcp::{CallOptions, Connection, Progress, RequestError};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditEntry, now};
 use crate::catalog::Catalog;
@@ -232,7 +231,7 @@ impl GatewayServer {
         retry: Retry,
         start: impl FnOnce(CallOptions) -> BoxFuture<'static, Result<T, RequestError>>,
     ) -> Result<Relayed<T>, ErrorData> {
-        let (mut opts, prx) = self.call_options(ctx);
+        let (opts, prx) = self.call_options(ctx);
         if !takes_input_required(ctx) {
             return Ok(Relayed::Done(
                 self.relay(ctx, server, start(opts), prx).await,
@@ -245,17 +244,9 @@ impl GatewayServer {
         self.shared
             .inputs
             .relay(ctx, key, retry, || {
-                let cancel = CancellationToken::new();
-                opts.cancel = Some(cancel.clone());
-                let (ftx, frx) = mpsc::unbounded_channel();
-                let guard = self.shared.register_inflight(server, ftx);
-                Upstream {
-                    call: start(opts),
-                    progress: prx,
-                    asks: frx,
-                    cancel,
-                    keep: Box::new(guard),
-                }
+                Upstream::new(opts, prx, start, |asks| {
+                    Box::new(self.shared.register_inflight(server, asks))
+                })
             })
             .await
     }

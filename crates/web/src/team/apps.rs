@@ -134,6 +134,11 @@ fn no_session() -> ApiError {
     ApiError::not_found("no such app session: the app was closed, or never opened here")
 }
 
+/// The signed-in user's app session `id` (a 404 for anyone else's).
+async fn signed_session(state: &TeamState, signed: &SignedIn, id: &str) -> ApiResult<AppSession> {
+    session_or_404(&user_store(state, signed), id).await
+}
+
 async fn session_or_404(us: &UserStore, id: &str) -> ApiResult<AppSession> {
     us.app_session(id)
         .await
@@ -292,31 +297,19 @@ pub async fn sandbox(
     sandbox_response(&state.cfg().app_origin, &csp)
 }
 
-/// An app's `tools/call`.
-#[derive(Debug, Deserialize)]
-pub struct RawAppCall {
-    name: String,
-    #[serde(default)]
-    arguments: Option<Value>,
-}
-
 /// `POST /api/apps/{id}/tools/call` `{name, arguments}`: a tool of the session's server
 /// that is visible to apps.
 pub async fn call_tool(
     State(state): State<TeamState>,
     Extension(signed): Extension<SignedIn>,
     Path(id): Path<String>,
-    ApiJson(raw): ApiJson<RawAppCall>,
+    ApiJson(call): ApiJson<super::servers::RawCall>,
 ) -> ApiResult<Json<Value>> {
-    let us = user_store(&state, &signed);
-    let s = session_or_404(&us, &id).await?;
+    let s = signed_session(&state, &signed, &id).await?;
     allowed(&s, "tools/call")?;
     let server = chat_name(&s.server);
-    let tool = tool_of(&state, &signed, &s, &raw.name).await?;
-    check_app_tool(tool.as_ref(), &server, &raw.name)?;
-    let call: super::servers::RawCall =
-        serde_json::from_value(json!({"tool": raw.name, "args": raw.arguments}))
-            .map_err(|e| ApiError::bad_request(format!("the tool call: {e}")))?;
+    let tool = tool_of(&state, &signed, &s, call.tool()).await?;
+    check_app_tool(tool.as_ref(), &server, call.tool())?;
     let Json(answer) = super::servers::call_on(&state, &signed, s.server.clone(), call).await?;
     Ok(Json(json!({"server": server, "result": answer["result"]})))
 }
@@ -335,8 +328,7 @@ pub async fn read_resource(
     ApiJson(raw): ApiJson<RawAppRead>,
 ) -> ApiResult<Json<Value>> {
     use super::metrics::McpMethod;
-    let us = user_store(&state, &signed);
-    let s = session_or_404(&us, &id).await?;
+    let s = signed_session(&state, &signed, &id).await?;
     allowed(&s, "resources/read")?;
     if raw.uri.trim().is_empty() || raw.uri.len() > 4096 {
         return Err(ApiError::bad_request(
@@ -370,8 +362,7 @@ pub async fn lists(
     Path(id): Path<String>,
 ) -> ApiResult<Json<Value>> {
     use super::metrics::McpMethod;
-    let us = user_store(&state, &signed);
-    let s = session_or_404(&us, &id).await?;
+    let s = signed_session(&state, &signed, &id).await?;
     for m in ["resources/list", "resources/templates/list", "prompts/list"] {
         allowed(&s, m)?;
     }
@@ -415,8 +406,7 @@ pub async fn message(
     Path(id): Path<String>,
     ApiJson(raw): ApiJson<RawAppMessage>,
 ) -> ApiResult<Response> {
-    let us = user_store(&state, &signed);
-    let s = session_or_404(&us, &id).await?;
+    let s = signed_session(&state, &signed, &id).await?;
     allowed(&s, "ui/message")?;
     let send: super::chat::RawSend = serde_json::from_value(json!({"message": raw.message}))
         .map_err(|e| ApiError::bad_request(format!("the app's message: {e}")))?;

@@ -57,8 +57,6 @@ use switchboard_gateway::{
 use switchboard_host::{ServerSnapshot, ServerStatus};
 use switchboard_mcp::{CallOptions, Connection, RequestError};
 use switchboard_store::{ServerRef, User, UserId};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use super::elicit::Asker;
 use super::gateway_auth::{mcp_url, resource_metadata_url};
@@ -377,7 +375,7 @@ impl TeamGatewayServer {
     ) -> Result<Relayed<T>, ErrorData> {
         // Upstream progress goes down under the client's own token: rmcp's stateless
         // mode answers a request that notifies before its result as an SSE stream.
-        let (mut opts, progress) = relay_options(ctx);
+        let (opts, progress) = relay_options(ctx);
         if !takes_input_required(ctx) {
             return Ok(Relayed::Done(
                 relay_progress(ctx, start(opts), progress).await,
@@ -406,20 +404,10 @@ impl TeamGatewayServer {
             .state
             .inputs()
             .relay(ctx, key.clone(), retry, || {
-                let cancel = CancellationToken::new();
-                opts.cancel = Some(cancel.clone());
-                let (asks_tx, asks) = mpsc::unbounded_channel();
-                let keep: Box<dyn Send> = match router {
-                    Some(r) => Box::new(r.enter(user.as_str(), server, Asker::Gateway(asks_tx))),
-                    None => Box::new(asks_tx),
-                };
-                Upstream {
-                    call: start(opts),
-                    progress,
-                    asks,
-                    cancel,
-                    keep,
-                }
+                Upstream::new(opts, progress, start, |asks| match router {
+                    Some(r) => Box::new(r.enter(user.as_str(), server, Asker::Gateway(asks))),
+                    None => Box::new(asks),
+                })
             })
             .await?;
         if let Relayed::InputRequired(asked) = &relayed

@@ -666,6 +666,13 @@ pub struct RawCall {
     args: Option<Value>,
 }
 
+impl RawCall {
+    /// The tool named.
+    pub(crate) fn tool(&self) -> &str {
+        &self.tool
+    }
+}
+
 /// `POST /api/servers/{name}/call`.
 pub async fn call(
     State(state): State<TeamState>,
