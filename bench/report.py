@@ -85,10 +85,14 @@ GW_RSS_BOUND_MB = 25.0
 
 GW_SCENARIOS = [
     ("direct", "Direct: TS SDK client → demo server (stdio)", "stdio"),
+    ("relay", "Floor: `switchboard-bench relay` (copies bytes, no parsing) → demo server (stdio)", "stdio"),
     ("gateway-stdio", "**`switchboard gateway`** (stdio) → demo server (stdio)", "stdio"),
     ("gateway-http", "**`switchboard gateway --http`** (Streamable HTTP, bearer token) → demo server (stdio)", "http"),
     ("supergateway", "supergateway `--stateful` (stdio→Streamable HTTP) → demo server (stdio)", "http"),
     ("mcp-proxy", "mcp-proxy `--server stream` (Streamable HTTP) → demo server (stdio)", "http"),
+    ("gateway-http/rust", "**`switchboard gateway --http`**, Switchboard's Rust client", "http"),
+    ("supergateway/rust", "supergateway `--stateful`, Switchboard's Rust client", "http"),
+    ("mcp-proxy/rust", "mcp-proxy `--server stream`, Switchboard's Rust client", "http"),
 ]
 
 
@@ -103,7 +107,7 @@ def _gw_alt_scenarios(by):
 
 
 def _med(runs, phase, key):
-    vals = [r[phase][key] for r in runs if phase in r]
+    vals = [r[phase][key] for r in runs if r.get(phase) and r[phase].get(key) is not None]
     if not vals:
         return None
     vals.sort()
@@ -127,7 +131,7 @@ def gateway_summary(res):
         for phase in ("seq", "conc"):
             row[phase] = {k: _med(runs, phase, k) for k in ("calls_per_s", "p50_ms", "p99_ms", "cpu_us_per_call")}
             row[phase]["all_calls_per_s"] = [r[phase]["calls_per_s"] for r in runs if phase in r]
-            if direct and label != "direct":
+            if direct and label != "direct" and "/rust" not in label:
                 row[phase]["added_p50_us"] = 1000 * (row[phase]["p50_ms"] - _med(direct, phase, "p50_ms"))
                 row[phase]["added_p99_us"] = 1000 * (row[phase]["p99_ms"] - _med(direct, phase, "p99_ms"))
         rss = [r["rss"] for r in runs if r.get("rss")]
@@ -144,13 +148,18 @@ def gateway_summary(res):
             "measured": sc["gateway-stdio"]["seq"]["added_p50_us"],
             "per_round": pairs,
         }
-    if "gateway-http" in sc:
+    if "relay" in sc:
+        summary["targets"]["added_p50_us_floor"] = {"measured": sc["relay"]["seq"]["added_p50_us"]}
+    for client in ("", "/rust"):
+        if "gateway-http" + client not in sc:
+            continue
         for proxy in ("supergateway", "mcp-proxy"):
-            if proxy in sc:
+            if proxy + client in sc:
                 for phase in ("seq", "conc"):
-                    summary["targets"][f"vs_{proxy}_{phase}"] = {
+                    summary["targets"][f"vs_{proxy}{client.replace('/', '_')}_{phase}"] = {
                         "bound": GW_VS_PROXIES,
-                        "measured": sc["gateway-http"][phase]["calls_per_s"] / sc[proxy][phase]["calls_per_s"],
+                        "measured": sc["gateway-http" + client][phase]["calls_per_s"]
+                        / sc[proxy + client][phase]["calls_per_s"],
                     }
     for row in res.get("gateway", []):
         if row["label"].startswith("gateway-rss-") and "@" in row["label"]:
@@ -212,7 +221,7 @@ def render_gateway(res):
         if not row:
             continue
         q, c = row["seq"], row["conc"]
-        added = lambda p, k: f"{p[k]:+.0f}" if k in p else "—"  # noqa: E731
+        added = lambda p, k: f"{p[k]:+.0f}" if p.get(k) is not None else "—"  # noqa: E731
         rss = f"{row['rss_hwm_kb'] / 1024:.1f} MB" if "rss_hwm_kb" in row else "—"
         cpu_cell = "—"
         if q.get("cpu_us_per_call") is not None and c.get("cpu_us_per_call") is not None:
@@ -259,14 +268,21 @@ def render_gateway(res):
             f"| Added p50 latency, stdio→stdio, sequential | ≤ {a['bound']:.0f} µs | {a['measured']:+.0f} µs"
             f" (per round: {rounds} µs) | {verdict(a['measured'] <= a['bound'])} |"
         )
-    for proxy in ("supergateway", "mcp-proxy"):
-        for phase, what in (("seq", "sequential"), ("conc", f"{conc.get('concurrency', '?')} in flight")):
-            r = t.get(f"vs_{proxy}_{phase}")
-            if r:
-                out.append(
-                    f"| Gateway (--http) calls/s ÷ {proxy}, {what} | ≥ {r['bound']:.0f}× | {r['measured']:.2f}× |"
-                    f" {verdict(r['measured'] >= r['bound'])} |"
-                )
+    f = t.get("added_p50_us_floor")
+    if f:
+        out.append(
+            f"| (the floor on this machine: added p50 of a process that only copies bytes) | — |"
+            f" {f['measured']:+.0f} µs | — |"
+        )
+    for client, who in (("", "TS SDK client"), ("_rust", "Switchboard's Rust client")):
+        for proxy in ("supergateway", "mcp-proxy"):
+            for phase, what in (("seq", "sequential"), ("conc", f"{conc.get('concurrency', '?')} in flight")):
+                r = t.get(f"vs_{proxy}{client}_{phase}")
+                if r:
+                    out.append(
+                        f"| Gateway (--http) calls/s ÷ {proxy}, {what}, {who} | ≥ {r['bound']:.0f}× |"
+                        f" {r['measured']:.2f}× | {verdict(r['measured'] >= r['bound'])} |"
+                    )
     r = t.get("rss_many_mb")
     if r and many:
         out.append(

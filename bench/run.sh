@@ -16,7 +16,8 @@
 #   GW_N=2000 GW_WARMUP=200 GW_CONC=32 GW_CONC_N=4000 GW_REPEATS=$BENCH_REPEATS
 #   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
 #                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
-#   GW_SCENARIOS="direct gateway-stdio gateway-http supergateway mcp-proxy"
+#   GW_SCENARIOS="direct relay gateway-stdio gateway-http supergateway mcp-proxy"
+#   GW_RUST_CLIENT=1     gateway section: drive every HTTP scenario with switchboard-bench too
 #   GW_ALT_SBS="base=PATH …"  gateway section: other `switchboard` builds (say, of the commit
 #                        before) run as gateway-stdio@base / gateway-http@base, interleaved
 #                        with the rest, plus their own RSS run with GW_RSS_SERVERS upstreams;
@@ -108,9 +109,10 @@ if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
   cargo build --release -p switchboard-cli -p switchboard-bench -p switchboard-demo-server
 fi
 NEED_BINS=("$SB")
-# The HTTP servers below serve the calls section only; the Rust bench runs in all but gateway.
+# The HTTP servers below serve the calls section only; the Rust bench runs in every section
+# (in the gateway section as the relay floor and the second HTTP client).
 if has_section calls || has_section team; then NEED_BINS+=("$DEMO"); fi
-if [ "$SECTIONS" != gateway ]; then NEED_BINS+=("$BENCH"); fi
+NEED_BINS+=("$BENCH")
 for b in "${NEED_BINS[@]}"; do
   [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
 done
@@ -404,13 +406,17 @@ fi
 # sequential `echo` calls, then GW_CONC_N calls with GW_CONC in flight. Scenarios,
 # interleaved GW_REPEATS times (bench/report.py keeps the median of each number):
 #   direct        the client spawns the demo server itself (stdio)
+#   relay         the client spawns `switchboard-bench relay`, which only copies bytes to
+#                 and from the demo server: the floor for any process in the middle
 #   gateway-stdio the client spawns `switchboard gateway`, which spawns the demo server
 #   gateway-http  `switchboard gateway --http` (bearer token), demo server over stdio
 #   supergateway  npm supergateway (stateful stdio→Streamable HTTP), same upstream
 #   mcp-proxy     npm mcp-proxy (Streamable HTTP endpoint), same upstream
 # Neither proxy can serve stdio (supergateway: "stdio→stdio not supported"; mcp-proxy
 # only listens on HTTP), so they are compared with the gateway's --http. The RSS of each
-# proxy process (not of its upstream) is read after the calls. Then the gateway's RSS
+# proxy process (not of its upstream) is read after the calls. Each HTTP scenario is then
+# driven by Switchboard's Rust client too (SCENARIO/rust; GW_RUST_CLIENT=0 skips it), since
+# the Node client's HTTP stack caps every HTTP path at a few hundred calls/s. Then the gateway's RSS
 # with GW_RSS_SERVERS demo servers (stdio) configured: after every one has served a call.
 if has_section gateway; then
   GW_N="${GW_N:-2000}"
@@ -419,7 +425,8 @@ if has_section gateway; then
   GW_CONC_N="${GW_CONC_N:-4000}"
   GW_REPEATS="${GW_REPEATS:-$REPEATS}"
   GW_RSS_SERVERS="${GW_RSS_SERVERS:-20}"
-  GW_SCENARIOS="${GW_SCENARIOS:-direct gateway-stdio gateway-http supergateway mcp-proxy}"
+  GW_SCENARIOS="${GW_SCENARIOS:-direct relay gateway-stdio gateway-http supergateway mcp-proxy}"
+  GW_RUST_CLIENT="${GW_RUST_CLIENT:-1}"
   PROXIES="$PEERS/clients/node_modules"
   SUPERGATEWAY="$PROXIES/supergateway/dist/index.js"
   MCP_PROXY="$PROXIES/mcp-proxy/dist/bin/mcp-proxy.mjs"
@@ -458,6 +465,30 @@ if has_section gateway; then
     record gateway "$out"
   }
 
+  # gw_rust LABEL URL TOOL [--token T]: the same calls from Switchboard's own client
+  # (`switchboard-bench calls`, rmcp + reqwest), which is not the bottleneck the Node
+  # client is over HTTP. `--session true`: the initialize handshake with a session, as
+  # the TS SDK 1.x client does (a proxy may serve the stateless 2026-07-28 revision in
+  # a slower way of its own). Recorded in the driver's shape.
+  gw_rust() {
+    local label="$1" url="$2" tool="$3" out
+    shift 3
+    if ! out="$("$BENCH" calls --transport http --target demo --url "$url" --session true "$@" \
+      --tool "$tool" --n "$GW_N" --warmup "$GW_WARMUP" --concurrency "$GW_CONC" \
+      --conc-n "$GW_CONC_N" 2>>"$WORK/gateway-clients.log")" || [ -z "$out" ]; then
+      tail -20 "$WORK/gateway-clients.log" >&2
+      die "gateway benchmark: $label failed"
+    fi
+    out="$(printf '%s' "$out" | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+keys = ("n", "calls_per_s", "p50_ms", "p99_ms")
+print(json.dumps({"label": sys.argv[1], "client": "switchboard", "protocol": d["protocol"],
+                  "seq": {k: d[k] for k in keys}, "conc": d["conc"]}))' "$label")"
+    say "  $label: $out"
+    record gateway "$out"
+  }
+
   # gw_http SCENARIO TOOL SERVER-CMD...: starts an HTTP server on a free port ({PORT} in
   # SERVER-CMD), drives it, reads its RSS, stops it.
   gw_http() {
@@ -469,6 +500,9 @@ if has_section gateway; then
     [[ "$scenario" == gateway-http* ]] && token_args=(--token "$GW_TOKEN")
     gw_run "$scenario" --transport http --url "http://127.0.0.1:$port/mcp" "${token_args[@]}" \
       --tool "$tool" --rss-pid "$pid"
+    if [ "$GW_RUST_CLIENT" = 1 ]; then
+      gw_rust "$scenario/rust" "http://127.0.0.1:$port/mcp" "$tool" "${token_args[@]}"
+    fi
     if ss -ltn 2>/dev/null | grep -E "(0\.0\.0\.0|\*|\[::\]):$port\b" >/dev/null; then
       die "$scenario listened on all interfaces"
     fi
@@ -512,6 +546,10 @@ if has_section gateway; then
           --port "{PORT}" --token-file "$WORK/gw-token" ;;
       direct)
         gw_run direct --transport stdio --command "$SB" --arg demo-server --tool echo --rss ;;
+      relay)
+        # The floor: a process that only copies bytes (switchboard-bench relay).
+        gw_run relay --transport stdio --command "$BENCH" --arg relay --arg -- --arg "$SB" \
+          --arg demo-server --tool echo --rss ;;
       gateway-stdio)
         gw_run gateway-stdio --transport stdio --command "$SB" --arg gateway \
           --env SWITCHBOARD_HOME="$GW_HOME" --tool demo__echo --rss ;;

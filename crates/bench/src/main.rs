@@ -3,7 +3,8 @@
 //!
 //! ```text
 //! switchboard-bench calls --transport stdio|http --target everything|demo [--n 1000]
-//!                         [--warmup 50] [--url URL] [--switchboard PATH] [--peers DIR]
+//!                         [--warmup 50] [--url URL] [--token T] [--session true] [--tool echo]
+//!                         [--concurrency C] [--conc-n 4000] [--switchboard PATH] [--peers DIR]
 //! switchboard-bench discover --servers N --delay-ms D [--runs 3] [--switchboard PATH]
 //! switchboard-bench rss [--servers 20] [--switchboard PATH]
 //! switchboard-bench registry [--tools 1000] [--servers 20] [--iterations 200]
@@ -11,7 +12,8 @@
 //!                             [--model in-process|fake-http|both] [--stream true|false|both]
 //! switchboard-bench team [--users 200] [--rounds 10] [--instances 1,2] [--switchboard PATH]
 //!                        [--demo PATH]
-//! (every subcommand also takes --runtime multi|current)
+//! switchboard-bench relay -- PROGRAM [ARGS...]
+//! (every measuring subcommand also takes --runtime multi|current)
 //! ```
 //!
 //! `bench/run.sh` runs all of them (and the TS / Python peer clients) and writes
@@ -21,6 +23,7 @@ mod args;
 mod calls;
 mod chat_bench;
 mod host_bench;
+mod relay;
 mod stats;
 mod team_bench;
 
@@ -33,10 +36,13 @@ use crate::args::{Args, Flavor};
 const USAGE: &str = "\
 usage:
   switchboard-bench calls --transport stdio|http --target everything|demo [--n 1000]
-                          [--warmup 50] [--url URL] [--switchboard PATH] [--peers DIR]
-      sequential tools/call `echo`; prints {calls_per_s, p50_ms, p99_ms, ...}
+                          [--warmup 50] [--url URL] [--token T] [--session true] [--tool echo]
+                          [--concurrency C] [--conc-n 4000] [--switchboard PATH] [--peers DIR]
+      sequential tools/call `echo`; prints {calls_per_s, p50_ms, p99_ms, ...}; with
+      --concurrency C, then --conc-n calls with C in flight (\"conc\": {...})
       (stdio spawns the server: server-everything via node, or `switchboard demo-server`;
-      http needs --url of a running server)
+      http needs --url of a running server; --token is sent as a bearer token;
+      --session true skips the 2026-07-28 probe for the initialize handshake)
   switchboard-bench discover --servers N --delay-ms D [--runs 3] [--switchboard PATH]
       N stdio demo servers (`switchboard demo-server --startup-delay-ms D`) started
       concurrently by Host::start(); prints the wall time of each run and the median
@@ -59,6 +65,10 @@ usage:
       tools and calling `echo` through `serve --team` (1 instance, then 2 on one
       PostgreSQL, round-robin); prints requests/s, p50/p99, errors, peak RSS per instance
 
+  switchboard-bench relay -- PROGRAM [ARGS...]
+      not a measurement: spawns PROGRAM and copies stdin/stdout to and from it, one
+      blocked thread per direction (the gateway benchmark's floor for a process hop)
+
   --switchboard defaults to the `switchboard` binary next to this one; --peers to
   the repository's tests/peers; --runtime multi|current picks the tokio runtime
   (default multi, as the `switchboard` CLI uses).";
@@ -72,6 +82,11 @@ fn main() -> ExitCode {
     if command == "-h" || command == "--help" {
         println!("{USAGE}");
         return ExitCode::SUCCESS;
+    }
+    if command == "relay" {
+        // Not a measurement itself: a process for the gateway benchmark to measure.
+        let argv: Vec<String> = argv.skip_while(|a| a == "--").collect();
+        return relay::run(&argv);
     }
     let mut args = match Args::parse(argv) {
         Ok(a) => a,
