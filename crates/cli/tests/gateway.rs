@@ -117,15 +117,20 @@ async fn spawn_http_gateway(config: &Path, env: &common::Env, extra: &[&str]) ->
 }
 
 fn raw_post(port: u16, auth: Option<&str>) -> (String, String) {
-    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
-    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}"#;
     let auth = auth
         .map(|a| format!("Authorization: {a}\r\n"))
         .unwrap_or_default();
+    raw_post_with(port, &auth, body)
+}
+
+/// POSTs `body` to the gateway with `headers` (each ending in CRLF); head and body.
+fn raw_post_with(port: u16, headers: &str, body: &str) -> (String, String) {
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).unwrap();
+    s.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
     write!(
         s,
-        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
     )
     .unwrap();
@@ -424,6 +429,45 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
         .collect();
     assert_eq!(outcomes, ["input_required", "ok"], "{lines:?}");
     assert!(lines[0]["client"].is_string(), "{lines:?}");
+    // A 2026-07-28 call whose answer is the only message comes back as one JSON body
+    // (not an event stream), with its `resultType`; a call with progress still streams.
+    let port = gw.port;
+    let (head, body) = tokio::task::spawn_blocking(move || {
+        let headers = format!(
+            "Authorization: Bearer {TOKEN}\r\nMCP-Protocol-Version: 2026-07-28\r\nMcp-Method: tools/call\r\nMcp-Name: demo__echo\r\n"
+        );
+        let meta = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"1"}}"#;
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{{"name":"demo__echo","arguments":{{"message":"plain"}},{meta}}}}}"#
+        );
+        let plain = raw_post_with(port, &headers, &call);
+        let slow = format!(
+            r#"{{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{{"name":"demo__slow","arguments":{{"seconds":1,"steps":2}},{}}}}}"#,
+            meta.replace(r#""_meta":{"#, r#""_meta":{"progressToken":"p1","#)
+        );
+        let headers = headers.replace("Mcp-Name: demo__echo", "Mcp-Name: demo__slow");
+        (plain, raw_post_with(port, &headers, &slow))
+    })
+    .await
+    .unwrap();
+    let ((head, body), (slow_head, slow_body)) = (head, body);
+    let slow_lower = slow_head.to_ascii_lowercase();
+    assert!(
+        slow_lower.contains("content-type: text/event-stream"),
+        "{slow_head}"
+    );
+    assert!(slow_body.contains("notifications/progress"), "{slow_body}");
+    assert!(slow_body.contains(r#""id":8"#), "{slow_body}");
+    let lower = head.to_ascii_lowercase();
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}\n{body}");
+    assert!(lower.contains("content-type: application/json"), "{head}");
+    let answer: Value = serde_json::from_str(body.trim()).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(answer["id"], 7, "{answer}");
+    assert_eq!(answer["result"]["resultType"], "complete", "{answer}");
+    assert_eq!(
+        answer["result"]["content"][0]["text"], "Echo: plain",
+        "{answer}"
+    );
     drop(gw);
 
     // Over stdio (a second home: the first one's pins now hold the changed `echo`).
