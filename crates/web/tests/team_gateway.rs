@@ -1326,9 +1326,15 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
         "elicitContent": {"name": "Ada Lovelace"},
         "resource": "py://item/7",
         "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
+        // A change after the client last listed but before its listen began (here: its
+        // own call, done before listening) is reported as soon as it listens: the first
+        // catalog is compared with the one the client last saw, not only later ones,
+        // so a change racing the subscription's acknowledgement is not lost.
+        "listenAfter": {"name": "rug__rug_pull", "arguments": {"text": "changed again"}, "wait": 5},
     });
     let python = switchboard_testkit::python_bin();
     let v = run_driver(python.as_os_str(), &driver, &plan, 120).await;
+    assert_eq!(v["listenAfter"], json!(["ToolsListChanged"]), "{v}");
     assert_eq!(v["version"], "2026-07-28", "{v}");
     assert_eq!(v["echo"][0], "Echo: hi", "{v}");
     assert!(v["slow"]["progress"].as_array().unwrap().len() >= 2, "{v}");

@@ -15,7 +15,10 @@ Usage: python py_modern_client.py '<json plan>'
           resource: URI, prompt: NAME, promptArgs
           more: [{name, arguments}]   further calls; out.more = their texts
           listen: {name, arguments}   open subscriptions/listen (tools), then call NAME;
-                                      out.listen = the events seen within 30 s}
+                                      out.listen = the events seen within 30 s
+          listenAfter: {name, arguments, wait}  call NAME first, then open
+                                      subscriptions/listen (tools); out.listenAfter =
+                                      the events seen within `wait` s (default 5)}
 """
 
 import asyncio
@@ -106,6 +109,16 @@ async def drive(c: Client) -> None:
                     events.append(type(event).__name__)
                     break
         out["listen"] = events
+    if plan.get("listenAfter"):
+        after = plan["listenAfter"]
+        await c.call_tool(after["name"], after.get("arguments", {}))
+        events = []
+        async with c.listen(tools_list_changed=True) as sub:
+            with anyio.move_on_after(after.get("wait", 5)):
+                async for event in sub:
+                    events.append(type(event).__name__)
+                    break
+        out["listenAfter"] = events
         out["toolsAfter"] = [t.name for t in (await c.list_tools()).tools]
 
 

@@ -70,6 +70,9 @@ use super::state::TeamState;
 pub const CATALOG_TTL: Duration = Duration::from_secs(30);
 /// At most this many users' catalogs kept per instance (the oldest goes first).
 const MAX_CATALOGS: usize = 1024;
+/// How long a user's last catalog is kept as what that user last saw, the baseline of
+/// a `subscriptions/listen` they open (longer than [`CATALOG_TTL`], which routes calls).
+const SEEN_TTL: Duration = Duration::from_secs(600);
 /// How often an open `subscriptions/listen` rebuilds the user's catalog to compare.
 pub const LISTEN_EVERY: Duration = Duration::from_secs(10);
 /// At most this many open `subscriptions/listen` requests per user on one instance.
@@ -107,9 +110,19 @@ impl CatalogCache {
             .map(|(_, c)| c.clone())
     }
 
+    /// The catalog last built for this user on this instance, up to [`SEEN_TTL`] old:
+    /// what the user's client last saw here, to compare with the lists now.
+    fn last_seen(&self, user: &UserId) -> Option<Arc<Catalog>> {
+        let entries = self.lock();
+        entries
+            .get(user.as_str())
+            .filter(|(at, _)| at.elapsed() < SEEN_TTL)
+            .map(|(_, c)| c.clone())
+    }
+
     fn put(&self, user: &UserId, catalog: Arc<Catalog>) {
         let mut entries = self.lock();
-        entries.retain(|_, (at, _)| at.elapsed() < CATALOG_TTL);
+        entries.retain(|_, (at, _)| at.elapsed() < SEEN_TTL);
         while entries.len() >= MAX_CATALOGS {
             let Some(oldest) = entries
                 .iter()
@@ -473,6 +486,13 @@ impl ServerHandler for TeamGatewayServer {
     /// Rebuilds the user's catalog every [`LISTEN_EVERY`] and sends what changed: a
     /// server added, removed, enabled or disabled through any instance, or a server's
     /// own lists changing, all reach the listener.
+    ///
+    /// rmcp acknowledges the subscription before this runs, so a client may change a
+    /// list (call a tool that does) while the first catalog is still being built here,
+    /// and that first catalog would already hold the change. So the first one is also
+    /// compared with the catalog this user's client last saw on this instance (built
+    /// before the acknowledgement): a change in between is sent at once. At worst that
+    /// sends a change the client already saw, which only makes it list again.
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let user = caller(subscription.request_context())?;
         let Some(_open) = Listening::enter(&self.state, &user.id) else {
@@ -484,7 +504,14 @@ impl ServerHandler for TeamGatewayServer {
                 None,
             ));
         };
+        let seen = self.state.catalogs().last_seen(&user.id);
         let mut last = self.fresh_catalog(&user.id).await?;
+        if let Some(seen) = seen {
+            let changed = ListsChanged::between(&seen, &last);
+            if changed.any() {
+                notify_listener(&subscription, changed).await;
+            }
+        }
         let mut tick = tokio::time::interval(LISTEN_EVERY);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         tick.tick().await;
