@@ -109,6 +109,7 @@ async def drive(c: Client) -> None:
                     events.append(type(event).__name__)
                     break
         out["listen"] = events
+        out["toolsAfter"] = [t.name for t in (await c.list_tools()).tools]
     if plan.get("listenAfter"):
         after = plan["listenAfter"]
         await c.call_tool(after["name"], after.get("arguments", {}))
@@ -119,7 +120,6 @@ async def drive(c: Client) -> None:
                     events.append(type(event).__name__)
                     break
         out["listenAfter"] = events
-        out["toolsAfter"] = [t.name for t in (await c.list_tools()).tools]
 
 
 async def main() -> None:
