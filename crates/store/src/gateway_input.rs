@@ -17,10 +17,11 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sqlx::Row;
+use sqlx::any::AnyRow;
 
 use crate::account::{hash_hex, now, secs};
 use crate::error::{Result, StoreError};
-use crate::store::{GATEWAY_INPUT_ANSWER, GATEWAY_INPUT_OUTCOME};
+use crate::store::{GATEWAY_INPUT_ANSWER, GATEWAY_INPUT_OUTCOME, SealedColumn};
 use crate::user_data::UserStore;
 
 /// Largest answer (the client's inputResponses, JSON bytes) the store takes.
@@ -33,11 +34,40 @@ pub fn call_hash(call: &str) -> String {
     hash_hex(call)
 }
 
-fn too_big(what: &str, max: usize) -> StoreError {
-    StoreError::Invalid(format!("{what} is at most {max} bytes of JSON"))
-}
-
 impl UserStore {
+    /// `value` as JSON sealed for column `col` of row `id`, refused over `max` bytes.
+    fn seal_value(
+        &self,
+        col: SealedColumn,
+        id: &str,
+        value: &Value,
+        (what, max): (&str, usize),
+    ) -> Result<Vec<u8>> {
+        let text = value.to_string();
+        if text.len() > max {
+            return Err(StoreError::Invalid(format!(
+                "{what} is at most {max} bytes of JSON"
+            )));
+        }
+        self.seal_for(col, id, text.as_bytes())
+    }
+
+    /// The sealed value a `RETURNING` query gave back as its first column, opened
+    /// (`None` when no row matched).
+    fn open_returned(
+        &self,
+        row: Option<AnyRow>,
+        col: SealedColumn,
+        id: &str,
+        doing: &'static str,
+    ) -> Result<Option<Value>> {
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let sealed: Vec<u8> = row.try_get(0).map_err(StoreError::query(doing))?;
+        self.open_json(col, id, &sealed).map(Some)
+    }
+
     /// Open the row for the call `call_hash` waiting under `id` (its `requestState`),
     /// valid for `ttl`.
     ///
@@ -94,11 +124,12 @@ impl UserStore {
         call_hash: &str,
         answer: &Value,
     ) -> Result<bool> {
-        let text = answer.to_string();
-        if text.len() > MAX_GATEWAY_ANSWER_BYTES {
-            return Err(too_big("a client's answer", MAX_GATEWAY_ANSWER_BYTES));
-        }
-        let sealed = self.seal_for(GATEWAY_INPUT_ANSWER, id, text.as_bytes())?;
+        let sealed = self.seal_value(
+            GATEWAY_INPUT_ANSWER,
+            id,
+            answer,
+            ("a client's answer", MAX_GATEWAY_ANSWER_BYTES),
+        )?;
         let done = sqlx::query(
             "UPDATE gateway_inputs SET answer = $1 WHERE id = $2 AND user_id = $3 \
              AND call_hash = $4 AND answer IS NULL AND expires_at > $5",
@@ -130,13 +161,12 @@ impl UserStore {
         .fetch_optional(&self.store.pool)
         .await
         .map_err(StoreError::query("taking a gateway call's answer"))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let sealed: Vec<u8> = row
-            .try_get(0)
-            .map_err(StoreError::query("taking a gateway call's answer"))?;
-        self.open_json(GATEWAY_INPUT_ANSWER, id, &sealed).map(Some)
+        self.open_returned(
+            row,
+            GATEWAY_INPUT_ANSWER,
+            id,
+            "taking a gateway call's answer",
+        )
     }
 
     /// Write the outcome of the call that waited under `id` (its result, its error, or
@@ -145,14 +175,12 @@ impl UserStore {
     /// # Errors
     /// An outcome over [`MAX_GATEWAY_OUTCOME_BYTES`]; no secret key; a database failure.
     pub async fn put_gateway_input_outcome(&self, id: &str, outcome: &Value) -> Result<()> {
-        let text = outcome.to_string();
-        if text.len() > MAX_GATEWAY_OUTCOME_BYTES {
-            return Err(too_big(
-                "a gateway call's outcome",
-                MAX_GATEWAY_OUTCOME_BYTES,
-            ));
-        }
-        let sealed = self.seal_for(GATEWAY_INPUT_OUTCOME, id, text.as_bytes())?;
+        let sealed = self.seal_value(
+            GATEWAY_INPUT_OUTCOME,
+            id,
+            outcome,
+            ("a gateway call's outcome", MAX_GATEWAY_OUTCOME_BYTES),
+        )?;
         sqlx::query("UPDATE gateway_inputs SET outcome = $1 WHERE id = $2 AND user_id = $3")
             .bind(sealed)
             .bind(id.to_owned())
@@ -183,13 +211,12 @@ impl UserStore {
         .fetch_optional(&self.store.pool)
         .await
         .map_err(StoreError::query("taking a gateway call's outcome"))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let sealed: Vec<u8> = row
-            .try_get(0)
-            .map_err(StoreError::query("taking a gateway call's outcome"))?;
-        self.open_json(GATEWAY_INPUT_OUTCOME, id, &sealed).map(Some)
+        self.open_returned(
+            row,
+            GATEWAY_INPUT_OUTCOME,
+            id,
+            "taking a gateway call's outcome",
+        )
     }
 
     /// Remove the row of the call that waited under `id` (its retry reached the instance

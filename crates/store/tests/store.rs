@@ -68,6 +68,23 @@ fn key() -> String {
     SecretKeys::generate_base64().unwrap()
 }
 
+/// Reads the rows of `sql` straight from the database and asserts that none of their
+/// columns holds any of `secrets` in clear; the number of rows.
+async fn assert_sealed(db: &Db, sql: &str, secrets: &[&str]) -> usize {
+    let raw = db.raw().await;
+    let rows = sqlx::query(sql).fetch_all(&raw).await.unwrap();
+    for row in &rows {
+        for i in 0..row.len() {
+            let bytes: Vec<u8> = row.try_get(i).unwrap();
+            let text = String::from_utf8_lossy(&bytes);
+            for secret in secrets {
+                assert!(!text.contains(secret), "column {i} of `{sql}` in clear");
+            }
+        }
+    }
+    rows.len()
+}
+
 fn keys(current: &str, previous: Option<&str>) -> SecretKeys {
     SecretKeys::from_base64(current, previous).unwrap()
 }
@@ -225,20 +242,13 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
         .unwrap();
 
     // Sealed at rest, and moved to a new key by re-encryption.
-    let raw = db.raw().await;
-    let rows = sqlx::query("SELECT answer, outcome FROM gateway_inputs")
-        .fetch_all(&raw)
-        .await
-        .unwrap();
-    assert_eq!(rows.len(), 1);
-    for i in 0..2 {
-        let bytes: Vec<u8> = rows[0].try_get(i).unwrap();
-        let text = String::from_utf8_lossy(&bytes);
-        assert!(
-            !text.contains("SECRET-PIN-5521") && !text.contains("PIN-OUTCOME-8830"),
-            "column {i} in clear"
-        );
-    }
+    let rows = assert_sealed(
+        &db,
+        "SELECT answer, outcome FROM gateway_inputs",
+        &["SECRET-PIN-5521", "PIN-OUTCOME-8830"],
+    )
+    .await;
+    assert_eq!(rows, 1);
     let k2 = key();
     let rotated = Store::open(db.url())
         .await
@@ -295,7 +305,7 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
     );
     assert!(only_new.purge_expired().await.unwrap() >= 1);
     let left: i64 = sqlx::query("SELECT COUNT(*) FROM gateway_inputs")
-        .fetch_one(&raw)
+        .fetch_one(&db.raw().await)
         .await
         .unwrap()
         .try_get(0)
@@ -2547,21 +2557,12 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
     );
 
     // Sealed at rest, and moved to a new key by re-encryption.
-    let raw = db.raw().await;
-    let rows = sqlx::query("SELECT request, content FROM chat_elicitations")
-        .fetch_all(&raw)
-        .await
-        .unwrap();
-    for row in &rows {
-        for i in 0..2 {
-            let bytes: Vec<u8> = row.try_get(i).unwrap();
-            let text = String::from_utf8_lossy(&bytes);
-            assert!(
-                !text.contains("PIN-HINT-4417") && !text.contains("SECRET-PIN-9921"),
-                "column {i} in clear"
-            );
-        }
-    }
+    assert_sealed(
+        &db,
+        "SELECT request, content FROM chat_elicitations",
+        &["PIN-HINT-4417", "SECRET-PIN-9921"],
+    )
+    .await;
     let k2 = key();
     let rotated = Store::open(db.url())
         .await
@@ -2600,7 +2601,7 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
             .is_none()
     );
     let n: i64 = sqlx::query("SELECT COUNT(*) FROM chat_elicitations")
-        .fetch_one(&raw)
+        .fetch_one(&db.raw().await)
         .await
         .unwrap()
         .get(0);

@@ -102,21 +102,14 @@ impl CatalogCache {
         }
     }
 
-    fn get(&self, user: &UserId) -> Option<Arc<Catalog>> {
+    /// The catalog last built for this user on this instance, if younger than
+    /// `max_age`: [`CATALOG_TTL`] to route a call, [`SEEN_TTL`] for what the user's
+    /// client last saw here.
+    fn within(&self, user: &UserId, max_age: Duration) -> Option<Arc<Catalog>> {
         let entries = self.lock();
         entries
             .get(user.as_str())
-            .filter(|(at, _)| at.elapsed() < CATALOG_TTL)
-            .map(|(_, c)| c.clone())
-    }
-
-    /// The catalog last built for this user on this instance, up to [`SEEN_TTL`] old:
-    /// what the user's client last saw here, to compare with the lists now.
-    fn last_seen(&self, user: &UserId) -> Option<Arc<Catalog>> {
-        let entries = self.lock();
-        entries
-            .get(user.as_str())
-            .filter(|(at, _)| at.elapsed() < SEEN_TTL)
+            .filter(|(at, _)| at.elapsed() < max_age)
             .map(|(_, c)| c.clone())
     }
 
@@ -365,7 +358,12 @@ impl TeamGatewayServer {
         user: &UserId,
         found: impl Fn(&Catalog) -> bool,
     ) -> Result<Arc<Catalog>, ErrorData> {
-        if let Some(c) = self.state.catalogs().get(user).filter(|c| found(c)) {
+        if let Some(c) = self
+            .state
+            .catalogs()
+            .within(user, CATALOG_TTL)
+            .filter(|c| found(c))
+        {
             return Ok(c);
         }
         self.fresh_catalog(user).await
@@ -504,7 +502,7 @@ impl ServerHandler for TeamGatewayServer {
                 None,
             ));
         };
-        let seen = self.state.catalogs().last_seen(&user.id);
+        let seen = self.state.catalogs().within(&user.id, SEEN_TTL);
         let mut last = self.fresh_catalog(&user.id).await?;
         if let Some(seen) = seen {
             let changed = ListsChanged::between(&seen, &last);
