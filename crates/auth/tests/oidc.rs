@@ -10,7 +10,7 @@
 // The test plays the browser and a hostile issuer with its own sockets and clients.
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};

@@ -8,7 +8,7 @@
 // clients; the one-network-door rule (clippy.toml) is for shipped code.
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,7 @@
 //! goes through with the token. (The example issues no refresh tokens.)
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::Duration;

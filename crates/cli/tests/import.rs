@@ -8,7 +8,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-mod common;
+use crate::common;
 use common::{Env, stderr, stdout};
 
 fn fixture(name: &str) -> String {

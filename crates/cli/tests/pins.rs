@@ -5,7 +5,7 @@
 //! and callable again after `mcp pins accept`; a rename and a corrupt pins file too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::os::unix::fs::PermissionsExt as _;
 

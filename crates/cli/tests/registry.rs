@@ -10,7 +10,7 @@ use std::process::{Command, Output};
 use serde_json::{Value, json};
 use switchboard_testkit::RegistryServer;
 
-mod common;
+use crate::common;
 use common::{Env, stderr, stdout};
 
 /// Starts the shared local registry (switchboard-testkit) on a free loopback port;

@@ -12,7 +12,7 @@ use sha2::{Digest, Sha256};
 use switchboard_testkit::{RegistryServer, registry_fixture};
 use zip::write::SimpleFileOptions;
 
-mod common;
+use crate::common;
 use common::{Env, stderr, stdout};
 
 /// A stdio MCP server (newline-delimited JSON-RPC) that needs nothing but Node.

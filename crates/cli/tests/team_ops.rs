@@ -12,7 +12,7 @@
 // clients; the one-network-door rule (clippy.toml) is for shipped code.
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

@@ -2,7 +2,7 @@
 //! `serve_http_with_shutdown`, and the binary's `http` mode.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::{net::SocketAddr, process::Stdio, time::Duration};
 

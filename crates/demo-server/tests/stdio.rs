@@ -1,7 +1,7 @@
 //! The demo server binary over stdio, driven by rmcp's child-process client.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::{
     process::Stdio,

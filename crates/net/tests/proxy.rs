@@ -3,7 +3,7 @@
 //! The fake proxy on 127.0.0.1 never forwards anything.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::net::IpAddr;
 use std::sync::Arc;

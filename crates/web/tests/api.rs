@@ -6,7 +6,7 @@
 // clients; the one-network-door rule (clippy.toml) is for shipped code.
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use common::{Api, FAKE_APP_URI, Home, demo_http, fake_mcp, start_app, wait_connected};
 use reqwest::Method;

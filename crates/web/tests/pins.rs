@@ -5,7 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
-mod common;
+use crate::common;
 
 use common::{Api, Home, demo_http, start_app, wait_connected};
 use serde_json::json;

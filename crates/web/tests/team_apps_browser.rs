@@ -14,7 +14,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
-mod team_support;
+use crate::team_support;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

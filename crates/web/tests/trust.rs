@@ -3,7 +3,7 @@
 //! `RecordingListener` on 127.0.0.1 that records every byte it receives.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use common::{Api, Home, demo_http, start_app, wait_connected};
 use reqwest::Method;

@@ -2,7 +2,7 @@
 //! run's log with the configured server that can render its UI step, and bad ids.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
+use crate::common;
 
 use std::time::SystemTime;
 
