@@ -1305,9 +1305,10 @@ fn elicit_got(v: &Value, name: &str) -> bool {
 
 /// The Python SDK's default client (`mcp.Client`, on 2026-07-28 with a server that
 /// speaks it) through the team gateway: results carry `resultType`, progress arrives,
-/// an upstream's elicitation comes back as an `InputRequiredResult` the client answers
-/// by retrying (the call waits on the instance), a resource is read, and a change of
-/// the user's lists reaches its `subscriptions/listen` stream.
+/// an upstream's elicitation, sampling and `roots/list` come back as
+/// `InputRequiredResult`s the client answers by retrying (the call waits on the
+/// instance), a resource is read, and a change of the user's lists reaches its
+/// `subscriptions/listen` stream.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
     use switchboard_testkit::{EverythingMode, PyMode, spawn_everything, spawn_python};
@@ -1316,7 +1317,14 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
     let app = Instance::start(&db, InstanceOptions::default()).await;
     let store = db.store().await;
     let everything = spawn_everything(EverythingMode::StreamableHttp).await;
-    let rug = spawn_python(PyMode::StreamableHttp, &[("SWITCHBOARD_PY_RUG_PULL", "1")]).await;
+    let rug = spawn_python(
+        PyMode::StreamableHttp,
+        &[
+            ("SWITCHBOARD_PY_RUG_PULL", "1"),
+            ("SWITCHBOARD_PY_RESOLVE", "1"),
+        ],
+    )
+    .await;
     let servers = [
         ("everything", everything.url.as_str()),
         ("rug", rug.url.as_str()),
@@ -1334,6 +1342,12 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
                  "arguments": {"duration": 1, "steps": 3}},
         "elicit": {"name": "everything__trigger-elicitation-request"},
         "elicitContent": {"name": "Ada Lovelace"},
+        "sample": {"name": "everything__trigger-sampling-request",
+                   "arguments": {"prompt": "hello", "maxTokens": 20}},
+        // The client declares roots; the Python server's `where` asks for them (through
+        // its own InputRequiredResult, so across two hops) and answers with them.
+        "roots": ["file:///home/alice/project"],
+        "more": [{"name": "rug__where"}],
         "resource": "py://item/7",
         "listen": {"name": "rug__rug_pull", "arguments": {"text": "changed under you"}},
         // A change after the client last listed but before its listen began (here: its
@@ -1348,11 +1362,32 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
     assert_eq!(v["version"], "2026-07-28", "{v}");
     assert_eq!(v["echo"][0], "Echo: hi", "{v}");
     assert!(v["slow"]["progress"].as_array().unwrap().len() >= 2, "{v}");
-    assert_eq!(v["asked"][0]["kind"], "elicitation", "{v}");
+    let asked: Vec<&str> = v["asked"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["kind"].as_str().unwrap())
+        .collect();
+    // server-everything also asks for roots when its connection opens, which is during
+    // the first call when nothing opened it before: that ask may come first.
+    let asked = asked.strip_prefix(&["roots"]).unwrap_or(&asked);
+    assert_eq!(asked, ["elicitation", "sampling", "roots"], "{v}");
     assert!(
         elicit_got(&v, "Ada Lovelace"),
         "the answer reached the tool: {v}"
     );
+    // The server's sampling request reached this client (team connections declare
+    // sampling; it is answered only through a gateway call), and its answer the tool.
+    assert!(
+        v["sample"][0]
+            .as_str()
+            .unwrap()
+            .contains("sampled by the python client"),
+        "{v}"
+    );
+    // The server saw the client's roots: not none, and never the team instance's own
+    // working directory.
+    assert_eq!(v["more"][0][0], r#"["file:///home/alice/project"]"#, "{v}");
     assert_eq!(v["resource"][0], "item 7", "{v}");
     assert_eq!(v["listen"], json!(["ToolsListChanged"]), "{v}");
     app.stop().await;

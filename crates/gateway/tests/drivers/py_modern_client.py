@@ -12,6 +12,8 @@ Usage: python py_modern_client.py '<json plan>'
           slow: {name, arguments}     call with a progress callback; out.slow = {progress, text}
           elicit: {name, arguments}   answered "accept" with plan.elicitContent; out.elicit
           sample: {name, arguments}   answered with a fixed assistant text; out.sample
+          roots: [URI, ...]           declare roots and answer roots/list with these
+                                      (without it the client declares no roots)
           resource: URI, prompt: NAME, promptArgs
           more: [{name, arguments}]   further calls; out.more = their texts
           listen: {name, arguments}   open subscriptions/listen (tools), then call NAME;
@@ -47,6 +49,11 @@ async def on_sample(ctx, params):
         content=types.TextContent(type="text", text="sampled by the python client"),
         model="py-fake-model",
     )
+
+
+async def on_roots(ctx):
+    out["asked"].append({"kind": "roots"})
+    return types.ListRootsResult(roots=[types.Root(uri=u) for u in plan["roots"]])
 
 
 class Alternate(httpx2.AsyncBaseTransport):
@@ -124,6 +131,8 @@ async def drive(c: Client) -> None:
 
 async def main() -> None:
     callbacks = {"elicitation_callback": on_elicit, "sampling_callback": on_sample}
+    if plan.get("roots"):
+        callbacks["list_roots_callback"] = on_roots
     if plan["transport"] == "stdio":
         server = StdioServerParameters(command=plan["command"], args=plan.get("args", []))
         async with Client(server, **callbacks) as c:

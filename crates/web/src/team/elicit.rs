@@ -21,10 +21,19 @@
 //!   `content` checked against the requested schema ([`check_content`]), written to the
 //!   store for the instance running the turn.
 //!
+//! - Sampling and roots ([`TeamHooks`]): a gateway call of a client on 2026-07-28
+//!   hands a server's `sampling/createMessage` and `roots/list` to that client like an
+//!   elicitation (answered, or refused when the client did not declare the
+//!   capability). Anywhere else — a chat, a Test, an older client's call — sampling is
+//!   refused with an error that says why, and `roots/list` gets an empty list: a team
+//!   instance has no roots of its user's to offer, and its own working directory is
+//!   the server machine's, never to be shown to a user's server.
+//!
 //! Must not: answer for a user other than the signed-in one (the answer is written only
 //! through `Store::for_user`, so another user's elicitation is a 404), hand a server
 //! content the requested schema does not allow, or make a URL clickable that
 //! [`crate::links::link_target`] refuses.
+#![allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still asked by servers
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -36,7 +45,10 @@ use futures::future::BoxFuture;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use switchboard_gateway::Forwarded;
-use switchboard_mcp::model::{ElicitRequestParams, ElicitResult, ElicitationAction};
+use switchboard_mcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ErrorCode, ErrorData, Root,
+};
 use switchboard_mcp::{ClientHooks, ServerEvent, decline_elicitation};
 use switchboard_store::{ElicitAction, ElicitAnswer, UserStore};
 use tokio::sync::{mpsc, oneshot};
@@ -185,8 +197,9 @@ fn pick<'a, T>(
     }
 }
 
-/// The client hooks of a cached team connection: elicitations go to the chat call
-/// running on it (see the module doc); everything else takes the defaults.
+/// The client hooks of a cached team connection: elicitations go to the chat or
+/// gateway call running on it, sampling and roots only to a gateway call's client
+/// (see the module doc).
 struct TeamHooks {
     router: Arc<ElicitRouter>,
     user: String,
@@ -216,18 +229,71 @@ impl ClientHooks for TeamHooks {
                 })
             }
             Err(n) => {
-                tracing::info!(
-                    server,
-                    "elicitation declined: {}",
-                    if n == 0 {
-                        "no call of this user that can ask runs on this server here"
-                    } else {
-                        "more than one call of this user runs on this server at once"
-                    }
-                );
+                tracing::info!("{}", no_asker("elicitation", &server, n));
                 Box::pin(async { decline_elicitation() })
             }
         }
+    }
+
+    fn sample(
+        &self,
+        _server: &str,
+        params: CreateMessageRequestParams,
+    ) -> BoxFuture<'static, Result<CreateMessageResult, ErrorData>> {
+        let server = self.server.clone();
+        let relay = match self.router.target(&self.user, &server) {
+            Ok(Asker::Gateway(relay)) => relay,
+            Ok(Asker::Chat(_)) => {
+                return refused(format!(
+                    "sampling declined: server `{server}` asked during a team chat, and team \
+                     chats do not run the model for servers"
+                ));
+            }
+            Err(n) => {
+                return refused(format!(
+                    "{} (sampling is answered only by a team gateway client on protocol \
+                     2026-07-28 that declared it)",
+                    no_asker("sampling", &server, n)
+                ));
+            }
+        };
+        let (tx, rx) = oneshot::channel();
+        let sent = relay.send(Forwarded::Sample(params, tx)).is_ok();
+        Box::pin(async move {
+            match sent {
+                true => rx.await.unwrap_or_else(|_| {
+                    Err(refusal("sampling declined: the gateway call ended".into()))
+                }),
+                false => Err(refusal("sampling declined: the gateway call ended".into())),
+            }
+        })
+    }
+
+    fn supports_sampling(&self) -> bool {
+        // Declared so that a gateway client that samples can be asked; every other
+        // call is refused with a reason (see `sample`).
+        true
+    }
+
+    fn list_roots(&self, _server: &str) -> BoxFuture<'static, Result<Vec<Root>, ErrorData>> {
+        match self.router.target(&self.user, &self.server) {
+            Ok(Asker::Gateway(relay)) => {
+                let (tx, rx) = oneshot::channel();
+                let sent = relay.send(Forwarded::Roots(tx)).is_ok();
+                Box::pin(async move {
+                    match sent {
+                        true => rx.await.unwrap_or_else(|_| Ok(Vec::new())),
+                        false => Ok(Vec::new()),
+                    }
+                })
+            }
+            _ => Box::pin(std::future::ready(Ok(Vec::new()))),
+        }
+    }
+
+    fn roots(&self) -> Vec<Root> {
+        // Never the default (this process's working directory, on the team's machine).
+        Vec::new()
     }
 
     fn on_event(&self, server: &str, event: ServerEvent) {
@@ -235,6 +301,26 @@ impl ClientHooks for TeamHooks {
             tracing::debug!(server, level, "{data}");
         }
     }
+}
+
+/// Why a server's question has no call to go to: none of this user's calls that can
+/// ask runs on `server` here (`n` = 0), or more than one does.
+fn no_asker(what: &str, server: &str, n: usize) -> String {
+    let why = if n == 0 {
+        "no call of this user that can ask runs on this server here"
+    } else {
+        "more than one call of this user runs on this server at once"
+    };
+    format!("{what} declined for server `{server}`: {why}")
+}
+
+fn refusal(message: String) -> ErrorData {
+    ErrorData::new(ErrorCode::INVALID_REQUEST, message, None)
+}
+
+fn refused(message: String) -> BoxFuture<'static, Result<CreateMessageResult, ErrorData>> {
+    tracing::info!("{message}");
+    Box::pin(std::future::ready(Err(refusal(message))))
 }
 
 /// What is stored and shown for a request: `{server, mode, message}` and the requested
@@ -697,6 +783,60 @@ mod tests {
                 .unwrap()
                 .contains("will not open")
         );
+    }
+
+    /// Sampling and roots reach only a gateway call's client; without one, sampling is
+    /// refused with its reason and the roots are empty (never this process's directory).
+    #[tokio::test]
+    async fn sampling_and_roots_go_only_to_a_gateway_call() {
+        let router = Arc::new(ElicitRouter::new(Duration::from_secs(5)));
+        let hooks = router.hooks_for("u", "s");
+        assert!(hooks.supports_sampling());
+        assert!(hooks.roots().is_empty());
+        assert!(hooks.list_roots("s").await.unwrap().is_empty());
+        let params: CreateMessageRequestParams = serde_json::from_value(json!({
+            "messages": [{"role": "user", "content": {"type": "text", "text": "hi"}}],
+            "maxTokens": 5,
+        }))
+        .unwrap();
+        let err = hooks.sample("s", params.clone()).await.unwrap_err();
+        assert!(err.message.contains("no call of this user"), "{err:?}");
+
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let _call = router.enter("u", "s", Asker::Gateway(tx));
+        let answered = tokio::spawn({
+            let hooks = Arc::clone(&hooks);
+            async move { hooks.sample("s", params).await }
+        });
+        let Some(Forwarded::Sample(asked, reply)) = rx.recv().await else {
+            panic!("the sampling request reached the gateway call");
+        };
+        assert_eq!(asked.max_tokens, 5);
+        let result: CreateMessageResult = serde_json::from_value(json!({
+            "role": "assistant", "model": "m",
+            "content": {"type": "text", "text": "sampled"},
+        }))
+        .unwrap();
+        reply.send(Ok(result)).unwrap();
+        assert_eq!(answered.await.unwrap().unwrap().model, "m");
+
+        let roots = tokio::spawn({
+            let hooks = Arc::clone(&hooks);
+            async move { hooks.list_roots("s").await }
+        });
+        let Some(Forwarded::Roots(reply)) = rx.recv().await else {
+            panic!("roots/list reached the gateway call");
+        };
+        reply
+            .send(Ok(vec![Root::new("file:///home/u/project")]))
+            .unwrap();
+        assert_eq!(
+            roots.await.unwrap().unwrap()[0].uri,
+            "file:///home/u/project"
+        );
+        // Another user's call is not this user's.
+        let other = router.hooks_for("v", "s");
+        assert!(other.list_roots("s").await.unwrap().is_empty());
     }
 
     #[test]
