@@ -867,3 +867,72 @@ async fn a_departing_client_with_roots_changes_the_roots_upstream() {
         "server-everything was not told the roots changed when a client left: {after}"
     );
 }
+
+/// Resource subscriptions pass through, for both kinds of client, with
+/// server-everything upstream (it declares `resources.subscribe` and, once its
+/// `toggle-subscriber-updates` tool runs, sends `notifications/resources/updated` for
+/// every subscribed URI at once and every 5 s):
+/// - the TS SDK client on 2025-11-25 subscribes through `resources/subscribe` and hears
+///   the update under the URI it used; after `resources/unsubscribe` it hears nothing
+///   more, and server-everything logged the unsubscribe it was sent; a subscription to
+///   the demo server (which offers none) is refused with the reason;
+/// - the Python SDK's default client on 2026-07-28 names the resource in
+///   `subscriptions/listen` and hears the update on that stream.
+#[test]
+fn resource_subscriptions_pass_through() {
+    ensure_peers();
+    let env = common::Env::new();
+    let (node, node_args) = switchboard_testkit::everything_stdio_command();
+    let servers = json!({
+        "demo": {"command": BIN, "args": ["demo-server"]},
+        "everything": {"command": node, "args": node_args},
+    });
+    let config = env.project.path().join("settings.json");
+    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    let uri = "switchboard-gateway://everything/demo://resource/dynamic/text/1";
+    let toggle = json!({"name": "everything__toggle-subscriber-updates"});
+    let args = json!(["gateway", "--config", config, "--wait-ms", "30000"]);
+
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": args,
+        "subscribe": {"uri": uri, "trigger": toggle, "quietMs": 6000,
+                      "refused": "demo://readme"},
+    }));
+    assert_eq!(out["resourceCaps"]["subscribe"], true, "{out}");
+    assert_eq!(
+        out["updated"][0], uri,
+        "the update, under the client's URI: {out}"
+    );
+    assert_eq!(
+        out["updatedAfterUnsubscribe"],
+        json!([]),
+        "nothing after unsubscribing (server-everything repeats every 5 s): {out}"
+    );
+    let logs = out["logs"].to_string();
+    assert!(
+        logs.contains("Received Unsubscribe Resource request"),
+        "server-everything was told to unsubscribe: {logs}"
+    );
+    let refused = out["refused"].as_str().unwrap();
+    assert!(
+        refused.contains("`demo` does not offer resource subscriptions"),
+        "{refused}"
+    );
+
+    let out = py_modern_driver(json!({
+        "transport": "stdio",
+        "command": BIN,
+        "args": args,
+        "listenResource": {"uri": uri, "name": "everything__toggle-subscriber-updates"},
+    }));
+    assert_eq!(out["version"], "2026-07-28", "{out}");
+    assert_eq!(out["listenResource"]["honored"], json!([uri]), "{out}");
+    assert_eq!(
+        out["listenResource"]["events"][0],
+        json!(["ResourceUpdated", uri]),
+        "{out}"
+    );
+}

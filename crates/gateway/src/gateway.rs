@@ -35,6 +35,7 @@ use crate::audit::Audit;
 use crate::catalog::{Catalog, CatalogOptions};
 use crate::input::InputTable;
 use crate::listen::ListsChanged;
+use crate::subscriptions::{self, Subscriptions};
 
 /// The logger name of the gateway's own log notifications.
 pub const LOGGER: &str = "switchboard-gateway";
@@ -100,6 +101,8 @@ pub(crate) struct Shared {
     pub(crate) inputs: Arc<InputTable>,
     /// Each change of the catalog's lists, for `subscriptions/listen`.
     pub(crate) changes: broadcast::Sender<ListsChanged>,
+    /// Clients' resource subscriptions (`crate::subscriptions`).
+    pub(crate) subs: Subscriptions,
     settled: watch::Sender<bool>,
     next_id: AtomicU64,
 }
@@ -179,7 +182,14 @@ impl ClientHooks for GatewayHooks {
         true
     }
 
-    fn on_event(&self, _server: &str, _event: ServerEvent) {}
+    fn on_event(&self, server: &str, event: ServerEvent) {
+        // List changes and log lines come through the host's events (`follow`).
+        if let ServerEvent::ResourceUpdated { uri } = event
+            && let Some(s) = self.shared()
+        {
+            subscriptions::updated(&s, server, &uri);
+        }
+    }
 }
 
 fn no_client(server: &str, what: &str) -> ErrorData {
@@ -208,8 +218,8 @@ impl Drop for InflightGuard {
 }
 
 /// Lives as long as one downstream session's handler (every clone of it): when the
-/// session ends (the client disconnected, or ended its HTTP session), it is forgotten,
-/// and if it had declared roots, the roots offered upstream changed, so every server
+/// session ends (the client disconnected, or ended its HTTP session), it is forgotten
+/// with its resource subscriptions, and if it had declared roots, the roots offered upstream changed, so every server
 /// hears `notifications/roots/list_changed`.
 pub(crate) struct SessionEnd {
     pub(crate) shared: Arc<Shared>,
@@ -218,6 +228,7 @@ pub(crate) struct SessionEnd {
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
+        subscriptions::end(&self.shared, self.id);
         if !self.shared.end_session(self.id) {
             return;
         }
@@ -708,6 +719,7 @@ impl Gateway {
             inflight: Mutex::new(Vec::new()),
             inputs,
             changes: broadcast::channel(16).0,
+            subs: Subscriptions::default(),
             settled,
             next_id: AtomicU64::new(1),
         });
@@ -769,6 +781,11 @@ async fn follow(shared: Weak<Shared>, mut events: broadcast::Receiver<HostEvent>
                 Ok(HostEvent::ListsUpdated { .. }) => rebuild = true,
                 Ok(HostEvent::Status { server, status, .. }) => {
                     rebuild = true;
+                    if status == ServerStatus::Connected {
+                        let s = s.clone();
+                        let server = server.clone();
+                        tokio::spawn(async move { subscriptions::resubscribe(&s, &server).await });
+                    }
                     // The host's error text stays here (see `downstream_reason`).
                     let reason = s
                         .host

@@ -6,7 +6,8 @@
 //! anything else the host withholds apply), under collision-proof names
 //! ([`names`]: `{server}__{tool}`) and URIs ([`uris`]), and relays each call to the
 //! right connection with progress, cancellation, logging, the call's own `_meta`,
-//! forwarded elicitation/sampling and the client's roots. Clients on protocol
+//! forwarded elicitation/sampling, the client's roots and its resource subscriptions
+//! (`subscriptions`). Clients on protocol
 //! 2026-07-28, which has no sessions and no server-to-client requests, are asked the
 //! upstream's questions through `InputRequiredResult`s ([`InputTable`]) and hear list
 //! changes on `subscriptions/listen` ([`serve_listen`]). Its own stdin/stdout are
@@ -24,6 +25,7 @@ mod listen;
 pub mod names;
 mod server;
 mod stdio;
+mod subscriptions;
 pub mod uris;
 
 pub use audit::{Audit, AuditEntry};

@@ -1,19 +1,21 @@
 //! `subscriptions/listen` (protocol 2026-07-28), the way a client on that revision hears
 //! that the gateway's lists changed: it has no session for `notifications/*/list_changed`
 //! to arrive on, so it keeps one request open and the gateway sends the notifications
-//! on it. The gateway accepts the three list-changed kinds (not resource subscriptions:
-//! it offers no `resources/subscribe`) and sends each change its catalog goes through
-//! ([`ListsChanged`], from comparing one catalog with the next).
+//! on it. The gateway accepts the three list-changed kinds and sends each change its
+//! catalog goes through ([`ListsChanged`], from comparing one catalog with the next);
+//! the personal gateway also accepts resource subscriptions and sends their updates
+//! (`crate::subscriptions`).
 //!
 //! Must not: send a kind the client did not ask for (rmcp's sink refuses it), or keep
 //! a subscription open after the client cancelled it.
 
 use rmcp::model::{
-    ErrorData, PromptListChangedNotification, ResourceListChangedNotification, ServerNotification,
+    ErrorData, PromptListChangedNotification, ResourceListChangedNotification,
+    ResourceUpdatedNotification, ResourceUpdatedNotificationParam, ServerNotification,
     SubscriptionFilter, ToolListChangedNotification,
 };
 use rmcp::service::SubscriptionContext;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::catalog::Catalog;
 
@@ -87,11 +89,12 @@ pub async fn notify_listener(sub: &SubscriptionContext, changed: ListsChanged) {
     }
 }
 
-/// Serves one subscription from `changes` until the client cancels it (or the gateway
-/// stops).
+/// Serves one subscription from `changes`, and the URIs of subscribed resources that
+/// changed from `updates`, until the client cancels it (or the gateway stops).
 pub async fn serve_listen(
     sub: SubscriptionContext,
     mut changes: broadcast::Receiver<ListsChanged>,
+    mut updates: Option<mpsc::UnboundedReceiver<String>>,
 ) -> Result<(), ErrorData> {
     loop {
         tokio::select! {
@@ -103,6 +106,28 @@ pub async fn serve_listen(
                 }
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),
             },
+            Some(uri) = next_update(&mut updates) => {
+                let n = ServerNotification::ResourceUpdatedNotification(
+                    ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri)),
+                );
+                if let Err(e) = sub.sink().send(n).await {
+                    tracing::debug!("subscriptions/listen: {e}");
+                }
+            }
         }
+    }
+}
+
+/// The next URI from `updates`; never, when there is no receiver or it closed.
+async fn next_update(updates: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+    match updates {
+        Some(rx) => match rx.recv().await {
+            Some(uri) => Some(uri),
+            None => {
+                *updates = None;
+                std::future::pending().await
+            }
+        },
+        None => std::future::pending().await,
     }
 }

@@ -3,7 +3,8 @@
 //! cancellation, the request's own `_meta` (tools/call, resources/read, prompts/get,
 //! completion/complete) and forwarded elicitation/sampling/roots in both directions —
 //! for a client on 2026-07-28 through `InputRequiredResult` (`crate::input`), with list
-//! changes on `subscriptions/listen` (`crate::listen`) and every relayed result marked
+//! changes on `subscriptions/listen` (`crate::listen`), resource subscriptions relayed
+//! (`crate::subscriptions`), and every relayed result marked
 //! `resultType: "complete"` ([`completed`]).
 //!
 //! It must not touch an upstream except through `Host::connection`, and never sends
@@ -23,7 +24,7 @@ use rmcp::model::{
     ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
     ProgressNotificationParam, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Reference, ResultType, ServerCapabilities, ServerConfig, SetLevelRequestParams,
-    SubscriptionFilter,
+    SubscribeRequestParams, SubscriptionFilter, UnsubscribeRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, RoleServer, SubscriptionContext};
 use rmcp::{ServerHandler, ServiceExt};
@@ -36,7 +37,20 @@ use crate::error::GatewayError;
 use crate::gateway::{Gateway, SessionEnd, Shared};
 use crate::input::{CallKey, Relayed, Retry, Upstream, takes_input_required};
 use crate::listen::{list_filter, serve_listen};
+use crate::subscriptions::{self, MAX_PER_SUBSCRIBER, Subscriber, subscribable};
 use crate::uris::Unroutable;
+
+/// Ends a `subscriptions/listen` request's resource subscriptions when it ends.
+struct ListenEnd {
+    shared: Arc<Shared>,
+    owner: u64,
+}
+
+impl Drop for ListenEnd {
+    fn drop(&mut self) {
+        subscriptions::end(&self.shared, self.owner);
+    }
+}
 
 /// The `serverInfo.name` the gateway reports.
 pub const SERVER_NAME: &str = "switchboard-gateway";
@@ -92,7 +106,7 @@ fn capabilities() -> ServerCapabilities {
     serde_json::from_value(serde_json::json!({
         "tools": {"listChanged": true},
         "prompts": {"listChanged": true},
-        "resources": {"listChanged": true},
+        "resources": {"listChanged": true, "subscribe": true},
         "logging": {},
         "completions": {},
     }))
@@ -261,6 +275,26 @@ impl GatewayServer {
         }
         self.shared.wait_settled().await;
         self.shared.fresh_catalog().await
+    }
+
+    /// The server and its own URI behind one of the gateway's resource URIs.
+    async fn route_uri(&self, requested: &str) -> Result<(String, String), ErrorData> {
+        let catalog = self.catalog_with(|c| c.uris.route(requested).is_ok()).await;
+        catalog.uris.route(requested).map_err(|e| match e {
+            Unroutable::Unknown => ErrorData::resource_not_found(
+                format!(
+                    "no connected server offers `{requested}`: list the gateway's resources with resources/list"
+                ),
+                None,
+            ),
+            Unroutable::Ambiguous(choices) => ErrorData::invalid_params(
+                format!(
+                    "`{requested}` is offered by several servers; use one of: {}",
+                    choices.join(", ")
+                ),
+                None,
+            ),
+        })
     }
 
     fn call_options(
@@ -671,31 +705,7 @@ impl ServerHandler for GatewayServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let started = Instant::now();
         let keep = self.audit_payloads();
-        let catalog = self
-            .catalog_with(|c| c.uris.route(&request.uri).is_ok())
-            .await;
-        let (server, uri) = match catalog.uris.route(&request.uri) {
-            Ok(pair) => pair,
-            Err(Unroutable::Unknown) => {
-                return Err(ErrorData::resource_not_found(
-                    format!(
-                        "no connected server offers `{}`: list the gateway's resources with resources/list",
-                        request.uri
-                    ),
-                    None,
-                ));
-            }
-            Err(Unroutable::Ambiguous(choices)) => {
-                return Err(ErrorData::invalid_params(
-                    format!(
-                        "`{}` is offered by several servers; read one of: {}",
-                        request.uri,
-                        choices.join(", ")
-                    ),
-                    None,
-                ));
-            }
-        };
+        let (server, uri) = self.route_uri(&request.uri).await?;
         let retry = Retry {
             state: request.request_state,
             responses: request.input_responses,
@@ -810,13 +820,81 @@ impl ServerHandler for GatewayServer {
 
     fn accepted_subscription_filter(
         &self,
-        _requested: &SubscriptionFilter,
+        requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
-        Some(list_filter())
+        let mut filter = list_filter();
+        // Resources whose server can be subscribed to now (rmcp then keeps only these).
+        let catalog = self.shared.catalog();
+        let uris: Vec<String> = requested
+            .resource_subscriptions
+            .iter()
+            .flatten()
+            .filter(|uri| {
+                catalog.uris.route(uri).is_ok_and(|(server, _)| {
+                    self.shared
+                        .host
+                        .connection(&server)
+                        .is_some_and(|c| subscribable(&c, &server).is_ok())
+                })
+            })
+            .take(MAX_PER_SUBSCRIBER)
+            .cloned()
+            .collect();
+        if !uris.is_empty() {
+            filter.resource_subscriptions = Some(uris);
+        }
+        Some(filter)
     }
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
-        serve_listen(subscription, self.shared.changes.subscribe()).await
+        let changes = self.shared.changes.subscribe();
+        let uris = subscription
+            .accepted()
+            .resource_subscriptions
+            .clone()
+            .unwrap_or_default();
+        if uris.is_empty() {
+            return serve_listen(subscription, changes, None).await;
+        }
+        // The listen request is the subscriber: its subscriptions end with it.
+        let owner = self.shared.next_id();
+        let _end = ListenEnd {
+            shared: self.shared.clone(),
+            owner,
+        };
+        let (tx, rx) = mpsc::unbounded_channel();
+        let catalog = self.shared.catalog();
+        for uri in uris {
+            let Ok((server, upstream)) = catalog.uris.route(&uri) else {
+                continue;
+            };
+            let to = Subscriber::Listen(tx.clone());
+            let route = (server.as_str(), upstream.as_str());
+            if let Err(e) = subscriptions::subscribe(&self.shared, owner, route, &uri, to).await {
+                tracing::info!("subscriptions/listen: `{uri}`: {}", e.message);
+            }
+        }
+        serve_listen(subscription, changes, Some(rx)).await
+    }
+
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let (server, upstream) = self.route_uri(&request.uri).await?;
+        let to = Subscriber::Session(context.peer.clone());
+        let route = (server.as_str(), upstream.as_str());
+        subscriptions::subscribe(&self.shared, self.session, route, &request.uri, to).await
+    }
+
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        subscriptions::unsubscribe(&self.shared, self.session, &request.uri).await;
+        Ok(())
     }
 
     async fn on_roots_list_changed(&self, _context: NotificationContext<RoleServer>) {

@@ -18,6 +18,9 @@ Usage: python py_modern_client.py '<json plan>'
           more: [{name, arguments}]   further calls; out.more = their texts
           listen: {name, arguments}   open subscriptions/listen (tools), then call NAME;
                                       out.listen = the events seen within 30 s
+          listenResource: {uri, name, arguments}  open subscriptions/listen for
+                                      the resource URI, then call NAME; out.listenResource
+                                      = {honored, events: [[type, uri]]} within 15 s
           listenAfter: {name, arguments, wait}  call NAME first, then open
                                       subscriptions/listen (tools); out.listenAfter =
                                       the events seen within `wait` s (default 5)}
@@ -117,6 +120,17 @@ async def drive(c: Client) -> None:
                     break
         out["listen"] = events
         out["toolsAfter"] = [t.name for t in (await c.list_tools()).tools]
+    if plan.get("listenResource"):
+        lr = plan["listenResource"]
+        events = []
+        async with c.listen(resource_subscriptions=[lr["uri"]]) as sub:
+            honored = list(sub.honored.resource_subscriptions or []) if sub.honored else []
+            await c.call_tool(lr["name"], lr.get("arguments", {}))
+            with anyio.move_on_after(15):
+                async for event in sub:
+                    events.append([type(event).__name__, str(getattr(event, "uri", ""))])
+                    break
+        out["listenResource"] = {"honored": honored, "events": events}
     if plan.get("listenAfter"):
         after = plan["listenAfter"]
         await c.call_tool(after["name"], after.get("arguments", {}))

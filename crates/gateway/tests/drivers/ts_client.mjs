@@ -4,7 +4,12 @@
 //
 // Usage: node ts_client.mjs '<json plan>'
 //   plan = {sdk, transport: "stdio"|"http", command, args, url, token,
-//           echo, slow, hang, resource, prompt, promptArgs, elicit}
+//           echo, slow, hang, resource, prompt, promptArgs, elicit,
+//           subscribe: {uri, trigger: {name, arguments}, waitMs, quietMs, refused}}
+//   subscribe: resources/subscribe to `uri`, call `trigger`, collect the
+//   notifications/resources/updated URIs for up to waitMs (out.updated), unsubscribe,
+//   then collect for quietMs more (out.updatedAfterUnsubscribe); `refused` is a URI
+//   whose subscription must fail (out.refused = its error).
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
@@ -17,8 +22,10 @@ const {
   CreateMessageRequestSchema,
   ElicitRequestSchema,
   LoggingMessageNotificationSchema,
+  ResourceUpdatedNotificationSchema,
   ToolListChangedNotificationSchema,
 } = await esm("types.js");
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 const out = { logs: [] };
 const client = new Client(
@@ -120,6 +127,30 @@ if (plan.prompt) {
   const r = await client.getPrompt({ name: plan.prompt, arguments: plan.promptArgs ?? {} });
   out.prompt = r.messages.map((m) => m.content.text);
   out.prompts = (await client.listPrompts()).prompts.map((p) => p.name);
+}
+if (plan.subscribe) {
+  const updated = [];
+  client.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => updated.push(n.params.uri));
+  out.resourceCaps = client.getServerCapabilities()?.resources;
+  await client.subscribeResource({ uri: plan.subscribe.uri });
+  if (plan.subscribe.trigger) {
+    await client.callTool({ name: plan.subscribe.trigger.name, arguments: plan.subscribe.trigger.arguments ?? {} });
+  }
+  const t0 = Date.now();
+  while (updated.length === 0 && Date.now() - t0 < (plan.subscribe.waitMs ?? 15000)) await sleep(50);
+  out.updated = updated.splice(0);
+  await client.unsubscribeResource({ uri: plan.subscribe.uri });
+  updated.length = 0;
+  await sleep(plan.subscribe.quietMs ?? 6000);
+  out.updatedAfterUnsubscribe = updated.splice(0);
+  if (plan.subscribe.refused) {
+    try {
+      await client.subscribeResource({ uri: plan.subscribe.refused });
+      out.refused = null;
+    } catch (e) {
+      out.refused = String(e);
+    }
+  }
 }
 if (plan.waitMs) {
   await new Promise((r) => setTimeout(r, plan.waitMs));

@@ -323,6 +323,22 @@ impl Connection {
             .map(|_| ())
     }
 
+    /// `resources/subscribe`: the server sends `notifications/resources/updated` for
+    /// `uri` (heard as [`ServerEvent::ResourceUpdated`](crate::ServerEvent)) until
+    /// [`Self::unsubscribe`]. Only for a server that declared `resources.subscribe`.
+    pub async fn subscribe(&self, uri: &str, opts: &CallOptions) -> Result<(), RequestError> {
+        self.request("resources/subscribe", json!({"uri": uri}), opts)
+            .await
+            .map(|_| ())
+    }
+
+    /// `resources/unsubscribe`: no more updates for `uri`.
+    pub async fn unsubscribe(&self, uri: &str, opts: &CallOptions) -> Result<(), RequestError> {
+        self.request("resources/unsubscribe", json!({"uri": uri}), opts)
+            .await
+            .map(|_| ())
+    }
+
     /// `notifications/roots/list_changed`: the roots offered to this server changed.
     /// For hooks whose [`ClientHooks::roots_list_changed`](crate::ClientHooks::roots_list_changed)
     /// is true (that is what `initialize` told the server).

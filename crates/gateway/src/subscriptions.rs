@@ -1,0 +1,366 @@
+//! Resource subscriptions passed through: a client subscribes to one of the gateway's
+//! resource URIs, the gateway subscribes to the server behind it (once, however many
+//! clients want the same resource), and each `notifications/resources/updated` from
+//! that server reaches every client subscribed to it, under the URI that client used.
+//!
+//! Two kinds of subscriber: a session (protocol 2025-11-25 and older, through
+//! `resources/subscribe` / `resources/unsubscribe`; updates are notifications on the
+//! session) and a `subscriptions/listen` request of a client on 2026-07-28 (its
+//! filter's `resourceSubscriptions`; updates go out on that request's stream). A
+//! subscriber that goes (a session ends, a listen is cancelled) takes its
+//! subscriptions with it, and a server no client wants a resource of any more is told
+//! `resources/unsubscribe`. A server that reconnects has lost its subscriptions: every
+//! resource still wanted is subscribed again.
+//!
+//! Only servers that declared `resources.subscribe` and speak a revision before
+//! 2026-07-28 (which replaced `resources/subscribe` with its own listen) can be
+//! subscribed to; anything else is refused with the reason.
+//!
+//! Must not: send an update to a client that did not subscribe to that resource,
+//! hold the table's lock across an `.await`, or grow without bound (at most
+//! [`MAX_PER_SUBSCRIBER`] per subscriber and [`MAX_SUBSCRIPTIONS`] in all).
+
+use std::sync::{Arc, Mutex};
+
+use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, ResourceUpdatedNotificationParam};
+use rmcp::service::{Peer, RoleServer};
+use switchboard_mcp::{CallOptions, Connection};
+use tokio::sync::mpsc;
+
+use crate::gateway::Shared;
+
+/// At most this many subscriptions per session or listen request.
+pub const MAX_PER_SUBSCRIBER: usize = 256;
+/// At most this many in the whole gateway.
+pub const MAX_SUBSCRIPTIONS: usize = 4096;
+
+/// Where one subscriber's updates go.
+#[derive(Clone)]
+pub(crate) enum Subscriber {
+    /// A session: `notifications/resources/updated` on its peer.
+    Session(Peer<RoleServer>),
+    /// A `subscriptions/listen` request: the URI, for its stream.
+    Listen(mpsc::UnboundedSender<String>),
+}
+
+struct Entry {
+    owner: u64,
+    server: String,
+    upstream: String,
+    downstream: String,
+    to: Subscriber,
+}
+
+/// Who is subscribed to what.
+#[derive(Default)]
+pub(crate) struct Subscriptions {
+    entries: Mutex<Vec<Entry>>,
+}
+
+/// What [`Subscriptions::add`] did.
+#[derive(Debug, PartialEq, Eq)]
+enum Added {
+    /// The first subscriber of this server's resource: subscribe upstream.
+    First,
+    /// Someone (maybe this subscriber) already wants it.
+    Again,
+}
+
+impl Subscriptions {
+    fn add(
+        &self,
+        owner: u64,
+        route: (&str, &str),
+        downstream: &str,
+        to: Subscriber,
+    ) -> Result<Added, String> {
+        let (server, upstream) = route;
+        let mut entries = self
+            .entries
+            .lock()
+            .map_err(|_| "the subscription table is unavailable".to_string())?;
+        if entries
+            .iter()
+            .any(|e| e.owner == owner && e.downstream == downstream)
+        {
+            return Ok(Added::Again);
+        }
+        if entries.iter().filter(|e| e.owner == owner).count() >= MAX_PER_SUBSCRIBER {
+            return Err(format!(
+                "at most {MAX_PER_SUBSCRIBER} resource subscriptions per client; unsubscribe from one first"
+            ));
+        }
+        if entries.len() >= MAX_SUBSCRIPTIONS {
+            return Err(format!(
+                "the gateway holds its limit of {MAX_SUBSCRIPTIONS} resource subscriptions; try again later"
+            ));
+        }
+        let first = !entries
+            .iter()
+            .any(|e| e.server == server && e.upstream == upstream);
+        entries.push(Entry {
+            owner,
+            server: server.to_owned(),
+            upstream: upstream.to_owned(),
+            downstream: downstream.to_owned(),
+            to,
+        });
+        Ok(if first { Added::First } else { Added::Again })
+    }
+
+    /// Removes `owner`'s subscription to `downstream`: the server's resource, and
+    /// whether no one wants it any more.
+    fn remove(&self, owner: u64, downstream: &str) -> Option<(String, String, bool)> {
+        let mut entries = self.entries.lock().ok()?;
+        let i = entries
+            .iter()
+            .position(|e| e.owner == owner && e.downstream == downstream)?;
+        let e = entries.swap_remove(i);
+        let last = !entries
+            .iter()
+            .any(|o| o.server == e.server && o.upstream == e.upstream);
+        Some((e.server, e.upstream, last))
+    }
+
+    /// Removes every subscription of `owner`: the servers' resources no one wants now.
+    fn remove_owner(&self, owner: u64) -> Vec<(String, String)> {
+        let Ok(mut entries) = self.entries.lock() else {
+            return Vec::new();
+        };
+        let mut gone: Vec<(String, String)> = Vec::new();
+        entries.retain(|e| {
+            if e.owner == owner {
+                gone.push((e.server.clone(), e.upstream.clone()));
+                false
+            } else {
+                true
+            }
+        });
+        gone.sort();
+        gone.dedup();
+        gone.retain(|(s, u)| !entries.iter().any(|e| &e.server == s && &e.upstream == u));
+        gone
+    }
+
+    /// Who gets an update of `server`'s `upstream` resource, and under which URI.
+    fn targets(&self, server: &str, upstream: &str) -> Vec<(Subscriber, String)> {
+        let Ok(entries) = self.entries.lock() else {
+            return Vec::new();
+        };
+        entries
+            .iter()
+            .filter(|e| e.server == server && e.upstream == upstream)
+            .map(|e| (e.to.clone(), e.downstream.clone()))
+            .collect()
+    }
+
+    /// The resources of `server` someone is subscribed to.
+    fn wanted(&self, server: &str) -> Vec<String> {
+        let Ok(entries) = self.entries.lock() else {
+            return Vec::new();
+        };
+        let mut uris: Vec<String> = entries
+            .iter()
+            .filter(|e| e.server == server)
+            .map(|e| e.upstream.clone())
+            .collect();
+        uris.sort();
+        uris.dedup();
+        uris
+    }
+}
+
+/// Whether `server`'s connection can be subscribed to; the reason when not.
+pub(crate) fn subscribable(conn: &Connection, server: &str) -> Result<(), String> {
+    if conn.protocol_version() == Some(ProtocolVersion::V_2026_07_28) {
+        return Err(format!(
+            "server `{server}` speaks protocol 2026-07-28, whose resource subscriptions the \
+             gateway does not relay; read the resource again to see changes"
+        ));
+    }
+    let declared = conn
+        .capabilities()
+        .resources
+        .and_then(|r| r.subscribe)
+        .unwrap_or(false);
+    if declared {
+        Ok(())
+    } else {
+        Err(format!(
+            "server `{server}` does not offer resource subscriptions; read the resource again \
+             to see changes"
+        ))
+    }
+}
+
+fn refused(message: String) -> ErrorData {
+    ErrorData::new(ErrorCode::INVALID_PARAMS, message, None)
+}
+
+/// Subscribes `owner` to `downstream` (the URI it used), which routes to `server`'s
+/// `upstream`; the server hears `resources/subscribe` if no one had asked before.
+pub(crate) async fn subscribe(
+    shared: &Arc<Shared>,
+    owner: u64,
+    route: (&str, &str),
+    downstream: &str,
+    to: Subscriber,
+) -> Result<(), ErrorData> {
+    let (server, upstream) = route;
+    let conn = shared.host.connection(server).ok_or_else(|| {
+        refused(format!(
+            "server `{server}` is not connected; subscribe again once it is"
+        ))
+    })?;
+    subscribable(&conn, server).map_err(refused)?;
+    if shared
+        .subs
+        .add(owner, route, downstream, to)
+        .map_err(refused)?
+        == Added::Again
+    {
+        return Ok(());
+    }
+    if let Err(e) = conn.subscribe(upstream, &CallOptions::default()).await {
+        shared.subs.remove(owner, downstream);
+        return Err(crate::server::upstream_error(server, e));
+    }
+    Ok(())
+}
+
+/// Ends `owner`'s subscription to `downstream` (nothing when it had none).
+pub(crate) async fn unsubscribe(shared: &Shared, owner: u64, downstream: &str) {
+    if let Some((server, upstream, true)) = shared.subs.remove(owner, downstream) {
+        tell_unsubscribed(shared, &server, &upstream).await;
+    }
+}
+
+/// Ends every subscription of `owner` (a session ended, a listen was cancelled); the
+/// servers are told in the background.
+pub(crate) fn end(shared: &Arc<Shared>, owner: u64) {
+    let gone = shared.subs.remove_owner(owner);
+    if gone.is_empty() {
+        return;
+    }
+    let shared = shared.clone();
+    if let Ok(handle) = tokio::runtime::Handle::try_current() {
+        handle.spawn(async move {
+            for (server, upstream) in gone {
+                tell_unsubscribed(&shared, &server, &upstream).await;
+            }
+        });
+    }
+}
+
+async fn tell_unsubscribed(shared: &Shared, server: &str, upstream: &str) {
+    let Some(conn) = shared.host.connection(server) else {
+        return;
+    };
+    if let Err(e) = conn.unsubscribe(upstream, &CallOptions::default()).await {
+        tracing::debug!(server, "resources/unsubscribe: {e}");
+    }
+}
+
+/// `server` says its `upstream` resource changed: every subscriber hears it.
+pub(crate) fn updated(shared: &Shared, server: &str, upstream: &str) {
+    for (to, uri) in shared.subs.targets(server, upstream) {
+        match to {
+            Subscriber::Listen(tx) => {
+                let _ = tx.send(uri);
+            }
+            Subscriber::Session(peer) => {
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    handle.spawn(async move {
+                        let param = ResourceUpdatedNotificationParam::new(uri);
+                        if let Err(e) = peer.notify_resource_updated(param).await {
+                            tracing::debug!("notifications/resources/updated: {e}");
+                        }
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// `server` (re)connected: its subscriptions went with the old connection, so every
+/// resource still wanted is subscribed again.
+pub(crate) async fn resubscribe(shared: &Shared, server: &str) {
+    let wanted = shared.subs.wanted(server);
+    if wanted.is_empty() {
+        return;
+    }
+    let Some(conn) = shared.host.connection(server) else {
+        return;
+    };
+    for uri in wanted {
+        if let Err(e) = conn.subscribe(&uri, &CallOptions::default()).await {
+            tracing::warn!(
+                server,
+                "subscribing again to a resource after reconnecting: {e}"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listen() -> (Subscriber, mpsc::UnboundedReceiver<String>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Subscriber::Listen(tx), rx)
+    }
+
+    #[test]
+    fn one_upstream_subscription_for_many_subscribers_and_updates_under_each_uri() {
+        let t = Subscriptions::default();
+        let (a, mut arx) = listen();
+        let (b, mut brx) = listen();
+        let route = ("s", "file:///x");
+        assert_eq!(t.add(1, route, "file:///x", a.clone()), Ok(Added::First));
+        assert_eq!(t.add(1, route, "file:///x", a), Ok(Added::Again), "twice");
+        let qualified = "switchboard-gateway://s/file:///x";
+        assert_eq!(t.add(2, route, qualified, b), Ok(Added::Again));
+        for (to, uri) in t.targets("s", "file:///x") {
+            let Subscriber::Listen(tx) = to else { panic!() };
+            tx.send(uri).unwrap();
+        }
+        assert_eq!(arx.try_recv().unwrap(), "file:///x");
+        assert_eq!(brx.try_recv().unwrap(), qualified);
+        assert!(arx.try_recv().is_err(), "one update each");
+        assert!(t.targets("s", "file:///y").is_empty());
+        assert!(t.targets("other", "file:///x").is_empty());
+        assert_eq!(t.wanted("s"), ["file:///x"]);
+        // The first to leave does not end the upstream subscription; the last does.
+        assert_eq!(
+            t.remove(1, "file:///x"),
+            Some(("s".into(), "file:///x".into(), false))
+        );
+        assert_eq!(t.remove(1, "file:///x"), None, "already gone");
+        assert_eq!(
+            t.remove_owner(2),
+            [("s".to_string(), "file:///x".to_string())]
+        );
+        assert!(t.wanted("s").is_empty());
+    }
+
+    #[test]
+    fn subscriptions_are_bounded_per_subscriber() {
+        let t = Subscriptions::default();
+        for i in 0..MAX_PER_SUBSCRIBER {
+            let uri = format!("file:///{i}");
+            t.add(7, ("s", &uri), &uri, listen().0).unwrap();
+        }
+        let err = t.add(7, ("s", "file:///one-more"), "file:///one-more", listen().0);
+        assert!(err.unwrap_err().contains("at most"));
+        assert!(
+            t.add(8, ("s", "file:///0"), "file:///0", listen().0)
+                .is_ok()
+        );
+        assert_eq!(
+            t.remove_owner(7).len(),
+            MAX_PER_SUBSCRIBER - 1,
+            "file:///0 is still wanted by 8"
+        );
+    }
+}
