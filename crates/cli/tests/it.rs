@@ -15,6 +15,7 @@ mod chat_session;
 mod cli;
 mod color;
 mod completions;
+mod conformance;
 mod db;
 mod gateway;
 mod gateway_inspector;
