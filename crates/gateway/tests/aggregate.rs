@@ -36,6 +36,7 @@ async fn demo(delay: Duration) -> String {
 struct Client {
     tools_changed: Arc<Notify>,
     logs: Arc<Mutex<Vec<LoggingMessageNotificationParam>>>,
+    updated: Arc<Mutex<Vec<String>>>,
 }
 
 impl ClientHandler for Client {
@@ -45,6 +46,14 @@ impl ClientHandler for Client {
 
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         self.tools_changed.notify_one();
+    }
+
+    async fn on_resource_updated(
+        &self,
+        params: rmcp::model::ResourceUpdatedNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        self.updated.lock().unwrap().push(params.uri);
     }
 
     async fn on_logging_message(
@@ -397,5 +406,63 @@ async fn a_hanging_call_does_not_block_other_servers() {
     assert!(started.elapsed() < Duration::from_secs(5));
     assert!(!hang.is_finished(), "the hanging call returned");
     hang.abort();
+    rig.gateway.shutdown().await;
+}
+
+/// A resource subscription outlives its server's restart: the server-everything process
+/// is killed, the host reconnects, the gateway subscribes the new process again, and
+/// its updates reach the client (without the renewed subscription the new process
+/// would send none).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_resource_subscription_survives_the_servers_restart() {
+    let (cmd, args) = everything_stdio_command();
+    let rig = rig(
+        json!({"everything": {"command": cmd, "args": args}}),
+        Duration::from_secs(30),
+    )
+    .await;
+    rig.client.list_all_resources().await.unwrap();
+    let uri = "demo://resource/dynamic/text/1";
+    rig.client
+        .subscribe(rmcp::model::SubscribeRequestParams::new(uri))
+        .await
+        .unwrap();
+    let host = rig.gateway.host();
+    let pid = host.connection("everything").unwrap().pid().unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let back = host
+            .connection("everything")
+            .is_some_and(|c| !c.is_closed() && c.pid().is_some_and(|p| p != pid));
+        if back {
+            break;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "server-everything did not come back"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    // Updates start at once and repeat every 5 s, so a subscription renewed a moment
+    // after this call is still heard.
+    rig.client
+        .call_tool(CallToolRequestParams::new(
+            "everything__toggle-subscriber-updates",
+        ))
+        .await
+        .unwrap();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
+    while !rig.handler.updated.lock().unwrap().iter().any(|u| u == uri) {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "no update from the restarted server reached the client"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
     rig.gateway.shutdown().await;
 }
