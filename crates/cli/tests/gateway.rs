@@ -19,7 +19,7 @@ use switchboard_testkit::{
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
-const TOKEN: &str = "gateway-test-token-0123456789abcdef";
+pub(crate) const TOKEN: &str = "gateway-test-token-0123456789abcdef";
 
 fn drivers() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../gateway/tests/drivers")
@@ -91,7 +91,11 @@ fn wait_for(path: &Path, needle: &str) -> bool {
 }
 
 /// The gateway over HTTP on a free port, with the test token.
-async fn spawn_http_gateway(config: &Path, env: &common::Env, extra: &[&str]) -> PeerProcess {
+pub(crate) async fn spawn_http_gateway(
+    config: &Path,
+    env: &common::Env,
+    extra: &[&str],
+) -> PeerProcess {
     let port = free_port();
     let mut cmd = Command::new(BIN);
     cmd.args([
