@@ -94,7 +94,7 @@ pub async fn notify_listener(sub: &SubscriptionContext, changed: ListsChanged) {
 pub async fn serve_listen(
     sub: SubscriptionContext,
     mut changes: broadcast::Receiver<ListsChanged>,
-    mut updates: Option<mpsc::UnboundedReceiver<String>>,
+    mut updates: Option<mpsc::Receiver<String>>,
 ) -> Result<(), ErrorData> {
     loop {
         tokio::select! {
@@ -119,7 +119,7 @@ pub async fn serve_listen(
 }
 
 /// The next URI from `updates`; never, when there is no receiver or it closed.
-async fn next_update(updates: &mut Option<mpsc::UnboundedReceiver<String>>) -> Option<String> {
+async fn next_update(updates: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
     match updates {
         Some(rx) => match rx.recv().await {
             Some(uri) => Some(uri),

@@ -862,7 +862,7 @@ impl ServerHandler for GatewayServer {
             shared: self.shared.clone(),
             owner,
         };
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (tx, rx) = subscriptions::listen_queue();
         let catalog = self.shared.catalog();
         for uri in uris {
             let Ok((server, upstream)) = catalog.uris.route(&uri) else {

@@ -16,10 +16,16 @@
 //! 2026-07-28 (which replaced `resources/subscribe` with its own listen) can be
 //! subscribed to; anything else is refused with the reason.
 //!
+//! A server that floods updates costs bounded memory: a session has at most one update
+//! per resource on its way (another for the same resource meanwhile is the same news),
+//! and a listen request's queue holds at most [`MAX_PER_SUBSCRIBER`] (more are dropped:
+//! the client already has that many to act on).
+//!
 //! Must not: send an update to a client that did not subscribe to that resource,
 //! hold the table's lock across an `.await`, or grow without bound (at most
 //! [`MAX_PER_SUBSCRIBER`] per subscriber and [`MAX_SUBSCRIPTIONS`] in all).
 
+use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
 use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, ResourceUpdatedNotificationParam};
@@ -39,8 +45,9 @@ pub const MAX_SUBSCRIPTIONS: usize = 4096;
 pub(crate) enum Subscriber {
     /// A session: `notifications/resources/updated` on its peer.
     Session(Peer<RoleServer>),
-    /// A `subscriptions/listen` request: the URI, for its stream.
-    Listen(mpsc::UnboundedSender<String>),
+    /// A `subscriptions/listen` request: the URI, for its stream (a queue of
+    /// [`MAX_PER_SUBSCRIBER`], see [`listen_queue`]).
+    Listen(mpsc::Sender<String>),
 }
 
 struct Entry {
@@ -55,6 +62,13 @@ struct Entry {
 #[derive(Default)]
 pub(crate) struct Subscriptions {
     entries: Mutex<Vec<Entry>>,
+    /// (session, URI) of the updates on their way to a session.
+    sending: Arc<Mutex<HashSet<(u64, String)>>>,
+}
+
+/// A listen request's queue of updated URIs.
+pub(crate) fn listen_queue() -> (mpsc::Sender<String>, mpsc::Receiver<String>) {
+    mpsc::channel(MAX_PER_SUBSCRIBER)
 }
 
 /// What [`Subscriptions::add`] did.
@@ -143,14 +157,14 @@ impl Subscriptions {
     }
 
     /// Who gets an update of `server`'s `upstream` resource, and under which URI.
-    fn targets(&self, server: &str, upstream: &str) -> Vec<(Subscriber, String)> {
+    fn targets(&self, server: &str, upstream: &str) -> Vec<(u64, Subscriber, String)> {
         let Ok(entries) = self.entries.lock() else {
             return Vec::new();
         };
         entries
             .iter()
             .filter(|e| e.server == server && e.upstream == upstream)
-            .map(|e| (e.to.clone(), e.downstream.clone()))
+            .map(|e| (e.owner, e.to.clone(), e.downstream.clone()))
             .collect()
     }
 
@@ -261,17 +275,36 @@ async fn tell_unsubscribed(shared: &Shared, server: &str, upstream: &str) {
     }
 }
 
-/// `server` says its `upstream` resource changed: every subscriber hears it.
+/// `server` says its `upstream` resource changed: every subscriber hears it (see the
+/// module doc for how a flood is bounded).
 pub(crate) fn updated(shared: &Shared, server: &str, upstream: &str) {
-    for (to, uri) in shared.subs.targets(server, upstream) {
-        match to {
-            Subscriber::Listen(tx) => {
-                let _ = tx.send(uri);
-            }
-            Subscriber::Session(peer) => {
-                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+    shared.subs.deliver(server, upstream);
+}
+
+impl Subscriptions {
+    fn deliver(&self, server: &str, upstream: &str) {
+        for (owner, to, uri) in self.targets(server, upstream) {
+            match to {
+                Subscriber::Listen(tx) => {
+                    // Full: the client has MAX_PER_SUBSCRIBER updates to act on already.
+                    let _ = tx.try_send(uri);
+                }
+                Subscriber::Session(peer) => {
+                    let Ok(handle) = tokio::runtime::Handle::try_current() else {
+                        continue;
+                    };
+                    let key = (owner, uri);
+                    let first = self.sending.lock().is_ok_and(|mut s| s.insert(key.clone()));
+                    if !first {
+                        continue;
+                    }
+                    let sending = Arc::clone(&self.sending);
                     handle.spawn(async move {
-                        let param = ResourceUpdatedNotificationParam::new(uri);
+                        // Taken off first: an update after this point is news again.
+                        if let Ok(mut s) = sending.lock() {
+                            s.remove(&key);
+                        }
+                        let param = ResourceUpdatedNotificationParam::new(key.1);
                         if let Err(e) = peer.notify_resource_updated(param).await {
                             tracing::debug!("notifications/resources/updated: {e}");
                         }
@@ -304,10 +337,12 @@ pub(crate) async fn resubscribe(shared: &Shared, server: &str) {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
-    fn listen() -> (Subscriber, mpsc::UnboundedReceiver<String>) {
-        let (tx, rx) = mpsc::unbounded_channel();
+    fn listen() -> (Subscriber, mpsc::Receiver<String>) {
+        let (tx, rx) = listen_queue();
         (Subscriber::Listen(tx), rx)
     }
 
@@ -321,9 +356,9 @@ mod tests {
         assert_eq!(t.add(1, route, "file:///x", a), Ok(Added::Again), "twice");
         let qualified = "switchboard-gateway://s/file:///x";
         assert_eq!(t.add(2, route, qualified, b), Ok(Added::Again));
-        for (to, uri) in t.targets("s", "file:///x") {
+        for (_, to, uri) in t.targets("s", "file:///x") {
             let Subscriber::Listen(tx) = to else { panic!() };
-            tx.send(uri).unwrap();
+            tx.try_send(uri).unwrap();
         }
         assert_eq!(arx.try_recv().unwrap(), "file:///x");
         assert_eq!(brx.try_recv().unwrap(), qualified);
@@ -362,5 +397,81 @@ mod tests {
             MAX_PER_SUBSCRIBER - 1,
             "file:///0 is still wanted by 8"
         );
+    }
+
+    /// A listen request's queue stays bounded however many updates a server sends.
+    #[test]
+    fn a_flood_of_updates_fills_a_listen_queue_only_to_its_bound() {
+        let t = Subscriptions::default();
+        let (tx, mut rx) = listen_queue();
+        t.add(1, ("s", "u"), "u", Subscriber::Listen(tx)).unwrap();
+        for _ in 0..10_000 {
+            for (_, to, uri) in t.targets("s", "u") {
+                let Subscriber::Listen(tx) = to else { panic!() };
+                let _ = tx.try_send(uri);
+            }
+        }
+        let mut n = 0;
+        while rx.try_recv().is_ok() {
+            n += 1;
+        }
+        assert_eq!(n, MAX_PER_SUBSCRIBER);
+    }
+
+    #[derive(Clone, Default)]
+    struct Counting(Arc<Mutex<Vec<String>>>);
+
+    impl rmcp::ClientHandler for Counting {
+        async fn on_resource_updated(
+            &self,
+            params: ResourceUpdatedNotificationParam,
+            _context: rmcp::service::NotificationContext<rmcp::RoleClient>,
+        ) {
+            self.0.lock().unwrap().push(params.uri);
+        }
+    }
+
+    struct Plain;
+    impl rmcp::ServerHandler for Plain {}
+
+    /// A flood of updates to a session spawns one send per resource at a time: 10,000
+    /// updates in a row (nothing else runs meanwhile on this one-thread runtime) reach
+    /// the client as one; the next update after it went out is sent again.
+    #[tokio::test(flavor = "current_thread")]
+    async fn a_flood_to_a_session_is_one_update_per_resource_in_flight() {
+        use rmcp::ServiceExt;
+        let (a, b) = tokio::io::duplex(1 << 16);
+        let server = tokio::spawn(async move { Plain.serve(a).await.unwrap() });
+        let seen = Counting::default();
+        let client = seen.clone().serve(b).await.unwrap();
+        let server = server.await.unwrap();
+        let t = Subscriptions::default();
+        let session = Subscriber::Session(server.peer().clone());
+        t.add(1, ("s", "u"), "gw://u", session).unwrap();
+        for _ in 0..10_000 {
+            t.deliver("s", "u");
+        }
+        let wait = |n: usize| {
+            let seen = seen.clone();
+            async move {
+                for _ in 0..200 {
+                    if seen.0.lock().unwrap().len() >= n {
+                        return;
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+            }
+        };
+        wait(1).await;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        assert_eq!(*seen.0.lock().unwrap(), ["gw://u"]);
+        t.deliver("s", "u");
+        wait(2).await;
+        assert_eq!(
+            seen.0.lock().unwrap().len(),
+            2,
+            "news again once the first went out"
+        );
+        drop(client);
     }
 }
