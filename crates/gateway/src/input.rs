@@ -33,11 +33,11 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequest, CreateMessageResult, ElicitRequest, ErrorCode,
     ErrorData, InputRequest, InputRequests, InputRequiredResult, InputResponses, ListRootsRequest,
-    ListRootsResult, ProtocolVersion,
+    ListRootsResult, ProgressToken, ProtocolVersion,
 };
 use rmcp::service::{RequestContext, RoleServer};
 use switchboard_mcp::{CallOptions, Progress, RequestError, decline_elicitation};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 use crate::gateway::Forwarded;
@@ -292,7 +292,7 @@ impl InputTable {
             None => Box::new(Parked::start(key, caps, start())),
         };
         loop {
-            match parked.drive(Some(ctx)).await {
+            match parked.drive(To::Client(ctx)).await {
                 Step::Finished(r) => return Ok(Relayed::Done(downcast(r, &parked.key))),
                 Step::Asked(requests) => match self.park_asking(parked, requests) {
                     Ok(asked) => return Ok(Relayed::InputRequired(asked)),
@@ -304,20 +304,22 @@ impl InputTable {
 
     /// Takes the call parked under `state` back for a retry that reached another
     /// instance (which handed over `responses`), answers it, and relays on with no
-    /// client attached (its progress is dropped) until the next step: the result,
-    /// JSON-encoded, or the next question, parked again here. `None` when no call of
-    /// `key` is parked under `state` (taken by a retry that reached this instance, or
+    /// client attached until the next step: the result, JSON-encoded, or the next
+    /// question, parked again here. Its progress meanwhile goes to `progress` (the
+    /// latest only: the instance the client waits on sends it on). `None` when no call
+    /// of `key` is parked under `state` (taken by a retry that reached this instance, or
     /// timed out).
     pub async fn resume_detached(
         self: &Arc<Self>,
         state: &str,
         key: &CallKey,
         responses: InputResponses,
+        progress: &watch::Sender<Option<Progress>>,
     ) -> Option<Detached> {
         let mut parked = self.take(state, key).ok()?;
         parked.answer(responses);
         loop {
-            match parked.drive(None).await {
+            match parked.drive(To::Elsewhere(progress)).await {
                 Step::Finished(r) => {
                     let encode = parked.encode;
                     return Some(Detached::Done(encode(r, &parked.key)));
@@ -401,11 +403,35 @@ fn answer_undeclared(f: Forwarded, caps: &ClientCapabilities) -> Option<Forwarde
     }
 }
 
+/// Where a driven call's progress goes.
+#[derive(Clone, Copy)]
+enum To<'a> {
+    /// The client of this request, under its own token (dropped without one).
+    Client(&'a RequestContext<RoleServer>),
+    /// No client here: the latest progress, for another instance to send on.
+    Elsewhere(&'a watch::Sender<Option<Progress>>),
+}
+
+impl To<'_> {
+    async fn progress(self, token: Option<&ProgressToken>, p: Progress) {
+        match self {
+            To::Client(ctx) => send_progress(ctx, token, p).await,
+            To::Elsewhere(latest) => {
+                latest.send_replace(Some(p));
+            }
+        }
+    }
+}
+
 impl Parked {
     /// Relays until the upstream request ends or asks what the client can answer:
-    /// progress to `ctx`'s client under its own token (dropped without one), and the
-    /// client's disconnect cancelling the upstream request.
-    async fn drive(&mut self, ctx: Option<&RequestContext<RoleServer>>) -> Step {
+    /// progress where `to` says, and the client's disconnect cancelling the upstream
+    /// request.
+    async fn drive(&mut self, to: To<'_>) -> Step {
+        let ctx = match to {
+            To::Client(ctx) => Some(ctx),
+            To::Elsewhere(_) => None,
+        };
         let token = ctx.and_then(|c| c.meta.get_progress_token());
         let gone = ctx.map(|c| c.ct.clone()).unwrap_or_default();
         let mut cancelled = false;
@@ -416,19 +442,13 @@ impl Parked {
                     // once what is on its way has come through.
                     let rest = async {
                         while let Some(p) = self.progress.recv().await {
-                            if let Some(ctx) = ctx {
-                                send_progress(ctx, token.as_ref(), p).await;
-                            }
+                            to.progress(token.as_ref(), p).await;
                         }
                     };
                     let _ = tokio::time::timeout(PROGRESS_DRAIN, rest).await;
                     return Step::Finished(r);
                 }
-                Some(p) = self.progress.recv() => {
-                    if let Some(ctx) = ctx {
-                        send_progress(ctx, token.as_ref(), p).await;
-                    }
-                }
+                Some(p) = self.progress.recv() => to.progress(token.as_ref(), p).await,
                 Some(f) = self.asks.recv() => {
                     let mut requests = InputRequests::new();
                     let mut next = Some(f);

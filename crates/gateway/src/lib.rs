@@ -39,5 +39,5 @@ pub use input::{
 pub use listen::{ListsChanged, list_filter, notify_listener, serve_listen};
 pub use server::{
     Completable, GatewayServer, SERVER_NAME, completed, relay_options, relay_progress, scrub_urls,
-    upstream_error,
+    send_progress, upstream_error,
 };

@@ -430,7 +430,8 @@ pub async fn relay_progress<T>(
     }
 }
 
-pub(crate) async fn send_progress(
+/// Sends `p` to `ctx`'s client under its own progress `token` (nothing without one).
+pub async fn send_progress(
     ctx: &RequestContext<RoleServer>,
     token: Option<&rmcp::model::ProgressToken>,
     p: Progress,

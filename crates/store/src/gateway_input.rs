@@ -5,7 +5,10 @@
 //! writes the client's answer ([`UserStore::answer_gateway_input`]); the running
 //! instance takes it ([`UserStore::take_gateway_input_answer`]), relays on and writes
 //! the outcome ([`UserStore::put_gateway_input_outcome`]), which the retrying instance
-//! takes, ending the row ([`UserStore::take_gateway_input_outcome`]).
+//! takes, ending the row ([`UserStore::take_gateway_input_outcome`]). Meanwhile the
+//! running instance writes the latest progress it hears
+//! ([`UserStore::put_gateway_input_progress`]) and the retrying one reads it
+//! ([`UserStore::gateway_input_progress`]).
 //!
 //! Every query names `self.user` and, where a retry is involved, the call's hash: a
 //! state of another user or another call is "not there".
@@ -21,13 +24,17 @@ use sqlx::any::AnyRow;
 
 use crate::account::{hash_hex, now, secs};
 use crate::error::{Result, StoreError};
-use crate::store::{GATEWAY_INPUT_ANSWER, GATEWAY_INPUT_OUTCOME, SealedColumn};
+use crate::store::{
+    GATEWAY_INPUT_ANSWER, GATEWAY_INPUT_OUTCOME, GATEWAY_INPUT_PROGRESS, SealedColumn,
+};
 use crate::user_data::UserStore;
 
 /// Largest answer (the client's inputResponses, JSON bytes) the store takes.
 pub const MAX_GATEWAY_ANSWER_BYTES: usize = 1024 * 1024;
 /// Largest outcome (JSON bytes) the store takes.
 pub const MAX_GATEWAY_OUTCOME_BYTES: usize = 8 * 1024 * 1024;
+/// Largest progress (JSON bytes) the store takes.
+pub const MAX_GATEWAY_PROGRESS_BYTES: usize = 16 * 1024;
 
 /// What a row stores for the call `call` (method and name): its SHA-256, hex.
 pub fn call_hash(call: &str) -> String {
@@ -217,6 +224,61 @@ impl UserStore {
             id,
             "taking a gateway call's outcome",
         )
+    }
+
+    /// Write the latest progress of the call that waited under `id` (it relays on here
+    /// while the client's retry waits elsewhere); each write counts one more.
+    ///
+    /// # Errors
+    /// Progress over [`MAX_GATEWAY_PROGRESS_BYTES`]; no secret key; a database failure.
+    pub async fn put_gateway_input_progress(&self, id: &str, progress: &Value) -> Result<()> {
+        let sealed = self.seal_value(
+            GATEWAY_INPUT_PROGRESS,
+            id,
+            progress,
+            ("a gateway call's progress", MAX_GATEWAY_PROGRESS_BYTES),
+        )?;
+        sqlx::query(
+            "UPDATE gateway_inputs SET progress = $1, progress_seq = progress_seq + 1 \
+             WHERE id = $2 AND user_id = $3",
+        )
+        .bind(sealed)
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .execute(&self.store.pool)
+        .await
+        .map_err(StoreError::query("saving a gateway call's progress"))?;
+        Ok(())
+    }
+
+    /// The latest progress of the call `call_hash` that waited under `id`, with how many
+    /// were written (so a reader sends only what is new); `None` before the first.
+    ///
+    /// # Errors
+    /// No secret key, progress that does not open, a database failure.
+    pub async fn gateway_input_progress(
+        &self,
+        id: &str,
+        call_hash: &str,
+    ) -> Result<Option<(i64, Value)>> {
+        let doing = "reading a gateway call's progress";
+        let row = sqlx::query(
+            "SELECT progress_seq, progress FROM gateway_inputs WHERE id = $1 AND user_id = $2 \
+             AND call_hash = $3 AND progress IS NOT NULL",
+        )
+        .bind(id.to_owned())
+        .bind(self.uid())
+        .bind(call_hash.to_owned())
+        .fetch_optional(&self.store.pool)
+        .await
+        .map_err(StoreError::query(doing))?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let seq: i64 = row.try_get(0).map_err(StoreError::query(doing))?;
+        let sealed: Vec<u8> = row.try_get(1).map_err(StoreError::query(doing))?;
+        let value = self.open_json(GATEWAY_INPUT_PROGRESS, id, &sealed)?;
+        Ok(Some((seq, value)))
     }
 
     /// Remove the row of the call that waited under `id` (its retry reached the instance

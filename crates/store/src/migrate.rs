@@ -70,10 +70,15 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "gateway inputs",
         include_str!("../migrations/0013_gateway_inputs.sql"),
     ),
+    (
+        14,
+        "gateway input progress",
+        include_str!("../migrations/0014_gateway_input_progress.sql"),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 13;
+pub const LATEST_VERSION: i64 = 14;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

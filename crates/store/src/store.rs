@@ -182,7 +182,13 @@ pub(crate) const GATEWAY_INPUT_OUTCOME: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
-const SEALED_COLUMNS: [SealedColumn; 19] = [
+pub(crate) const GATEWAY_INPUT_PROGRESS: SealedColumn = SealedColumn {
+    table: "gateway_inputs",
+    column: "progress",
+    user_column: Some("user_id"),
+    key_column: "id",
+};
+const SEALED_COLUMNS: [SealedColumn; 20] = [
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -202,6 +208,7 @@ const SEALED_COLUMNS: [SealedColumn; 19] = [
     ELICIT_CONTENT,
     GATEWAY_INPUT_ANSWER,
     GATEWAY_INPUT_OUTCOME,
+    GATEWAY_INPUT_PROGRESS,
 ];
 
 impl Store {

@@ -637,8 +637,8 @@ async fn upgrading_from_schema_4_keeps_rows(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [5, 6, 7, 8, 9, 10, 11, 12, 13]);
-    assert_eq!(report.version, 13);
+    assert_eq!(versions, [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert_eq!(report.version, 14);
     assert!(
         a.oauth_tokens("s")
             .await

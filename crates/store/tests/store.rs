@@ -236,6 +236,37 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
             .unwrap()
             .is_none()
     );
+    // Progress of the call relaying on: the latest, counted, only for its user and call.
+    assert!(
+        a2.gateway_input_progress("state-1", &call)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    for step in 1..=2 {
+        let p = json!({"progress": step, "total": 3, "message": "PROGRESS-NOTE-4417"});
+        a.put_gateway_input_progress("state-1", &p).await.unwrap();
+    }
+    let (seq, latest) = a2
+        .gateway_input_progress("state-1", &call)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!((seq, latest["progress"].as_i64()), (2, Some(2)));
+    assert!(
+        b2.gateway_input_progress("state-1", &call)
+            .await
+            .unwrap()
+            .is_none(),
+        "another user"
+    );
+    assert!(
+        a2.gateway_input_progress("state-1", &other_call)
+            .await
+            .unwrap()
+            .is_none(),
+        "another call"
+    );
     let outcome = json!({"result": {"content": [{"type": "text", "text": "PIN-OUTCOME-8830"}]}});
     a.put_gateway_input_outcome("state-1", &outcome)
         .await
@@ -244,8 +275,8 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
     // Sealed at rest, and moved to a new key by re-encryption.
     let rows = assert_sealed(
         &db,
-        "SELECT answer, outcome FROM gateway_inputs",
-        &["SECRET-PIN-5521", "PIN-OUTCOME-8830"],
+        "SELECT answer, outcome, progress FROM gateway_inputs",
+        &["SECRET-PIN-5521", "PIN-OUTCOME-8830", "PROGRESS-NOTE-4417"],
     )
     .await;
     assert_eq!(rows, 1);
@@ -255,7 +286,10 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
         .unwrap()
         .with_keys(keys(&k2, Some(&k)));
     let r = rotated.reencrypt().await.unwrap();
-    assert_eq!(r.resealed, 2, "the answer and the outcome: {r:?}");
+    assert_eq!(
+        r.resealed, 3,
+        "the answer, the outcome and the progress: {r:?}"
+    );
     let only_new = Store::open(db.url())
         .await
         .unwrap()
@@ -354,7 +388,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7, 8, 9, 10, 11, 12, 13]
+        [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -483,12 +517,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
+    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 13);
+    assert_eq!(first.version, 14);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 13);
+    assert_eq!(again.version, 14);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -501,8 +535,8 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 13, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (13, 13));
+    assert_eq!(ra.applied.len() + rb.applied.len(), 14, "{ra:?} {rb:?}");
+    assert_eq!((ra.version, rb.version), (14, 14));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -563,8 +597,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13]);
-    assert_eq!(report.version, 13);
+    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert_eq!(report.version, 14);
     let back = store
         .session_user(token.expose())
         .await
@@ -1307,7 +1341,7 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 11);
+    assert_eq!(one.migrate().await.unwrap().applied.len(), 12);
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1689,7 +1723,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![5, 6, 7, 8, 9, 10, 11, 12, 13], 13)
+        (vec![5, 6, 7, 8, 9, 10, 11, 12, 13, 14], 14)
     );
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
@@ -2097,7 +2131,10 @@ async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
     assert!(a.put_workflow("w", "x").await.is_err(), "no tables at 8");
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
+    assert_eq!(
+        (versions, report.version),
+        (vec![9, 10, 11, 12, 13, 14], 14)
+    );
 
     let source = "name: w\nnodes:\n  - id: a\n    type: http\n    url: https://x.example/?key=wf-source-secret-1\n";
     assert!(a.put_workflow("w", source).await.unwrap());
@@ -2331,7 +2368,10 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
     .unwrap();
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
+    assert_eq!(
+        (versions, report.version),
+        (vec![9, 10, 11, 12, 13, 14], 14)
+    );
     assert_eq!(a.messages(&chat.id).await.unwrap().unwrap().len(), 1);
 
     let new = NewAppSession {
@@ -2472,7 +2512,10 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
     );
     let report = turn_side.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!((versions, report.version), (vec![9, 10, 11, 12, 13], 13));
+    assert_eq!(
+        (versions, report.version),
+        (vec![9, 10, 11, 12, 13, 14], 14)
+    );
     assert_eq!(
         a.messages(&chat.id).await.unwrap().unwrap()[0].content["parts"][0]["text"],
         "kept"

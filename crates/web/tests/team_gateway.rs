@@ -1400,7 +1400,7 @@ async fn python_default_client_on_2026_07_28_through_the_team_gateway() {
 /// result comes back through the store; no row is left behind.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() {
-    use switchboard_testkit::{EverythingMode, spawn_everything};
+    use switchboard_testkit::{EverythingMode, PyMode, spawn_everything, spawn_python};
     switchboard_testkit::ensure_peers();
     let db = Db::postgres();
     let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
@@ -1419,9 +1419,14 @@ async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() 
     }
     let store = db.store().await;
     let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    // On 2026-07-28 itself: `greet_slowly` asks the name, then reports progress.
+    let py = spawn_python(PyMode::StreamableHttp, &[("SWITCHBOARD_PY_RESOLVE", "1")]).await;
     let resource = format!("{origin}/mcp");
-    let (_, _, access) =
-        alice_with_token(&store, &[("everything", &everything.url)], &resource).await;
+    let servers = [
+        ("everything", everything.url.as_str()),
+        ("py", py.url.as_str()),
+    ];
+    let (_, _, access) = alice_with_token(&store, &servers, &resource).await;
     let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../gateway/tests/drivers/py_modern_client.py");
     let bases: Vec<String> = apps.iter().map(|a| a.base.clone()).collect();
@@ -1434,6 +1439,9 @@ async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() 
         "elicit": {"name": "everything__trigger-elicitation-request"},
         "elicitContent": {"name": "Grace Hopper"},
         "sample": null,
+        // Asks (the retry goes to the other instance), then reports progress while the
+        // call relays on the instance holding it: the progress goes through the store.
+        "slow": {"name": "py__greet_slowly", "arguments": {}},
     });
     let python = switchboard_testkit::python_bin();
     for round in 0..2 {
@@ -1448,6 +1456,18 @@ async fn an_input_required_retry_on_another_instance_reaches_the_waiting_call() 
         assert!(
             elicit_got(&v, "Grace Hopper"),
             "the answer handed over through the store reached the tool: {v}"
+        );
+        assert_eq!(v["slow"]["text"][0], "hello slowly Grace Hopper", "{v}");
+        let progress: Vec<f64> = v["slow"]["progress"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p.as_f64().unwrap())
+            .collect();
+        assert!(
+            progress.windows(2).all(|w| w[0] < w[1]) && progress.last() == Some(&3.0),
+            "the progress of the call relaying on the other instance reached the client, \
+             increasing, up to the last step: {v}"
         );
         let per_base = v["perBase"].as_array().unwrap();
         assert!(

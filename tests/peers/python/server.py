@@ -13,7 +13,8 @@ HTTP transports always bind 127.0.0.1. Environment:
                             while connected and sends notifications/tools/list_changed.
     SWITCHBOARD_PY_RESOLVE  when set, tools whose inputs the SDK resolves from the client
                             (`Resolve`): `greet` asks the person's name (elicitation),
-                            `summarize` samples the client's model, `where` lists the roots.
+                            `summarize` samples the client's model, `where` lists the roots,
+                            `greet_slowly` asks the name, then reports 3 progress steps.
                             On 2026-07-28 they ask through an InputRequiredResult.
     SWITCHBOARD_PY_META     when set, what a proxy forwards can be seen: a `meta` tool, a
                             `py://meta/{name}` resource and a `meta` prompt answer with the
@@ -131,6 +132,13 @@ if os.environ.get("SWITCHBOARD_PY_RESOLVE"):
     @mcp.tool(description="Ask the person's name (elicitation), then greet them.")
     def greet(who: Annotated[Name, Resolve(_ask_name)]) -> str:
         return f"hello {who.name}"
+
+    @mcp.tool(description="Ask the person's name, then report 3 progress steps and greet them.")
+    async def greet_slowly(who: Annotated[Name, Resolve(_ask_name)], ctx: Context) -> str:
+        for i in range(1, 4):
+            await ctx.report_progress(i, 3, f"greeting step {i}")
+            await asyncio.sleep(0.4)
+        return f"hello slowly {who.name}"
 
     def _sample_summary() -> Sample:
         return Sample(

@@ -8,13 +8,15 @@
 //!   `requestState` and watches it every [`POLL_EVERY`]: when another instance has
 //!   written the client's answer, takes the call back (`InputTable::resume_detached`),
 //!   relays on with no client attached, and writes the outcome (the result, the error,
-//!   or the next question — then watches the next `requestState` the same way). A
-//!   retry that reaches this instance takes the call from the table itself, and the
-//!   watch ends.
+//!   or the next question — then watches the next `requestState` the same way).
+//!   Meanwhile it writes the call's latest progress to the row (at most every
+//!   [`POLL_EVERY`], and once more before the outcome). A retry that reaches this
+//!   instance takes the call from the table itself, and the watch ends.
 //! - [`retry_elsewhere`] (an instance a retry reached, holding no such call): writes the
-//!   client's answer, then waits up to [`WAIT_FOR_OUTCOME`] for the outcome; with none
-//!   yet it answers an `InputRequiredResult` carrying only the `requestState`, which the
-//!   client's SDK retries after a short backoff.
+//!   client's answer, then waits up to [`WAIT_FOR_OUTCOME`] for the outcome, sending the
+//!   client each new progress the row shows (under the retry's own progress token);
+//!   with no outcome yet it answers an `InputRequiredResult` carrying only the
+//!   `requestState`, which the client's SDK retries after a short backoff.
 //!
 //! Must not: take a state of another user or another call (every row query names the
 //! token's user and the call's hash), or wait past the call's own timeout.
@@ -25,8 +27,10 @@ use rmcp::model::{ErrorData, InputRequiredResult, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use switchboard_gateway::{CallKey, Detached, Relayed, upstream_error};
+use switchboard_gateway::{CallKey, Detached, Relayed, send_progress, upstream_error};
+use switchboard_mcp::Progress;
 use switchboard_store::{UserId, UserStore, call_hash};
+use tokio::sync::watch;
 
 use super::state::TeamState;
 
@@ -76,7 +80,17 @@ pub(crate) async fn offer(
                 }
             };
             let responses: InputResponses = serde_json::from_value(answer).unwrap_or_default();
-            let Some(step) = inputs.resume_detached(&watched, &key, responses).await else {
+            let (latest, mut heard) = watch::channel(None);
+            let resumed = inputs.resume_detached(&watched, &key, responses, &latest);
+            let step = tokio::select! {
+                step = resumed => step,
+                () = write_progress(&us, &watched, &mut heard) => None,
+            };
+            // The latest goes before the outcome, even if its write was cut short (the
+            // reader sends only progress that moved forward).
+            let p = heard.borrow_and_update().clone();
+            put_progress(&us, &watched, &p).await;
+            let Some(step) = step else {
                 return;
             };
             let (outcome, next) = match step {
@@ -102,6 +116,40 @@ pub(crate) async fn offer(
             }
         }
     });
+}
+
+/// Writes each progress `heard` to the row of `request_state`, at most every
+/// [`POLL_EVERY`] (the latest wins); never ends while the call relays.
+async fn write_progress(
+    us: &UserStore,
+    request_state: &str,
+    heard: &mut watch::Receiver<Option<Progress>>,
+) {
+    while heard.changed().await.is_ok() {
+        let p = heard.borrow_and_update().clone();
+        put_progress(us, request_state, &p).await;
+        tokio::time::sleep(POLL_EVERY).await;
+    }
+    std::future::pending::<()>().await;
+}
+
+async fn put_progress(us: &UserStore, request_state: &str, p: &Option<Progress>) {
+    let Some(p) = p else {
+        return;
+    };
+    let value = json!({"progress": p.progress, "total": p.total, "message": p.message});
+    if let Err(e) = us.put_gateway_input_progress(request_state, &value).await {
+        tracing::debug!("team store (gateway input progress): {e}");
+    }
+}
+
+/// A progress as [`put_progress`] wrote it.
+fn progress_of(v: &Value) -> Option<Progress> {
+    Some(Progress {
+        progress: v.get("progress")?.as_f64()?,
+        total: v.get("total").and_then(Value::as_f64),
+        message: v.get("message").and_then(Value::as_str).map(str::to_owned),
+    })
 }
 
 /// Writes `outcome`; one too big for the store becomes an error saying so.
@@ -168,7 +216,21 @@ pub(crate) async fn retry_elsewhere<T: DeserializeOwned>(
         ));
     }
     let deadline = Instant::now() + WAIT_FOR_OUTCOME;
+    let token = ctx.meta.get_progress_token();
+    let (mut sent_seq, mut sent) = (0, f64::NEG_INFINITY);
     loop {
+        // Progress first: what was written just before the outcome still goes first.
+        // Only progress that moved forward is sent (MCP's progress only increases).
+        if token.is_some()
+            && let Ok(Some((seq, value))) = us.gateway_input_progress(request_state, &hash).await
+            && seq > sent_seq
+        {
+            sent_seq = seq;
+            if let Some(p) = progress_of(&value).filter(|p| p.progress > sent) {
+                sent = p.progress;
+                send_progress(ctx, token.as_ref(), p).await;
+            }
+        }
         if let Some(outcome) = us
             .take_gateway_input_outcome(request_state, &hash)
             .await
