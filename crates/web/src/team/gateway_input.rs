@@ -36,6 +36,8 @@ use super::state::TeamState;
 
 /// How often the store is read for an answer or an outcome.
 pub const POLL_EVERY: Duration = Duration::from_millis(200);
+/// The longest progress message (characters) handed to another instance.
+const MAX_PROGRESS_MESSAGE: usize = 1000;
 /// How long a retry that reached another instance waits for the outcome before it
 /// answers with the `requestState` alone (the client calls again).
 pub const WAIT_FOR_OUTCOME: Duration = Duration::from_secs(25);
@@ -137,7 +139,12 @@ async fn put_progress(us: &UserStore, request_state: &str, p: &Option<Progress>)
     let Some(p) = p else {
         return;
     };
-    let value = json!({"progress": p.progress, "total": p.total, "message": p.message});
+    // A message is cut so that the row always takes it (the store caps progress).
+    let message = p
+        .message
+        .as_deref()
+        .map(|m| m.chars().take(MAX_PROGRESS_MESSAGE).collect::<String>());
+    let value = json!({"progress": p.progress, "total": p.total, "message": message});
     if let Err(e) = us.put_gateway_input_progress(request_state, &value).await {
         tracing::debug!("team store (gateway input progress): {e}");
     }
