@@ -59,7 +59,9 @@ pub use elicit::{
     PendingElicitation,
 };
 pub use error::{Result, StoreError};
-pub use gateway_input::{MAX_GATEWAY_ANSWER_BYTES, MAX_GATEWAY_OUTCOME_BYTES, call_hash};
+pub use gateway_input::{
+    MAX_GATEWAY_ANSWER_BYTES, MAX_GATEWAY_OUTCOME_BYTES, MAX_GATEWAY_PROGRESS_BYTES, call_hash,
+};
 pub use gateway_oauth::{
     GatewayAccess, GatewayApproval, GatewayClient, GatewayGrant, GrantId, IssuedTokens,
     RefreshOutcome, Revocation, TakenCode, TokenHint, TokenLifetimes,
