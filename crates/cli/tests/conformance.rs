@@ -17,13 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use switchboard_testkit::{
     PeerProcess, ensure_peers, fake_browser_command, free_port, peers_dir, python_bin,
 };
 
 use crate::common;
-use crate::gateway::{TOKEN, spawn_http_gateway};
+use crate::gateway::{TOKEN, demo_and_everything, spawn_http_gateway};
 
 const BIN: &str = env!("CARGO_BIN_EXE_switchboard");
 
@@ -159,13 +159,7 @@ fn the_official_conformance_suite_passes_the_switchboard_client() {
 async fn the_official_conformance_suite_passes_the_gateway_on_generic_scenarios() {
     ensure_peers();
     let env = common::Env::new();
-    let (node, node_args) = switchboard_testkit::everything_stdio_command();
-    let servers = json!({
-        "demo": {"command": BIN, "args": ["demo-server"]},
-        "everything": {"command": node, "args": node_args},
-    });
-    let config = env.project.path().join("settings.json");
-    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    let config = demo_and_everything(&env);
     let gateway = spawn_http_gateway(&config, &env, &[]).await;
     let port = free_port();
     let mut cmd = Command::new("node");

@@ -872,6 +872,19 @@ async fn a_departing_client_with_roots_changes_the_roots_upstream() {
     );
 }
 
+/// A settings file in `env`'s project with the demo server and server-everything, both
+/// over stdio.
+pub(crate) fn demo_and_everything(env: &common::Env) -> PathBuf {
+    let (node, node_args) = switchboard_testkit::everything_stdio_command();
+    let servers = json!({
+        "demo": {"command": BIN, "args": ["demo-server"]},
+        "everything": {"command": node, "args": node_args},
+    });
+    let config = env.project.path().join("settings.json");
+    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    config
+}
+
 /// Resource subscriptions pass through, for both kinds of client, with
 /// server-everything upstream (it declares `resources.subscribe` and, once its
 /// `toggle-subscriber-updates` tool runs, sends `notifications/resources/updated` for
@@ -886,13 +899,7 @@ async fn a_departing_client_with_roots_changes_the_roots_upstream() {
 fn resource_subscriptions_pass_through() {
     ensure_peers();
     let env = common::Env::new();
-    let (node, node_args) = switchboard_testkit::everything_stdio_command();
-    let servers = json!({
-        "demo": {"command": BIN, "args": ["demo-server"]},
-        "everything": {"command": node, "args": node_args},
-    });
-    let config = env.project.path().join("settings.json");
-    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    let config = demo_and_everything(&env);
     let uri = "switchboard-gateway://everything/demo://resource/dynamic/text/1";
     let toggle = json!({"name": "everything__toggle-subscriber-updates"});
     let args = json!(["gateway", "--config", config, "--wait-ms", "30000"]);
