@@ -219,8 +219,8 @@ impl Drop for InflightGuard {
 
 /// Lives as long as one downstream session's handler (every clone of it): when the
 /// session ends (the client disconnected, or ended its HTTP session), it is forgotten
-/// with its resource subscriptions, and if it had declared roots, the roots offered upstream changed, so every server
-/// hears `notifications/roots/list_changed`.
+/// with its resource subscriptions, and if it had declared roots, the roots offered
+/// upstream changed, so every server hears `notifications/roots/list_changed`.
 pub(crate) struct SessionEnd {
     pub(crate) shared: Arc<Shared>,
     pub(crate) id: u64,

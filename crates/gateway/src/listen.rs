@@ -90,11 +90,12 @@ pub async fn notify_listener(sub: &SubscriptionContext, changed: ListsChanged) {
 }
 
 /// Serves one subscription from `changes`, and the URIs of subscribed resources that
-/// changed from `updates`, until the client cancels it (or the gateway stops).
+/// changed from `updates` (once its senders are gone, only `changes`), until the client
+/// cancels it (or the gateway stops).
 pub async fn serve_listen(
     sub: SubscriptionContext,
     mut changes: broadcast::Receiver<ListsChanged>,
-    mut updates: Option<mpsc::Receiver<String>>,
+    mut updates: mpsc::Receiver<String>,
 ) -> Result<(), ErrorData> {
     loop {
         tokio::select! {
@@ -106,7 +107,7 @@ pub async fn serve_listen(
                 }
                 Err(broadcast::error::RecvError::Closed) => return Ok(()),
             },
-            Some(uri) = next_update(&mut updates) => {
+            Some(uri) = updates.recv() => {
                 let n = ServerNotification::ResourceUpdatedNotification(
                     ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(uri)),
                 );
@@ -115,19 +116,5 @@ pub async fn serve_listen(
                 }
             }
         }
-    }
-}
-
-/// The next URI from `updates`; never, when there is no receiver or it closed.
-async fn next_update(updates: &mut Option<mpsc::Receiver<String>>) -> Option<String> {
-    match updates {
-        Some(rx) => match rx.recv().await {
-            Some(uri) => Some(uri),
-            None => {
-                *updates = None;
-                std::future::pending().await
-            }
-        },
-        None => std::future::pending().await,
     }
 }

@@ -849,14 +849,6 @@ impl ServerHandler for GatewayServer {
 
     async fn listen(&self, subscription: SubscriptionContext) -> Result<(), ErrorData> {
         let changes = self.shared.changes.subscribe();
-        let uris = subscription
-            .accepted()
-            .resource_subscriptions
-            .clone()
-            .unwrap_or_default();
-        if uris.is_empty() {
-            return serve_listen(subscription, changes, None).await;
-        }
         // The listen request is the subscriber: its subscriptions end with it.
         let owner = self.shared.next_id();
         let _end = ListenEnd {
@@ -865,17 +857,24 @@ impl ServerHandler for GatewayServer {
         };
         let (tx, rx) = subscriptions::listen_queue();
         let catalog = self.shared.catalog();
-        for uri in uris {
-            let Ok((server, upstream)) = catalog.uris.route(&uri) else {
+        for uri in subscription
+            .accepted()
+            .resource_subscriptions
+            .iter()
+            .flatten()
+        {
+            let Ok((server, upstream)) = catalog.uris.route(uri) else {
                 continue;
             };
             let to = Subscriber::Listen(tx.clone());
             let route = (server.as_str(), upstream.as_str());
-            if let Err(e) = subscriptions::subscribe(&self.shared, owner, route, &uri, to).await {
+            if let Err(e) = subscriptions::subscribe(&self.shared, owner, route, uri, to).await {
                 tracing::info!("subscriptions/listen: `{uri}`: {}", e.message);
             }
         }
-        serve_listen(subscription, changes, Some(rx)).await
+        // Only the table's senders stay (none when nothing was subscribed).
+        drop(tx);
+        serve_listen(subscription, changes, rx).await
     }
 
     async fn subscribe(

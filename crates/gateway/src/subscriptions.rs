@@ -356,10 +356,7 @@ mod tests {
         assert_eq!(t.add(1, route, "file:///x", a), Ok(Added::Again), "twice");
         let qualified = "switchboard-gateway://s/file:///x";
         assert_eq!(t.add(2, route, qualified, b), Ok(Added::Again));
-        for (_, to, uri) in t.targets("s", "file:///x") {
-            let Subscriber::Listen(tx) = to else { panic!() };
-            tx.try_send(uri).unwrap();
-        }
+        t.deliver("s", "file:///x");
         assert_eq!(arx.try_recv().unwrap(), "file:///x");
         assert_eq!(brx.try_recv().unwrap(), qualified);
         assert!(arx.try_recv().is_err(), "one update each");
@@ -406,10 +403,7 @@ mod tests {
         let (tx, mut rx) = listen_queue();
         t.add(1, ("s", "u"), "u", Subscriber::Listen(tx)).unwrap();
         for _ in 0..10_000 {
-            for (_, to, uri) in t.targets("s", "u") {
-                let Subscriber::Listen(tx) = to else { panic!() };
-                let _ = tx.try_send(uri);
-            }
+            t.deliver("s", "u");
         }
         let mut n = 0;
         while rx.try_recv().is_ok() {

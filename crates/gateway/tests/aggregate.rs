@@ -120,6 +120,18 @@ async fn rig(servers: Value, initial_wait: Duration) -> Rig {
     }
 }
 
+/// Waits (polling every 100 ms) until `done`, failing with `what` after `limit`.
+async fn eventually(limit: Duration, what: &str, done: impl Fn() -> bool) {
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done() {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{what}: not within {limit:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 fn names(tools: &[rmcp::model::Tool]) -> Vec<String> {
     tools.iter().map(|t| t.name.to_string()).collect()
 }
@@ -349,24 +361,19 @@ async fn upstream_log_messages_are_forwarded() {
         ))
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    loop {
-        let found = rig
-            .handler
-            .logs
-            .lock()
-            .unwrap()
-            .iter()
-            .any(|l| l.logger.as_deref() == Some("everything"));
-        if found {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no log message from `everything` reached the client"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(15),
+        "a log message from `everything`",
+        || {
+            rig.handler
+                .logs
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|l| l.logger.as_deref() == Some("everything"))
+        },
+    )
+    .await;
     rig.gateway.shutdown().await;
 }
 
@@ -434,20 +441,11 @@ async fn a_resource_subscription_survives_the_servers_restart() {
         .status()
         .unwrap();
     assert!(killed.success());
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let back = host
-            .connection("everything")
-            .is_some_and(|c| !c.is_closed() && c.pid().is_some_and(|p| p != pid));
-        if back {
-            break;
-        }
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "server-everything did not come back"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(Duration::from_secs(30), "server-everything back", || {
+        host.connection("everything")
+            .is_some_and(|c| !c.is_closed() && c.pid().is_some_and(|p| p != pid))
+    })
+    .await;
     // Updates start at once and repeat every 5 s, so a subscription renewed a moment
     // after this call is still heard.
     rig.client
@@ -456,13 +454,11 @@ async fn a_resource_subscription_survives_the_servers_restart() {
         ))
         .await
         .unwrap();
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(15);
-    while !rig.handler.updated.lock().unwrap().iter().any(|u| u == uri) {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "no update from the restarted server reached the client"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(15),
+        "an update from the restarted server",
+        || rig.handler.updated.lock().unwrap().iter().any(|u| u == uri),
+    )
+    .await;
     rig.gateway.shutdown().await;
 }

@@ -37,8 +37,9 @@ pub enum ServerEvent {
     },
 }
 
-/// Progress of one request, as reported by the server.
-#[derive(Debug, Clone, PartialEq)]
+/// Progress of one request, as reported by the server (its JSON is the notification's
+/// `progress`, `total` and `message`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Progress {
     pub progress: f64,
     pub total: Option<f64>,

@@ -218,16 +218,11 @@ impl ClientHooks for TeamHooks {
                 let timeout = self.router.timeout;
                 Box::pin(async move { asker.ask(&server, request, timeout).await })
             }
-            Ok(Asker::Gateway(relay)) => {
-                let (tx, rx) = oneshot::channel();
-                let sent = relay.send(Forwarded::Elicit(request, tx)).is_ok();
-                Box::pin(async move {
-                    match sent {
-                        true => rx.await.unwrap_or_else(|_| decline_elicitation()),
-                        false => decline_elicitation(),
-                    }
-                })
-            }
+            Ok(Asker::Gateway(relay)) => ask_gateway_client(
+                &relay,
+                |tx| Forwarded::Elicit(request, tx),
+                decline_elicitation,
+            ),
             Err(n) => {
                 tracing::info!("{}", no_asker("elicitation", &server, n));
                 Box::pin(async { decline_elicitation() })
@@ -257,16 +252,11 @@ impl ClientHooks for TeamHooks {
                 ));
             }
         };
-        let (tx, rx) = oneshot::channel();
-        let sent = relay.send(Forwarded::Sample(params, tx)).is_ok();
-        Box::pin(async move {
-            match sent {
-                true => rx.await.unwrap_or_else(|_| {
-                    Err(refusal("sampling declined: the gateway call ended".into()))
-                }),
-                false => Err(refusal("sampling declined: the gateway call ended".into())),
-            }
-        })
+        ask_gateway_client(
+            &relay,
+            |tx| Forwarded::Sample(params, tx),
+            || Err(refusal("sampling declined: the gateway call ended".into())),
+        )
     }
 
     fn supports_sampling(&self) -> bool {
@@ -278,14 +268,7 @@ impl ClientHooks for TeamHooks {
     fn list_roots(&self, _server: &str) -> BoxFuture<'static, Result<Vec<Root>, ErrorData>> {
         match self.router.target(&self.user, &self.server) {
             Ok(Asker::Gateway(relay)) => {
-                let (tx, rx) = oneshot::channel();
-                let sent = relay.send(Forwarded::Roots(tx)).is_ok();
-                Box::pin(async move {
-                    match sent {
-                        true => rx.await.unwrap_or_else(|_| Ok(Vec::new())),
-                        false => Ok(Vec::new()),
-                    }
-                })
+                ask_gateway_client(&relay, Forwarded::Roots, || Ok(Vec::new()))
             }
             _ => Box::pin(std::future::ready(Ok(Vec::new()))),
         }
@@ -301,6 +284,23 @@ impl ClientHooks for TeamHooks {
             tracing::debug!(server, level, "{data}");
         }
     }
+}
+
+/// Hands a server's question to the gateway call `relay` (its client answers it);
+/// `ended` is the answer when the call is gone before it answers.
+fn ask_gateway_client<T: Send + 'static>(
+    relay: &mpsc::UnboundedSender<Forwarded>,
+    question: impl FnOnce(oneshot::Sender<T>) -> Forwarded,
+    ended: impl FnOnce() -> T + Send + 'static,
+) -> BoxFuture<'static, T> {
+    let (tx, rx) = oneshot::channel();
+    let sent = relay.send(question(tx)).is_ok();
+    Box::pin(async move {
+        match sent {
+            true => rx.await.unwrap_or_else(|_| ended()),
+            false => ended(),
+        }
+    })
 }
 
 /// Why a server's question has no call to go to: none of this user's calls that can

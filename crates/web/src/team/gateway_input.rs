@@ -32,6 +32,7 @@ use switchboard_mcp::Progress;
 use switchboard_store::{UserId, UserStore, call_hash};
 use tokio::sync::watch;
 
+use super::progress::with_message_cut;
 use super::state::TeamState;
 
 /// How often the store is read for an answer or an outcome.
@@ -140,23 +141,11 @@ async fn put_progress(us: &UserStore, request_state: &str, p: &Option<Progress>)
         return;
     };
     // A message is cut so that the row always takes it (the store caps progress).
-    let message = p
-        .message
-        .as_deref()
-        .map(|m| m.chars().take(MAX_PROGRESS_MESSAGE).collect::<String>());
-    let value = json!({"progress": p.progress, "total": p.total, "message": message});
+    let value =
+        serde_json::to_value(with_message_cut(p, MAX_PROGRESS_MESSAGE)).unwrap_or(Value::Null);
     if let Err(e) = us.put_gateway_input_progress(request_state, &value).await {
         tracing::debug!("team store (gateway input progress): {e}");
     }
-}
-
-/// A progress as [`put_progress`] wrote it.
-fn progress_of(v: &Value) -> Option<Progress> {
-    Some(Progress {
-        progress: v.get("progress")?.as_f64()?,
-        total: v.get("total").and_then(Value::as_f64),
-        message: v.get("message").and_then(Value::as_str).map(str::to_owned),
-    })
 }
 
 /// Writes `outcome`; one too big for the store becomes an error saying so.
@@ -233,7 +222,8 @@ pub(crate) async fn retry_elsewhere<T: DeserializeOwned>(
             && seq > sent_seq
         {
             sent_seq = seq;
-            if let Some(p) = progress_of(&value).filter(|p| p.progress > sent) {
+            let p = serde_json::from_value::<Progress>(value).ok();
+            if let Some(p) = p.filter(|p| p.progress > sent) {
                 sent = p.progress;
                 send_progress(ctx, token.as_ref(), p).await;
             }

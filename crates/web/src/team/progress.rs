@@ -34,14 +34,22 @@ pub(crate) fn forward(
 }
 
 fn event(id: &str, server: &str, tool: &str, p: &Progress) -> Value {
-    let message = p
-        .message
-        .as_deref()
-        .map(|m| m.chars().take(MAX_MESSAGE_CHARS).collect::<String>());
+    let p = with_message_cut(p, MAX_MESSAGE_CHARS);
     json!({
         "type": "tool-progress", "id": id, "server": server, "tool": tool,
-        "progress": p.progress, "total": p.total, "message": message,
+        "progress": p.progress, "total": p.total, "message": p.message,
     })
+}
+
+/// `p` with its message cut to `max_chars` characters.
+pub(crate) fn with_message_cut(p: &Progress, max_chars: usize) -> Progress {
+    Progress {
+        message: p
+            .message
+            .as_deref()
+            .map(|m| m.chars().take(max_chars).collect()),
+        ..p.clone()
+    }
 }
 
 #[cfg(test)]
