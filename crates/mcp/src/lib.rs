@@ -14,6 +14,7 @@ mod error;
 mod framing;
 mod handler;
 mod http_bounds;
+mod raw;
 mod sse;
 mod stdio;
 mod target;
@@ -28,6 +29,7 @@ pub use framing::{
 pub use handler::{
     ClientHooks, DefaultHooks, Progress, ServerEvent, UI_EXTENSION_ID, decline_elicitation,
 };
+pub use raw::{RawFault, RawLane, RawReply, RawResult, read_raw_reply};
 pub use sse::{SseError, SseOptions, SseTransport};
 pub use stdio::ChildGuard;
 pub use target::{StdioTarget, Target, TransportKind};

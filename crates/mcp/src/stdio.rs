@@ -13,7 +13,9 @@
 //!   that request fails at once with the reason instead of waiting for its timeout;
 //! - stdout is framed by a [`LineFramer`]: one line (one message) is at most the
 //!   server's `maxMessageBytes`; a longer one is scanned, not buffered, and fails its
-//!   request with an error naming the server and the limit. The transport stays usable.
+//!   request with an error naming the server and the limit. The transport stays usable;
+//! - a reply to a call of the connection's raw lane (`crate::raw`) goes to the lane, not
+//!   to rmcp; when stdout ends (or the transport goes), the lane's waiting calls fail.
 
 use std::collections::VecDeque;
 use std::process::Stdio;
@@ -29,6 +31,7 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use crate::error::ConnectError;
 use crate::framing::{self, EnvelopeScan, Frame, LineFramer};
+use crate::raw::RawLane;
 use crate::target::StdioTarget;
 
 const STDERR_LINES_KEPT: usize = 40;
@@ -193,7 +196,17 @@ pub(crate) struct StdioTransport {
     max_message_bytes: usize,
     diag: SharedDiagnostics,
     server: Arc<str>,
+    lane: Arc<RawLane>,
     _guard: Arc<ChildGuard>,
+}
+
+/// What [`spawn`] starts: the transport for rmcp, the raw lane beside it, the process
+/// and what it wrote to stderr.
+pub(crate) struct Spawned {
+    pub transport: StdioTransport,
+    pub lane: Arc<RawLane>,
+    pub guard: Arc<ChildGuard>,
+    pub diag: SharedDiagnostics,
 }
 
 /// Spawns the server process and wires its pipes; one message from it may be at most
@@ -202,7 +215,7 @@ pub(crate) fn spawn(
     server: &str,
     target: &StdioTarget,
     max_message_bytes: usize,
-) -> Result<(StdioTransport, Arc<ChildGuard>, SharedDiagnostics), ConnectError> {
+) -> Result<Spawned, ConnectError> {
     let mut cmd = tokio::process::Command::new(&target.program);
     cmd.args(&target.args)
         .env_clear()
@@ -268,8 +281,10 @@ pub(crate) fn spawn(
         child: AsyncMutex::new(Some(child)),
         done: std::sync::atomic::AtomicBool::new(false),
     });
+    let stdin = Arc::new(AsyncMutex::new(Some(stdin)));
+    let lane = Arc::new(RawLane::new(server.clone(), stdin.clone()));
     let transport = StdioTransport {
-        stdin: Arc::new(AsyncMutex::new(Some(stdin))),
+        stdin,
         stdout,
         framer: LineFramer::new(max_message_bytes),
         frames: VecDeque::new(),
@@ -278,9 +293,15 @@ pub(crate) fn spawn(
         max_message_bytes,
         diag: diag.clone(),
         server,
+        lane: lane.clone(),
         _guard: guard.clone(),
     };
-    Ok((transport, guard, diag))
+    Ok(Spawned {
+        transport,
+        lane,
+        guard,
+        diag,
+    })
 }
 
 impl StdioTransport {
@@ -288,7 +309,8 @@ impl StdioTransport {
     /// reply that could not be read, or nothing (a skipped line).
     fn message(&self, frame: Frame) -> Option<RxJsonRpcMessage<RoleClient>> {
         let line = match frame {
-            Frame::Message(line) => line,
+            // A reply to a raw call goes to the lane; everything else to rmcp.
+            Frame::Message(line) => self.lane.take_reply(line)?,
             Frame::Oversized { envelope, bytes } => {
                 let text = framing::oversized_message(&self.server, bytes, self.max_message_bytes);
                 tracing::warn!(server = %self.server, "{text}");
@@ -298,9 +320,11 @@ impl StdioTransport {
                         framing::human_bytes(self.max_message_bytes)
                     ));
                 }
-                return envelope
-                    .reply_id()
-                    .and_then(|id| framing::stand_in(id, text));
+                let id = envelope.reply_id()?;
+                if self.lane.fail_unreadable(id, text.clone()) {
+                    return None;
+                }
+                return framing::stand_in(id, text);
             }
         };
         let trimmed = line.trim_ascii();
@@ -320,12 +344,20 @@ impl StdioTransport {
                 }
                 let envelope = EnvelopeScan::of(trimmed);
                 let id = envelope.reply_id()?;
-                framing::stand_in(
-                    id,
-                    framing::unreadable_message(&self.server, &e.to_string()),
-                )
+                let text = framing::unreadable_message(&self.server, &e.to_string());
+                if self.lane.fail_unreadable(id, text.clone()) {
+                    return None;
+                }
+                framing::stand_in(id, text)
             }
         }
+    }
+}
+
+impl Drop for StdioTransport {
+    fn drop(&mut self) {
+        // Nothing reads the server's replies any more.
+        self.lane.close();
     }
 }
 
@@ -357,6 +389,7 @@ impl Transport<RoleClient> for StdioTransport {
                 }
             }
             if self.eof {
+                self.lane.close();
                 return None;
             }
             let mut frames = Vec::new();
@@ -368,6 +401,7 @@ impl Transport<RoleClient> for StdioTransport {
                 Ok(n) => self.framer.push(&self.chunk[..n], &mut frames),
                 Err(e) => {
                     tracing::warn!(server = %self.server, "reading server stdout failed: {e}");
+                    self.lane.close();
                     return None;
                 }
             }

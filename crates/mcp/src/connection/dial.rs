@@ -70,6 +70,7 @@ impl Connection {
             progress,
             hooks: opts.hooks.clone(),
             request_timeout: opts.request_timeout,
+            raw: None,
         }
     }
 
@@ -107,7 +108,12 @@ async fn connect_stdio(
     opts: &ConnectOptions,
     target: &StdioTarget,
 ) -> Result<Connection, ConnectError> {
-    let (transport, guard, diag) = stdio::spawn(&opts.name, target, opts.max_message_bytes)?;
+    let stdio::Spawned {
+        transport,
+        lane,
+        guard,
+        diag,
+    } = stdio::spawn(&opts.name, target, opts.max_message_bytes)?;
     let progress = Arc::new(ProgressRouter::default());
     let handler = handler(opts);
     let attempt = tokio::time::timeout(
@@ -120,13 +126,17 @@ async fn connect_stdio(
     )
     .await;
     match attempt {
-        Ok(Ok(service)) => Ok(Connection::ready(
-            opts,
-            service,
-            TransportKind::Stdio,
-            progress,
-            Some((guard, diag)),
-        )),
+        Ok(Ok(service)) => {
+            let mut conn = Connection::ready(
+                opts,
+                service,
+                TransportKind::Stdio,
+                progress,
+                Some((guard, diag)),
+            );
+            conn.raw = Some(lane);
+            Ok(conn)
+        }
         Ok(Err(e)) => {
             let status = guard.wait_exit(Duration::from_millis(500)).await;
             // Let the stderr reader drain what the process wrote before it went.

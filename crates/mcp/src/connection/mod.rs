@@ -26,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::handler::{ClientHooks, DefaultHooks, HostHandler, Progress, ProgressRouter};
+use crate::raw::RawLane;
 use crate::stdio::{ChildGuard, SharedDiagnostics};
 use crate::target::{Target, TransportKind};
 use crate::token::TokenSource;
@@ -138,6 +139,8 @@ pub struct Connection {
     /// on 2026-07-28, the `InputRequiredResult`s of its calls (`input`).
     hooks: Arc<dyn ClientHooks>,
     request_timeout: Duration,
+    /// The raw lane of a stdio connection (`crate::raw`).
+    raw: Option<Arc<RawLane>>,
 }
 
 impl std::fmt::Debug for Connection {

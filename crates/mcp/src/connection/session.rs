@@ -19,6 +19,7 @@ use serde_json::{Value, json};
 use super::failure::strip_type_names;
 use super::{CallOptions, Connection};
 use crate::error::RequestError;
+use crate::raw::RawLane;
 use crate::stdio;
 use crate::target::TransportKind;
 
@@ -39,6 +40,16 @@ impl Connection {
     /// The protocol version agreed with the server.
     pub fn protocol_version(&self) -> Option<ProtocolVersion> {
         self.peer.peer_info().map(|i| i.protocol_version.clone())
+    }
+
+    /// The raw lane for `tools/call` (`switchboard_mcp::RawLane`): a stdio connection on
+    /// a protocol before 2026-07-28 (a later server may answer a call with an
+    /// `InputRequiredResult`, which only the typed path handles), while it is open.
+    pub fn raw_lane(&self) -> Option<&RawLane> {
+        let lane = self.raw.as_deref()?;
+        let version = self.protocol_version()?;
+        (version.as_str() < ProtocolVersion::V_2026_07_28.as_str() && !lane.is_closed())
+            .then_some(lane)
     }
 
     /// The server's `serverInfo` name and version.
