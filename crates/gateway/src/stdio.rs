@@ -49,13 +49,25 @@ enum InputImp {
     Blocking(tokio::io::Stdin),
 }
 
+/// A socket written with `MSG_DONTWAIT`, watched by the reactor only while a write
+/// would block. A socket watched for writability all the time wakes the reactor each
+/// time the client reads what was written (Linux signals the freed space as a new
+/// edge): one wake-up per reply, for nothing, and a context switch when the thread
+/// was asleep.
+#[derive(Debug)]
+struct SocketOut {
+    fd: OwnedFd,
+    /// A watched duplicate, while a write waits for room.
+    waiting: Option<AsyncFd<OwnedFd>>,
+}
+
 /// The gateway's stdout as an `AsyncWrite`.
 #[derive(Debug)]
 pub struct Output(OutputImp);
 
 #[derive(Debug)]
 enum OutputImp {
-    Socket(AsyncFd<OwnedFd>),
+    Socket(SocketOut),
     Pipe(pipe::Sender),
     Blocking(tokio::io::Stdout),
 }
@@ -97,9 +109,11 @@ impl Output {
     /// Writes to `fd` without blocking when it is a socket or a pipe; `None` otherwise.
     pub fn nonblocking(fd: impl AsFd) -> Option<Self> {
         match classify(fd.as_fd())? {
-            Class::Socket => {
-                watch(fd.as_fd(), Interest::WRITABLE).map(|a| Output(OutputImp::Socket(a)))
-            }
+            Class::Socket => fd
+                .as_fd()
+                .try_clone_to_owned()
+                .ok()
+                .map(|fd| Output(OutputImp::Socket(SocketOut { fd, waiting: None }))),
             Class::Fifo => {
                 let fd = reopen_nonblocking(fd.as_fd(), true)?;
                 pipe::Sender::from_owned_fd(fd)
@@ -216,8 +230,15 @@ impl AsyncRead for Input {
             InputImp::Socket(fd) => loop {
                 let mut guard = ready!(fd.poll_read_ready(cx))?;
                 let unfilled = buf.initialize_unfilled();
+                let room = unfilled.len();
                 match guard.try_io(|inner| recv_now(inner.get_ref(), unfilled)) {
                     Ok(Ok(n)) => {
+                        // A short read drained the socket: wait for the next edge
+                        // instead of paying a `recv` that returns EAGAIN (tokio's own
+                        // streams do the same; readiness that arrived since is kept).
+                        if n > 0 && n < room {
+                            guard.clear_ready();
+                        }
                         buf.advance(n);
                         return Poll::Ready(Ok(()));
                     }
@@ -239,12 +260,34 @@ impl AsyncWrite for Output {
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
         match &mut self.get_mut().0 {
-            OutputImp::Socket(fd) => loop {
-                let mut guard = ready!(fd.poll_write_ready(cx))?;
-                match guard.try_io(|inner| send_now(inner.get_ref(), buf)) {
-                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Ok(r) => return Poll::Ready(r),
-                    Err(_would_block) => continue,
+            OutputImp::Socket(out) => loop {
+                if let Some(watched) = &out.waiting {
+                    let mut guard = ready!(watched.poll_write_ready(cx))?;
+                    match guard.try_io(|inner| send_now(inner.get_ref(), buf)) {
+                        Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Ok(r) => {
+                            // Room again: stop watching (dropping deregisters).
+                            out.waiting = None;
+                            return Poll::Ready(r);
+                        }
+                        Err(_would_block) => continue,
+                    }
+                }
+                match send_now(&out.fd, buf) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                        // Watched from now on; registering reports room that came
+                        // meanwhile, so no wake-up is lost.
+                        match watch(out.fd.as_fd(), Interest::WRITABLE) {
+                            Some(w) => out.waiting = Some(w),
+                            None => {
+                                return Poll::Ready(Err(io::Error::other(
+                                    "could not watch the client's socket for room",
+                                )));
+                            }
+                        }
+                    }
+                    r => return Poll::Ready(r),
                 }
             },
             OutputImp::Pipe(w) => Pin::new(w).poll_write(cx, buf),
@@ -317,6 +360,39 @@ mod tests {
         output.flush().await.unwrap();
         assert_eq!(reader.join().unwrap(), 4 << 20);
         assert!(!nonblocking_flag(&ours), "the shared socket stays blocking");
+    }
+
+    /// A write larger than the socket's buffer waits for the client to read (the
+    /// socket is watched only then) and every byte arrives, in order.
+    #[tokio::test]
+    async fn a_full_socket_waits_for_room_and_loses_nothing() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let mut output = Output::nonblocking(&ours).unwrap();
+        let data: Vec<u8> = (0..4 * 1024 * 1024).map(|i| (i % 251) as u8).collect();
+        let reader = std::thread::spawn(move || {
+            use std::io::Read;
+            let mut theirs = theirs;
+            let mut got = Vec::new();
+            let mut buf = [0u8; 8192];
+            while got.len() < 4 * 1024 * 1024 {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+                let n = theirs.read(&mut buf).unwrap();
+                assert!(n > 0, "the socket closed early");
+                got.extend_from_slice(&buf[..n]);
+            }
+            got
+        });
+        output.write_all(&data).await.unwrap();
+        output.flush().await.unwrap();
+        assert_eq!(reader.join().unwrap(), data);
+        // Written twice: the watch taken while full was given up, and a new one works.
+        let (ours, mut theirs) = UnixStream::pair().unwrap();
+        let mut output = Output::nonblocking(&ours).unwrap();
+        output.write_all(b"one\n").await.unwrap();
+        output.write_all(b"two\n").await.unwrap();
+        let mut buf = [0u8; 8];
+        std::io::Read::read_exact(&mut theirs, &mut buf).unwrap();
+        assert_eq!(&buf, b"one\ntwo\n");
     }
 
     #[tokio::test]
