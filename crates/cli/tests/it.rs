@@ -20,6 +20,7 @@ mod db;
 mod gateway;
 mod gateway_inspector;
 mod gateway_lean;
+mod gateway_raw;
 mod import;
 mod pins;
 mod progress;

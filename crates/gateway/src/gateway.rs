@@ -313,6 +313,12 @@ impl Shared {
         }
     }
 
+    /// The client of session `id`, once it has initialized.
+    pub(crate) fn session_peer(&self, id: u64) -> Option<Peer<RoleServer>> {
+        let v = self.sessions.lock().ok()?;
+        v.iter().find(|s| s.id == id).map(|s| s.peer.clone())
+    }
+
     /// Forget session `id`; true when its client had declared roots.
     pub(crate) fn end_session(&self, id: u64) -> bool {
         let Ok(mut v) = self.sessions.lock() else {

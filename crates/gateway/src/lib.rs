@@ -23,8 +23,10 @@ mod http;
 mod input;
 mod listen;
 pub mod names;
+mod raw_call;
 mod server;
 mod stdio;
+mod stdio_server;
 mod subscriptions;
 pub mod uris;
 

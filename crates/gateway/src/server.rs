@@ -37,6 +37,8 @@ use crate::error::GatewayError;
 use crate::gateway::{Gateway, SessionEnd, Shared};
 use crate::input::{CallKey, Relayed, Retry, Upstream, takes_input_required};
 use crate::listen::{list_filter, serve_listen};
+use crate::raw_call::RawRelay;
+use crate::stdio_server::StdioServer;
 use crate::subscriptions::{self, MAX_PER_SUBSCRIBER, Subscriber, subscribable};
 use crate::uris::Unroutable;
 
@@ -87,9 +89,14 @@ impl Gateway {
     }
 
     /// Serves one client on stdin/stdout until it closes the connection (read and
-    /// written on the reactor when they are sockets or pipes: the `stdio` module).
+    /// written on the reactor when they are sockets or pipes: the `stdio` module),
+    /// its plain tool calls to stdio servers relayed as bytes (`raw_call`).
     pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
-        let running = match self.session().serve(crate::stdio::stdio()).await {
+        let server = self.session();
+        let (input, output) = crate::stdio::stdio();
+        let (shared, id) = (self.shared.clone(), server.session);
+        let transport = StdioServer::new(input, output, |out| RawRelay::new(shared, id, out));
+        let running = match server.serve(transport).await {
             Ok(r) => r,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(GatewayError::Initialize(e.to_string())),
