@@ -97,13 +97,17 @@ impl Connection {
     }
 
     /// Closes the connection: ends the session (DELETE for Streamable HTTP), closes
-    /// stdin, and stops a stdio server's process group (SIGTERM, SIGKILL after `grace`).
+    /// stdin, and stops a stdio server's process group. As MCP's stdio shutdown asks,
+    /// the server first gets `grace` to exit on its own after its stdin closes (reading
+    /// what was written before, a cancellation say), then SIGTERM, then SIGKILL after
+    /// `grace` more; whatever is left of its group is killed either way.
     pub async fn close(&self, grace: Duration) {
         let service = self.service.lock().ok().and_then(|mut s| s.take());
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(grace).await;
         }
         if let Some(child) = &self.child {
+            let _ = child.wait_exit(grace).await;
             child.terminate(grace).await;
         }
     }
