@@ -58,6 +58,8 @@ struct Inner {
     /// (a client may reuse an id once its call is cancelled) and its cancellation.
     calls: Mutex<HashMap<Box<str>, (u64, CancellationToken)>>,
     ended: AtomicBool,
+    /// Dropped with the last task of the session: see [`RawRelay::new`].
+    _running: mpsc::Sender<()>,
 }
 
 #[derive(Deserialize)]
@@ -102,7 +104,15 @@ struct Taken {
 }
 
 impl RawRelay {
-    pub(crate) fn new(shared: Arc<Shared>, session: u64, out: Arc<Writer>) -> Self {
+    /// The relay of session `session`, answering on `out`. `running` is held until the
+    /// relay and every call it started are gone, so whoever holds its receiver can wait
+    /// for the calls cancelled by the session's end to tell their servers.
+    pub(crate) fn new(
+        shared: Arc<Shared>,
+        session: u64,
+        out: Arc<Writer>,
+        running: mpsc::Sender<()>,
+    ) -> Self {
         Self {
             inner: Arc::new(Inner {
                 shared,
@@ -111,6 +121,7 @@ impl RawRelay {
                 out,
                 calls: Mutex::new(HashMap::new()),
                 ended: AtomicBool::new(false),
+                _running: running,
             }),
         }
     }

@@ -54,6 +54,10 @@ impl Drop for ListenEnd {
     }
 }
 
+/// How long the end of a stdio session waits for its raw calls to tell their servers
+/// they were cancelled.
+const RAW_CALLS_END: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The `serverInfo.name` the gateway reports.
 pub const SERVER_NAME: &str = "switchboard-gateway";
 
@@ -95,17 +99,23 @@ impl Gateway {
         let server = self.session();
         let (input, output) = crate::stdio::stdio();
         let (shared, id) = (self.shared.clone(), server.session);
-        let transport = StdioServer::new(input, output, |out| RawRelay::new(shared, id, out));
+        let (running_tx, mut raw_done) = mpsc::channel::<()>(1);
+        let transport = StdioServer::new(input, output, |out| {
+            RawRelay::new(shared, id, out, running_tx)
+        });
         let running = match server.serve(transport).await {
             Ok(r) => r,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
             Err(e) => return Err(GatewayError::Initialize(e.to_string())),
         };
-        running
+        let ended = running
             .waiting()
             .await
-            .map_err(|e| GatewayError::Initialize(e.to_string()))?;
-        Ok(())
+            .map_err(|e| GatewayError::Initialize(e.to_string()));
+        // Raw calls in flight were cancelled when the session ended: let them tell their
+        // servers before the host stops them (bounded: a server whose stdin is full).
+        let _ = tokio::time::timeout(RAW_CALLS_END, raw_done.recv()).await;
+        ended.map(|_| ())
     }
 }
 
