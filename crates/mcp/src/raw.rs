@@ -33,18 +33,14 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::io::AsyncWriteExt;
-use tokio::process::ChildStdin;
-use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::RequestError;
 use crate::framing;
+use crate::stdio::{self, SharedStdin};
 
 const METHOD: &str = "tools/call";
-/// The lane's ids are `"sb.N"`: this is what a reply's raw `id` text starts with.
-const ID_PREFIX: &[u8] = b"\"sb.";
 
 /// A result as the server wrote it: the bytes of the reply's `result` member.
 #[derive(Debug)]
@@ -79,7 +75,7 @@ type Outcome = Result<RawResult, RequestError>;
 #[derive(Debug)]
 pub struct RawLane {
     server: Arc<str>,
-    stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
+    stdin: SharedStdin,
     pending: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
     /// How many calls wait (read without the lock, to skip lines when none do).
     waiting: AtomicUsize,
@@ -100,7 +96,7 @@ impl Drop for Entry<'_> {
 }
 
 impl RawLane {
-    pub(crate) fn new(server: Arc<str>, stdin: Arc<AsyncMutex<Option<ChildStdin>>>) -> Self {
+    pub(crate) fn new(server: Arc<str>, stdin: SharedStdin) -> Self {
         Self {
             server,
             stdin,
@@ -117,7 +113,7 @@ impl RawLane {
     }
 
     /// How many raw calls wait for their reply.
-    pub fn in_flight(&self) -> usize {
+    fn in_flight(&self) -> usize {
         self.waiting.load(Ordering::Acquire)
     }
 
@@ -181,17 +177,12 @@ impl RawLane {
     }
 
     async fn write(&self, line: &[u8]) -> Result<(), RequestError> {
-        let mut guard = self.stdin.lock().await;
-        let Some(pipe) = guard.as_mut() else {
-            return Err(RequestError::Closed(None));
-        };
-        let written = async {
-            pipe.write_all(line).await?;
-            pipe.flush().await
-        };
-        written
+        stdio::write_line(&self.stdin, line)
             .await
-            .map_err(|e| RequestError::Closed(Some(format!("writing to the server failed: {e}"))))
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotConnected => RequestError::Closed(None),
+                _ => RequestError::Closed(Some(format!("writing to the server failed: {e}"))),
+            })
     }
 
     async fn cancel(&self, id: u64, reason: &str) {
@@ -216,11 +207,6 @@ impl RawLane {
         if let Some(tx) = self.remove(id) {
             let _ = tx.send(outcome);
         }
-    }
-
-    /// The call number behind a reply's `id` value, when it is one of the lane's.
-    fn own_id(id: &serde_json::Value) -> Option<u64> {
-        id.as_str()?.strip_prefix("sb.")?.parse().ok()
     }
 
     /// Takes `line` when it is the reply to a raw call (returns `None`: the caller
@@ -255,7 +241,7 @@ impl RawLane {
     /// Fails the raw call a reply that could not be read (over the size limit, or not
     /// JSON) was meant for; `false` when `id` is not one of the lane's.
     pub(crate) fn fail_unreadable(&self, id: &serde_json::Value, message: String) -> bool {
-        let Some(id) = Self::own_id(id) else {
+        let Some(id) = own_id(id) else {
             return false;
         };
         self.deliver(
@@ -303,14 +289,22 @@ pub enum RawFault {
     Malformed,
 }
 
+/// The call number behind a reply's `id`, when it is one of a raw lane's (`"sb.N"`).
+fn own_id(id: &serde_json::Value) -> Option<u64> {
+    let n = id.as_str()?.strip_prefix("sb.")?;
+    // Digits only: `u64::from_str` would also take a leading `+`.
+    n.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| n.parse().ok())?
+}
+
 /// Reads one line from a server as a reply to a raw call: `None` when it is anything
 /// else (not JSON, a request or notification, an id that is not a raw lane's), which
 /// then goes to rmcp. Only the envelope is parsed; the result is located, not read.
 pub fn read_raw_reply(line: &[u8]) -> Option<RawReply> {
     #[derive(Deserialize)]
     struct Reply<'a> {
-        #[serde(borrow)]
-        id: Option<&'a RawValue>,
+        id: Option<serde_json::Value>,
         #[serde(borrow)]
         result: Option<&'a RawValue>,
         error: Option<serde_json::Value>,
@@ -325,12 +319,7 @@ pub fn read_raw_reply(line: &[u8]) -> Option<RawReply> {
     if parsed.method.is_some() {
         return None;
     }
-    let id = parsed.id?.get();
-    let call = id
-        .strip_prefix(std::str::from_utf8(ID_PREFIX).ok()?)?
-        .strip_suffix('"')?
-        .parse::<u64>()
-        .ok()?;
+    let call = own_id(parsed.id.as_ref()?)?;
     let outcome = match (parsed.result, parsed.error) {
         (Some(result), None) if result.get().starts_with('{') => {
             // The result's place in the line (serde_json borrows it from there).
@@ -382,6 +371,7 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":"sb.1","method":"ping"}"#,
             r#"{"jsonrpc":"2.0","id":"sb.1 ","result":{}}"#,
             r#"{"jsonrpc":"2.0","id":"sb.-1","result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":"sb.+1","result":{}}"#,
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{}}"#,
             r#"not json"#,
             r#"{"jsonrpc":"2.0","id":"sb.1","result":{}"#,

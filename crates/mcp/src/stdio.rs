@@ -187,7 +187,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 
 /// A client transport over a child's stdin/stdout.
 pub(crate) struct StdioTransport {
-    stdin: Arc<AsyncMutex<Option<ChildStdin>>>,
+    stdin: SharedStdin,
     stdout: ChildStdout,
     framer: LineFramer,
     frames: VecDeque<Frame>,
@@ -198,6 +198,20 @@ pub(crate) struct StdioTransport {
     server: Arc<str>,
     lane: Arc<RawLane>,
     _guard: Arc<ChildGuard>,
+}
+
+/// The server's stdin, shared by rmcp's messages and the raw lane's; `None` once closed.
+pub(crate) type SharedStdin = Arc<AsyncMutex<Option<ChildStdin>>>;
+
+/// Writes one whole line (ending in `\n`) to the server's stdin and flushes it; a
+/// stdin already closed is `NotConnected`.
+pub(crate) async fn write_line(stdin: &SharedStdin, line: &[u8]) -> std::io::Result<()> {
+    let mut guard = stdin.lock().await;
+    let pipe = guard
+        .as_mut()
+        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "closed"))?;
+    pipe.write_all(line).await?;
+    pipe.flush().await
 }
 
 /// What [`spawn`] starts: the transport for rmcp, the raw lane beside it, the process
@@ -372,12 +386,7 @@ impl Transport<RoleClient> for StdioTransport {
         async move {
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
-            let mut guard = stdin.lock().await;
-            let pipe = guard
-                .as_mut()
-                .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::BrokenPipe, "closed"))?;
-            pipe.write_all(&line).await?;
-            pipe.flush().await
+            write_line(&stdin, &line).await
         }
     }
 
