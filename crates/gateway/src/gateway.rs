@@ -20,7 +20,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, Weak};
 use std::time::Duration;
 
+use futures::StreamExt;
 use futures::future::{BoxFuture, join_all};
+use futures::stream::FuturesUnordered;
 use rmcp::model::{
     CancelledNotificationParam, ClientResult, CreateMessageRequestParams, CreateMessageResult,
     ElicitRequestParams, ElicitResult, ErrorCode, ErrorData, LoggingLevel,
@@ -310,6 +312,30 @@ impl Shared {
                 peer,
                 level: None,
             });
+        }
+    }
+
+    /// Awaits `fut`, a request to `server` made for a call of `peer`'s: meanwhile that
+    /// server's elicitation, sampling and `roots/list` requests go to `peer` (the call is
+    /// registered in flight), each answered on its own.
+    pub(crate) async fn while_answering<T>(
+        self: &Arc<Self>,
+        peer: &Peer<RoleServer>,
+        server: &str,
+        fut: impl Future<Output = T>,
+    ) -> T {
+        let (ftx, mut frx) = mpsc::unbounded_channel();
+        let _guard = self.register_inflight(server, ftx);
+        let mut pending = FuturesUnordered::new();
+        tokio::pin!(fut);
+        loop {
+            tokio::select! {
+                r = &mut fut => return r,
+                Some(f) = frx.recv() => {
+                    pending.push(self.answer(peer.clone(), server.to_string(), f));
+                }
+                Some(()) = pending.next(), if !pending.is_empty() => {}
+            }
         }
     }
 

@@ -28,20 +28,18 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use futures::StreamExt;
-use futures::stream::FuturesUnordered;
 use rmcp::model::ProtocolVersion;
 use rmcp::service::{Peer, RoleServer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use switchboard_mcp::Connection;
+use switchboard_mcp::{Connection, RawResult, RequestError};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditEntry, now};
 use crate::gateway::Shared;
 use crate::server::upstream_error;
-use crate::stdio_server::Writer;
+use crate::stdio_server::{Writer, error_line};
 
 /// The raw relay of one stdio session.
 pub(crate) struct RawRelay {
@@ -259,7 +257,7 @@ impl Inner {
             calls.remove(&call.key);
         }
         let cancelled = call.cancel.is_cancelled();
-        let (line, outcome) = match outcome {
+        let (line, answered) = match outcome {
             Ok(result) => {
                 let json = result.json();
                 let mut line = Vec::with_capacity(json.len() + call.id.get().len() + 40);
@@ -268,20 +266,11 @@ impl Inner {
                 line.extend_from_slice(b",\"result\":");
                 line.extend_from_slice(json);
                 line.extend_from_slice(b"}\n");
-                let kind = if result.is_error() {
-                    "tool_error"
-                } else {
-                    "ok"
-                };
-                (line, (kind, None, json.len()))
+                (line, Ok(result))
             }
             Err(e) => {
                 let error = upstream_error(&call.server, e);
-                let reply = serde_json::json!({"jsonrpc": "2.0", "id": call.id, "error": error});
-                let mut line = reply.to_string().into_bytes();
-                line.push(b'\n');
-                let kind = if cancelled { "cancelled" } else { "error" };
-                (line, (kind, Some(error.message.to_string()), 0))
+                (error_line(&call.id, &error), Err(error.message.to_string()))
             }
         };
         // A cancelled call is not answered (the client gave it up).
@@ -289,7 +278,15 @@ impl Inner {
             tracing::debug!("could not answer the client: {e}");
         }
         if let Some(audit) = &self.shared.opts.audit {
-            let (outcome, error, response_bytes) = outcome;
+            // Read only for the audit: a call without it pays nothing more.
+            let (outcome, error, response_bytes) = match answered {
+                Ok(r) if r.is_error() => ("tool_error", None, r.json().len()),
+                Ok(r) => ("ok", None, r.json().len()),
+                Err(message) => {
+                    let kind = if cancelled { "cancelled" } else { "error" };
+                    (kind, Some(message), 0)
+                }
+            };
             audit.record(AuditEntry {
                 time: now(),
                 client: call.peer.peer_info().map(|i| i.client_info.name.clone()),
@@ -309,31 +306,18 @@ impl Inner {
     }
 
     /// The upstream call, with the server's questions answered by this client meanwhile.
-    async fn relay(
-        &self,
-        call: &Taken,
-    ) -> Result<switchboard_mcp::RawResult, switchboard_mcp::RequestError> {
+    async fn relay(&self, call: &Taken) -> Result<RawResult, RequestError> {
         let Some(lane) = call.conn.raw_lane() else {
-            return Err(switchboard_mcp::RequestError::Closed(None));
+            return Err(RequestError::Closed(None));
         };
-        let (ftx, mut frx) = mpsc::unbounded_channel();
-        let _inflight = self.shared.register_inflight(&call.server, ftx);
         let fut = lane.call_tool(
             &call.tool,
             call.arguments.as_deref(),
             call.conn.request_timeout(),
             &call.cancel,
         );
-        tokio::pin!(fut);
-        let mut asked = FuturesUnordered::new();
-        loop {
-            tokio::select! {
-                r = &mut fut => return r,
-                Some(f) = frx.recv() => {
-                    asked.push(self.shared.answer(call.peer.clone(), call.server.clone(), f));
-                }
-                Some(()) = asked.next(), if !asked.is_empty() => {}
-            }
-        }
+        self.shared
+            .while_answering(&call.peer, &call.server, fut)
+            .await
     }
 }

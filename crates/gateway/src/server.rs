@@ -14,9 +14,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use futures::StreamExt;
 use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
     ErrorCode, ErrorData, GetPromptRequestParams, GetPromptResponse, GetPromptResult,
@@ -38,7 +36,7 @@ use crate::gateway::{Gateway, SessionEnd, Shared};
 use crate::input::{CallKey, Relayed, Retry, Upstream, takes_input_required};
 use crate::listen::{list_filter, serve_listen};
 use crate::raw_call::RawRelay;
-use crate::stdio_server::StdioServer;
+use crate::stdio_server::{StdioServer, Writer};
 use crate::subscriptions::{self, MAX_PER_SUBSCRIBER, Subscriber, subscribable};
 use crate::uris::Unroutable;
 
@@ -98,11 +96,10 @@ impl Gateway {
     pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
         let server = self.session();
         let (input, output) = crate::stdio::stdio();
-        let (shared, id) = (self.shared.clone(), server.session);
         let (running_tx, mut raw_done) = mpsc::channel::<()>(1);
-        let transport = StdioServer::new(input, output, |out| {
-            RawRelay::new(shared, id, out, running_tx)
-        });
+        let out = Arc::new(Writer::new(output));
+        let relay = RawRelay::new(self.shared.clone(), server.session, out.clone(), running_tx);
+        let transport = StdioServer::new(input, out, relay);
         let running = match server.serve(transport).await {
             Ok(r) => r,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
@@ -226,29 +223,11 @@ impl GatewayServer {
         ctx: &RequestContext<RoleServer>,
         server: &str,
         fut: impl Future<Output = Result<T, RequestError>>,
-        mut progress: mpsc::UnboundedReceiver<Progress>,
+        progress: mpsc::UnboundedReceiver<Progress>,
     ) -> Result<T, RequestError> {
-        let token = ctx.meta.get_progress_token();
-        let (ftx, mut frx) = mpsc::unbounded_channel();
-        let _guard = self.shared.register_inflight(server, ftx);
-        let mut pending = FuturesUnordered::new();
-        tokio::pin!(fut);
-        loop {
-            tokio::select! {
-                r = &mut fut => {
-                    // Progress that arrived just before the result still goes first.
-                    while let Ok(p) = progress.try_recv() {
-                        send_progress(ctx, token.as_ref(), p).await;
-                    }
-                    return r;
-                }
-                Some(p) = progress.recv() => send_progress(ctx, token.as_ref(), p).await,
-                Some(f) = frx.recv() => {
-                    pending.push(self.shared.answer(ctx.peer.clone(), server.to_string(), f));
-                }
-                Some(()) = pending.next(), if !pending.is_empty() => {}
-            }
-        }
+        self.shared
+            .while_answering(&ctx.peer, server, relay_progress(ctx, fut, progress))
+            .await
     }
 
     /// [`Self::relay`] for `tools/call`, `prompts/get` and `resources/read`: a client on

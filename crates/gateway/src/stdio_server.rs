@@ -37,7 +37,19 @@ const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 #[derive(Debug)]
 pub(crate) struct Writer(AsyncMutex<Option<Output>>);
 
+/// The line answering request `id` with `error`.
+pub(crate) fn error_line(id: &impl serde::Serialize, error: &ErrorData) -> Vec<u8> {
+    let reply = json!({"jsonrpc": "2.0", "id": id, "error": error});
+    let mut line = reply.to_string().into_bytes();
+    line.push(b'\n');
+    line
+}
+
 impl Writer {
+    pub(crate) fn new(output: Output) -> Self {
+        Self(AsyncMutex::new(Some(output)))
+    }
+
     /// Writes one whole line (`line` ends with `\n`) and flushes it.
     pub(crate) async fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
         let mut out = self.0.lock().await;
@@ -68,19 +80,15 @@ pub(crate) struct StdioServer {
 }
 
 impl StdioServer {
-    pub(crate) fn new(
-        input: Input,
-        output: Output,
-        relay: impl FnOnce(Arc<Writer>) -> RawRelay,
-    ) -> Self {
-        let out = Arc::new(Writer(AsyncMutex::new(Some(output))));
+    /// The session's transport: `out` is the writer `relay` answers on too.
+    pub(crate) fn new(input: Input, out: Arc<Writer>, relay: RawRelay) -> Self {
         Self {
             input,
             framer: LineFramer::new(MAX_LINE_BYTES),
             frames: VecDeque::new(),
             chunk: vec![0; READ_CHUNK],
             eof: false,
-            relay: relay(out.clone()),
+            relay,
             out,
         }
     }
@@ -116,9 +124,7 @@ impl StdioServer {
     /// Answers request `id` with `error`, on a task of its own: `receive` may be dropped
     /// at any await, and a line must never be left half written.
     fn answer_error(&self, id: Value, error: ErrorData) {
-        let reply = json!({"jsonrpc": "2.0", "id": id, "error": error});
-        let mut line = reply.to_string().into_bytes();
-        line.push(b'\n');
+        let line = error_line(&id, &error);
         let out = self.out.clone();
         tokio::spawn(async move {
             let _ = out.write_line(&line).await;
