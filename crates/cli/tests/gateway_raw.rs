@@ -447,6 +447,9 @@ fn questions_during_a_raw_call_reach_the_client() {
     );
     let mut c = LineClient::start(&env, &["gateway", "--config", &config]);
     c.initialize(json!({"elicitation": {"form": {}}, "sampling": {}, "roots": {}}));
+    // This server's plain calls go raw.
+    let r = c.call(json!(0), "py__request_id", json!({}), None);
+    assert!(text_of(&r).starts_with("sb."), "{r}");
     let mut answer = |m: &Value| match m["method"].as_str().unwrap() {
         "elicitation/create" => json!({"action": "accept", "content": {"name": "Ada"}}),
         "sampling/createMessage" => json!({"role": "assistant", "model": "m",

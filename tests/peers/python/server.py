@@ -14,7 +14,9 @@ HTTP transports always bind 127.0.0.1. Environment:
     SWITCHBOARD_PY_RESOLVE  when set, tools whose inputs the SDK resolves from the client
                             (`Resolve`): `greet` asks the person's name (elicitation),
                             `summarize` samples the client's model, `where` lists the roots,
-                            `greet_slowly` asks the name, then reports 3 progress steps.
+                            `greet_slowly` asks the name, then reports 3 progress steps;
+                            `request_id` answers with the request's own id (what a
+                            proxy in between sends).
                             On 2026-07-28 they ask through an InputRequiredResult.
     SWITCHBOARD_PY_META     when set, what a proxy forwards can be seen: a `meta` tool, a
                             `py://meta/{name}` resource and a `meta` prompt answer with the
@@ -156,6 +158,10 @@ if os.environ.get("SWITCHBOARD_PY_RESOLVE"):
     @mcp.tool(description="List the client's roots (roots/list) as JSON URIs.")
     def where(roots: Annotated[ListRootsResult, Resolve(_roots)]) -> str:
         return _json.dumps([str(r.uri) for r in roots.roots])
+
+    @mcp.tool(description="Answer with this request's own id.")
+    def request_id(ctx: Context) -> str:
+        return str(ctx.request_id)
 
 
 @mcp.tool(description="Add two numbers; the result is structured ({\"sum\": a + b}).")
