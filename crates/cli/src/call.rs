@@ -65,6 +65,8 @@ async fn connect_one(
             pins: ctx::pin_store(),
             token_source: crate::auth_cmd::token_source(settings.as_ref(), &guard, true),
             guard: Some(guard),
+            // One call and exit: no list watch.
+            watch_lists: false,
             ..Default::default()
         },
     );

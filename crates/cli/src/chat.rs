@@ -218,6 +218,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
         HostOptions {
             hooks: Arc::new(hooks),
             reconnect: a.prompt.is_none(),
+            watch_lists: a.prompt.is_none(),
             token_source: crate::auth_cmd::token_source(Some(&settings), &guard, true),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),

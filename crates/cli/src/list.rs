@@ -34,6 +34,8 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
             transport_cache: ctx::transport_cache(),
             pins: ctx::pin_store(),
             startup_cap: Some(LIST_STARTUP_CAP),
+            // Lists once and exits: no list watch.
+            watch_lists: false,
             ..Default::default()
         },
     );

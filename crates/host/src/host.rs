@@ -150,6 +150,11 @@ pub struct HostOptions {
     /// one is withheld (listed in [`ServerSnapshot::withheld`], not in `tools`) until
     /// the user accepts it. `None`: no pinning.
     pub pins: Option<PinStore>,
+    /// Hear list changes from servers on protocol 2026-07-28, which send them only on a
+    /// `subscriptions/listen` stream the client keeps open (one request held open per
+    /// such server; older servers send theirs unasked). On by default; a command that
+    /// lists or calls once and exits turns it off.
+    pub watch_lists: bool,
 }
 
 impl Default for HostOptions {
@@ -165,6 +170,7 @@ impl Default for HostOptions {
             token_source: None,
             startup_cap: None,
             pins: None,
+            watch_lists: true,
         }
     }
 }
@@ -710,6 +716,7 @@ async fn connect_once(inner: &Arc<Inner>, slot: &Arc<Slot>) -> Option<Arc<Connec
         copts.max_message_bytes = cfg.max_message_bytes;
     }
     copts.ui_extension = inner.opts.ui_extension;
+    copts.watch_lists = inner.opts.watch_lists;
     copts.guard = inner.opts.guard.clone();
     copts.token_source = inner.opts.token_source.clone();
     copts.hooks = Arc::new(HostHooks {

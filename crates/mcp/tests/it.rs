@@ -8,6 +8,7 @@
 
 mod hostile_bounds;
 mod input_required;
+mod list_watch;
 mod net_door;
 mod progress_order;
 mod progress_timeout;

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use switchboard_host::{Accept, HostOptions, PinStore, WithheldReason};
-use switchboard_mcp::CallOptions;
-use switchboard_testkit::python_stdio_command;
+use switchboard_mcp::{CallOptions, Target, TransportKind};
+use switchboard_testkit::{PyMode, python_stdio_command, spawn_python};
 
 use crate::common::{STEP, connected, spec, started_host, stdio_target};
 
@@ -197,5 +197,40 @@ async fn a_tool_changed_while_connected_is_withheld_at_the_re_list() {
             .definition["description"],
         CHANGED
     );
+    host.shutdown().await;
+}
+
+/// The same rug pull on a server connected over Streamable HTTP on protocol 2026-07-28,
+/// which sends list changes only on a `subscriptions/listen` stream the client opened:
+/// the host keeps one open, hears the change and withholds the tool at the re-list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_changed_on_a_2026_07_28_server_is_heard_and_withheld() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = PinStore::in_home(dir.path());
+    let peer = spawn_python(PyMode::StreamableHttp, &[("SWITCHBOARD_PY_RUG_PULL", "1")]).await;
+    let target = Target::Http {
+        url: peer.url.clone(),
+        headers: vec![],
+    };
+    let host = started_host(vec![spec("py", target, STEP)], opts(&store)).await;
+    let snap = connected(&host, "py");
+    assert!(tool_names(&snap).contains(&"echo".to_string()));
+    let conn = host.connection("py").unwrap();
+    assert_eq!(conn.transport_kind(), TransportKind::StatelessHttp);
+
+    let mut args = serde_json::Map::new();
+    args.insert("text".into(), CHANGED.into());
+    conn.call_tool("rug_pull", Some(args), &CallOptions::default())
+        .await
+        .unwrap();
+    let withheld = crate::common::eventually(Duration::from_secs(10), || {
+        host.withheld_tool("py", "echo").is_some()
+    })
+    .await;
+    assert!(
+        withheld,
+        "the change was heard and the re-list withholds the tool"
+    );
+    assert!(!tool_names(&connected(&host, "py")).contains(&"echo".to_string()));
     host.shutdown().await;
 }

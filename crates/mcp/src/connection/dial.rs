@@ -19,6 +19,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use super::failure::{connect_failure, init_error_message, is_connect_failure};
 use super::http_setup::{auth_source, check_url, header_map, http_client, preflight};
 use super::tap::ProgressTap;
+use super::watch;
 use super::{ConnectOptions, Connection};
 use crate::error::ConnectError;
 use crate::handler::{Declared, HostHandler, ProgressRouter, client_info};
@@ -60,9 +61,18 @@ impl Connection {
             Some((guard, diag)) => (Some(guard), Some(diag)),
             None => (None, None),
         };
+        let name: Arc<str> = Arc::from(opts.name.as_str());
+        let peer = service.peer().clone();
+        let watch = opts
+            .watch_lists
+            .then(|| peer.peer_info())
+            .flatten()
+            .filter(|i| i.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
+            .and_then(|i| watch::filter_for(&i.capabilities))
+            .map(|filter| watch::spawn(peer.clone(), name.clone(), opts.hooks.clone(), filter));
         Connection {
-            name: Arc::from(opts.name.as_str()),
-            peer: service.peer().clone(),
+            name,
+            peer,
             service: std::sync::Mutex::new(Some(service)),
             kind,
             child,
@@ -71,6 +81,7 @@ impl Connection {
             hooks: opts.hooks.clone(),
             request_timeout: opts.request_timeout,
             raw: None,
+            watch: std::sync::Mutex::new(watch),
         }
     }
 

@@ -37,6 +37,7 @@ mod http_setup;
 mod input;
 mod session;
 mod tap;
+mod watch;
 
 pub use session::{MAX_LIST_PAGES, PROGRESS_CAP};
 
@@ -70,6 +71,12 @@ pub struct ConnectOptions {
     /// The largest message read from the server (a stdio line, an SSE event, a
     /// Streamable HTTP event), in bytes; a larger reply fails its request at once.
     pub max_message_bytes: usize,
+    /// Hear the server's list changes on protocol 2026-07-28, which sends them only on a
+    /// `subscriptions/listen` stream the client keeps open (`watch`): each reaches
+    /// [`ClientHooks::on_event`] as on older revisions, which send them unasked. For
+    /// hooks that act on them (a long-lived host); off by default, since the stream is
+    /// a request held open for the connection's life.
+    pub watch_lists: bool,
 }
 
 impl std::fmt::Debug for ConnectOptions {
@@ -106,6 +113,7 @@ impl ConnectOptions {
             guard: None,
             token_source: None,
             max_message_bytes: crate::framing::DEFAULT_MAX_MESSAGE_BYTES,
+            watch_lists: false,
         }
     }
 }
@@ -141,6 +149,9 @@ pub struct Connection {
     request_timeout: Duration,
     /// The raw lane of a stdio connection (`crate::raw`).
     raw: Option<Arc<RawLane>>,
+    /// The `subscriptions/listen` watch of a server on 2026-07-28 (`watch`), ended
+    /// when dropped.
+    watch: std::sync::Mutex<Option<tokio_util::sync::DropGuard>>,
 }
 
 impl std::fmt::Debug for Connection {

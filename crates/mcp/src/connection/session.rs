@@ -102,6 +102,8 @@ impl Connection {
     /// what was written before, a cancellation say), then SIGTERM, then SIGKILL after
     /// `grace` more; whatever is left of its group is killed either way.
     pub async fn close(&self, grace: Duration) {
+        // The list watch first: its stream is a request like any other.
+        drop(self.watch.lock().ok().and_then(|mut w| w.take()));
         let service = self.service.lock().ok().and_then(|mut s| s.take());
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(grace).await;

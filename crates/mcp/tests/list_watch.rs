@@ -1,0 +1,275 @@
+//! The list watch of a connection on protocol 2026-07-28 (`subscriptions/listen`, kept
+//! open so the server's list changes are heard) against servers that misbehave: one
+//! that ends every stream at once, one that floods a stream with notifications, one
+//! that refuses to serve it. Each is an rmcp server over Streamable HTTP on 127.0.0.1
+//! (a 2026-07-28 client is served without a session). The watch must back off, stay
+//! bounded, give up on a refusal, keep the connection usable, and end with the
+//! connection. (The real peer — the Python SDK server's list change heard and its
+//! changed tool withheld — is `switchboard-host`'s `pins` test.)
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::ServerHandler;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
+    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
+    SubscriptionFilter, ToolListChangedNotification,
+};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use switchboard_mcp::{
+    CallOptions, ClientHooks, ConnectOptions, Connection, ServerEvent, Target, TransportKind,
+};
+use switchboard_testkit::free_port;
+
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    /// Acknowledges, then ends the stream at once (a graceful final result).
+    EndsAtOnce,
+    /// Acknowledges, sends this many `tools/list_changed`, then keeps the stream open.
+    Floods(usize),
+    /// Serves no `subscriptions/listen` (rmcp's default: no filter accepted).
+    Refuses,
+}
+
+#[derive(Clone)]
+struct Server {
+    mode: Mode,
+    /// `subscriptions/listen` requests seen (accepted or not).
+    asked: Arc<AtomicUsize>,
+    /// Streams open now.
+    open: Arc<AtomicUsize>,
+}
+
+/// Counts a stream open for as long as it lives.
+struct Open(Arc<AtomicUsize>);
+
+impl Drop for Open {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+impl ServerHandler for Server {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_tool_list_changed()
+                .build(),
+        )
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::default())
+    }
+
+    async fn call_tool(
+        &self,
+        _request: CallToolRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        Ok(CallToolResult::success(vec![ContentBlock::text("still here")]).into())
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        (self.mode != Mode::Refuses).then(|| requested.clone())
+    }
+
+    async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
+        self.open.fetch_add(1, Ordering::SeqCst);
+        let _open = Open(self.open.clone());
+        match self.mode {
+            Mode::EndsAtOnce | Mode::Refuses => Ok(()),
+            Mode::Floods(n) => {
+                for _ in 0..n {
+                    let note = ServerNotification::ToolListChangedNotification(
+                        ToolListChangedNotification::default(),
+                    );
+                    if sub.sink().send(note).await.is_err() {
+                        break;
+                    }
+                }
+                sub.cancelled().await;
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Counts the list changes the watch hands on.
+#[derive(Default)]
+struct Heard(AtomicUsize);
+
+impl ClientHooks for Heard {
+    fn on_event(&self, _server: &str, event: ServerEvent) {
+        if matches!(event, ServerEvent::ToolsChanged) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+}
+
+struct Running {
+    server: Server,
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(mode: Mode) -> Running {
+    let server = Server {
+        mode,
+        asked: Arc::default(),
+        open: Arc::default(),
+    };
+    let port = free_port();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let handler = server.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, router).await;
+    });
+    Running {
+        server,
+        url: format!("http://127.0.0.1:{port}/mcp"),
+        task,
+    }
+}
+
+async fn connect(url: &str, heard: &Arc<Heard>) -> Connection {
+    let mut opts = ConnectOptions::new(
+        "watched",
+        Target::Http {
+            url: url.to_string(),
+            headers: vec![],
+        },
+    );
+    opts.hooks = heard.clone();
+    opts.watch_lists = true;
+    opts.request_timeout = Duration::from_secs(10);
+    let conn = Connection::connect(opts).await.expect("connect");
+    assert_eq!(conn.transport_kind(), TransportKind::StatelessHttp);
+    conn
+}
+
+async fn still_answers(conn: &Connection) {
+    let r = conn
+        .call_tool("anything", None, &CallOptions::default())
+        .await
+        .expect("the connection still answers");
+    assert!(serde_json::to_string(&r).unwrap().contains("still here"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_ends_every_stream_is_asked_again_with_growing_waits() {
+    let running = serve(Mode::EndsAtOnce).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    // Opened at once, then again after 2 s and 4 s more (each stream lived 0 s): three
+    // in the first 6.5 s, not a loop.
+    tokio::time::sleep(Duration::from_millis(6_500)).await;
+    let asked = running.server.asked.load(Ordering::SeqCst);
+    assert!(
+        (2..=4).contains(&asked),
+        "listen asked {asked} times in 6.5 s"
+    );
+    // Each stream opened again says the lists may have changed meanwhile.
+    let changes = heard.0.load(Ordering::SeqCst);
+    assert!(
+        (1..asked).contains(&changes),
+        "{changes} changes announced for {asked} streams"
+    );
+    still_answers(&conn).await;
+    conn.close(Duration::from_millis(500)).await;
+    let after_close = running.server.asked.load(Ordering::SeqCst);
+    tokio::time::sleep(Duration::from_secs(5)).await;
+    assert_eq!(
+        running.server.asked.load(Ordering::SeqCst),
+        after_close,
+        "no listen after close"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_on_the_stream_stays_bounded_and_is_heard() {
+    let running = serve(Mode::Floods(20_000)).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let got_some = async {
+        while heard.0.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(10), got_some)
+        .await
+        .expect("the flood's list changes are heard");
+    still_answers(&conn).await;
+    // However the flood went (read in time, or dropped as lagged and asked again),
+    // at most one stream is open at a time and the connection is fine.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert!(running.server.open.load(Ordering::SeqCst) <= 1);
+    still_answers(&conn).await;
+    conn.close(Duration::from_millis(500)).await;
+    let closed = async {
+        while running.server.open.load(Ordering::SeqCst) != 0 {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), closed)
+        .await
+        .expect("closing the connection ends the server's stream");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refuses_listen_is_not_asked_again() {
+    let running = serve(Mode::Refuses).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    assert_eq!(running.server.asked.load(Ordering::SeqCst), 1);
+    assert_eq!(heard.0.load(Ordering::SeqCst), 0);
+    still_answers(&conn).await;
+    conn.close(Duration::from_millis(500)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_watch_lists_no_stream_is_opened() {
+    let running = serve(Mode::Floods(1)).await;
+    let mut opts = ConnectOptions::new(
+        "unwatched",
+        Target::Http {
+            url: running.url.clone(),
+            headers: vec![],
+        },
+    );
+    let heard = Arc::new(Heard::default());
+    opts.hooks = heard.clone();
+    let conn = Connection::connect(opts).await.expect("connect");
+    still_answers(&conn).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert_eq!(running.server.asked.load(Ordering::SeqCst), 0);
+    conn.close(Duration::from_millis(500)).await;
+}
