@@ -306,16 +306,22 @@ fn py_modern_driver(plan: Value) -> Value {
 
 /// Upstreams for a client on 2026-07-28: the demo server, server-everything (it asks for
 /// elicitation and sampling, and reports progress) and the Python SDK server with its
-/// `rug_pull` tool (changes `echo` and sends `tools/list_changed`), and the Python SDK
+/// `rug_pull` tool (changes `echo` and says its tools changed) — over stdio on a session,
+/// or, given `rug_url`, over HTTP on 2026-07-28, where the change is heard only on the
+/// `subscriptions/listen` stream the gateway keeps open to it —, and the Python SDK
 /// server on 2026-07-28 over HTTP, whose `greet` asks for the name through an
 /// `InputRequiredResult` of its own (so the question crosses two such hops).
-fn modern_settings(dir: &Path, resolve_url: &str) -> PathBuf {
+fn modern_settings(dir: &Path, resolve_url: &str, rug_url: Option<&str>) -> PathBuf {
     let (node, node_args) = switchboard_testkit::everything_stdio_command();
     let (py, py_args) = python_stdio_command();
+    let rug = match rug_url {
+        Some(url) => json!({"httpUrl": url}),
+        None => json!({"command": py, "args": py_args, "env": {"SWITCHBOARD_PY_RUG_PULL": "1"}}),
+    };
     let servers = json!({
         "demo": {"command": BIN, "args": ["demo-server"]},
         "everything": {"command": node, "args": node_args},
-        "rug": {"command": py, "args": py_args, "env": {"SWITCHBOARD_PY_RUG_PULL": "1"}},
+        "rug": rug,
         "resolve": {"httpUrl": resolve_url},
     });
     let path = dir.join("settings.json");
@@ -406,8 +412,15 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
         &[("SWITCHBOARD_PY_RESOLVE", "1")],
     )
     .await;
+    // Over HTTP the rug puller speaks 2026-07-28 to the gateway too: its change reaches
+    // the client across two `subscriptions/listen` streams.
+    let rug = switchboard_testkit::spawn_python(
+        switchboard_testkit::PyMode::StreamableHttp,
+        &[("SWITCHBOARD_PY_RUG_PULL", "1")],
+    )
+    .await;
     let env = common::Env::new();
-    let config = modern_settings(env.project.path(), &resolve.url);
+    let config = modern_settings(env.project.path(), &resolve.url, Some(&rug.url));
     let audit = env.project.path().join("audit.jsonl");
     let audit_arg = audit.display().to_string();
     let gw = spawn_http_gateway(&config, &env, &["--audit", &audit_arg]).await;
@@ -476,7 +489,7 @@ async fn python_default_client_on_2026_07_28_over_http_and_stdio() {
 
     // Over stdio (a second home: the first one's pins now hold the changed `echo`).
     let env = common::Env::new();
-    let config = modern_settings(env.project.path(), &resolve.url);
+    let config = modern_settings(env.project.path(), &resolve.url, None);
     let mut plan = modern_plan();
     plan["transport"] = json!("stdio");
     plan["command"] = json!("env");
