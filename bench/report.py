@@ -86,6 +86,7 @@ GW_RSS_BOUND_MB = 25.0
 GW_SCENARIOS = [
     ("direct", "Direct: TS SDK client → demo server (stdio)", "stdio"),
     ("relay", "Floor: `switchboard-bench relay` (copies bytes, no parsing) → demo server (stdio)", "stdio"),
+    ("relay-loop", "Event-loop floor: `switchboard-bench relay --event-loop` (the same copy on one tokio task) → demo server (stdio)", "stdio"),
     ("gateway-stdio", "**`switchboard gateway`** (stdio) → demo server (stdio)", "stdio"),
     ("gateway-http", "**`switchboard gateway --http`** (Streamable HTTP, bearer token) → demo server (stdio)", "http"),
     ("supergateway", "supergateway `--stateful` (stdio→Streamable HTTP) → demo server (stdio)", "http"),
@@ -150,6 +151,8 @@ def gateway_summary(res):
         }
     if "relay" in sc:
         summary["targets"]["added_p50_us_floor"] = {"measured": sc["relay"]["seq"]["added_p50_us"]}
+    if "relay-loop" in sc:
+        summary["targets"]["added_p50_us_event_loop_floor"] = {"measured": sc["relay-loop"]["seq"]["added_p50_us"]}
     for client in ("", "/rust"):
         if "gateway-http" + client not in sc:
             continue

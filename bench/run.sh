@@ -16,7 +16,7 @@
 #   GW_N=2000 GW_WARMUP=200 GW_CONC=32 GW_CONC_N=4000 GW_REPEATS=$BENCH_REPEATS
 #   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
 #                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
-#   GW_SCENARIOS="direct relay gateway-stdio gateway-http supergateway mcp-proxy"
+#   GW_SCENARIOS="direct relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy"
 #   GW_RUST_CLIENT=1     gateway section: drive every HTTP scenario with switchboard-bench too
 #   GW_ALT_SBS="base=PATH …"  gateway section: other `switchboard` builds (say, of the commit
 #                        before) run as gateway-stdio@base / gateway-http@base, interleaved
@@ -408,6 +408,8 @@ fi
 #   direct        the client spawns the demo server itself (stdio)
 #   relay         the client spawns `switchboard-bench relay`, which only copies bytes to
 #                 and from the demo server: the floor for any process in the middle
+#   relay-loop    the same copy on one tokio task and its reactor (`relay --event-loop`):
+#                 the floor for a process that waits on epoll as the gateway does
 #   gateway-stdio the client spawns `switchboard gateway`, which spawns the demo server
 #   gateway-http  `switchboard gateway --http` (bearer token), demo server over stdio
 #   supergateway  npm supergateway (stateful stdio→Streamable HTTP), same upstream
@@ -425,7 +427,7 @@ if has_section gateway; then
   GW_CONC_N="${GW_CONC_N:-4000}"
   GW_REPEATS="${GW_REPEATS:-$REPEATS}"
   GW_RSS_SERVERS="${GW_RSS_SERVERS:-20}"
-  GW_SCENARIOS="${GW_SCENARIOS:-direct relay gateway-stdio gateway-http supergateway mcp-proxy}"
+  GW_SCENARIOS="${GW_SCENARIOS:-direct relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy}"
   GW_RUST_CLIENT="${GW_RUST_CLIENT:-1}"
   PROXIES="$PEERS/clients/node_modules"
   SUPERGATEWAY="$PROXIES/supergateway/dist/index.js"
@@ -550,6 +552,9 @@ print(json.dumps({"label": sys.argv[1], "client": "switchboard", "protocol": d["
         # The floor: a process that only copies bytes (switchboard-bench relay).
         gw_run relay --transport stdio --command "$BENCH" --arg relay --arg -- --arg "$SB" \
           --arg demo-server --tool echo --rss ;;
+      relay-loop)
+        gw_run relay-loop --transport stdio --command "$BENCH" --arg relay --arg --event-loop \
+          --arg -- --arg "$SB" --arg demo-server --tool echo --rss ;;
       gateway-stdio)
         gw_run gateway-stdio --transport stdio --command "$SB" --arg gateway \
           --env SWITCHBOARD_HOME="$GW_HOME" --tool demo__echo --rss ;;

@@ -12,7 +12,7 @@
 //!                             [--model in-process|fake-http|both] [--stream true|false|both]
 //! switchboard-bench team [--users 200] [--rounds 10] [--instances 1,2] [--switchboard PATH]
 //!                        [--demo PATH]
-//! switchboard-bench relay -- PROGRAM [ARGS...]
+//! switchboard-bench relay [--event-loop] -- PROGRAM [ARGS...]
 //! (every measuring subcommand also takes --runtime multi|current)
 //! ```
 //!
@@ -65,9 +65,11 @@ usage:
       tools and calling `echo` through `serve --team` (1 instance, then 2 on one
       PostgreSQL, round-robin); prints requests/s, p50/p99, errors, peak RSS per instance
 
-  switchboard-bench relay -- PROGRAM [ARGS...]
+  switchboard-bench relay [--event-loop] -- PROGRAM [ARGS...]
       not a measurement: spawns PROGRAM and copies stdin/stdout to and from it, one
-      blocked thread per direction (the gateway benchmark's floor for a process hop)
+      blocked thread per direction (the gateway benchmark's floor for a process hop);
+      --event-loop: one task on a current-thread tokio runtime instead, both directions
+      on its reactor (the floor for a process that waits as the gateway does)
 
   --switchboard defaults to the `switchboard` binary next to this one; --peers to
   the repository's tests/peers; --runtime multi|current picks the tokio runtime
@@ -85,8 +87,17 @@ fn main() -> ExitCode {
     }
     if command == "relay" {
         // Not a measurement itself: a process for the gateway benchmark to measure.
-        let argv: Vec<String> = argv.skip_while(|a| a == "--").collect();
-        return relay::run(&argv);
+        let mut argv: Vec<String> = argv.collect();
+        let event_loop = argv.first().is_some_and(|a| a == "--event-loop");
+        if event_loop {
+            argv.remove(0);
+        }
+        let argv: Vec<String> = argv.into_iter().skip_while(|a| a == "--").collect();
+        return if event_loop {
+            relay::run_event_loop(&argv)
+        } else {
+            relay::run(&argv)
+        };
     }
     let mut args = match Args::parse(argv) {
         Ok(a) => a,

@@ -1,10 +1,16 @@
-//! `relay -- PROGRAM [ARGS…]`: the least any process between an MCP client and a stdio
-//! server can do. It spawns PROGRAM and copies bytes, stdin → its stdin and its stdout →
-//! stdout, one thread blocked in `read` per direction, no parsing, no runtime.
+//! `relay [--event-loop] -- PROGRAM [ARGS…]`: the least any process between an MCP
+//! client and a stdio server can do. It spawns PROGRAM and copies bytes, stdin → its
+//! stdin and its stdout → stdout, one thread blocked in `read` per direction, no
+//! parsing, no runtime.
 //!
 //! The gateway benchmark runs the TS client through it next to `switchboard gateway`:
 //! the relay's added latency is this machine's floor for a second process hop (two more
 //! wake-ups per call), so the gateway's own share is the difference between the two.
+//!
+//! `--event-loop` copies the same bytes the way the gateway's one thread waits: one
+//! task on a current-thread tokio runtime, both directions watched by its reactor
+//! (`epoll`). Its added latency is the floor for any process built that way, whatever
+//! it does with the bytes.
 
 use std::io::{self, Read, Write};
 use std::process::{Command, ExitCode, Stdio};
@@ -13,7 +19,7 @@ use std::thread;
 /// Runs the relay until either side closes. `argv` is PROGRAM and its arguments.
 pub fn run(argv: &[String]) -> ExitCode {
     let Some((program, args)) = argv.split_first() else {
-        eprintln!("usage: switchboard-bench relay -- PROGRAM [ARGS...]");
+        eprintln!("usage: switchboard-bench relay [--event-loop] -- PROGRAM [ARGS...]");
         return ExitCode::from(2);
     };
     let mut child = match Command::new(program)
@@ -54,5 +60,107 @@ fn copy(from: &mut impl Read, to: &mut impl Write) -> io::Result<()> {
         }
         to.write_all(&buf[..n])?;
         to.flush()?;
+    }
+}
+
+/// The `--event-loop` relay (see the module doc). Our stdin and stdout must be sockets
+/// (what Node gives its children) or pipes; they are made non-blocking, which is fine
+/// for a process that does nothing else with them.
+pub fn run_event_loop(argv: &[String]) -> ExitCode {
+    let Some((program, args)) = argv.split_first() else {
+        eprintln!("usage: switchboard-bench relay --event-loop -- PROGRAM [ARGS...]");
+        return ExitCode::from(2);
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("switchboard-bench relay: no runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(event_loop(program, args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("switchboard-bench relay: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// One end of our stdio, on the reactor.
+enum End {
+    Socket(tokio::net::UnixStream),
+    Pipe(Box<dyn tokio::io::AsyncRead + Unpin>),
+    PipeOut(Box<dyn tokio::io::AsyncWrite + Unpin>),
+}
+
+fn end_of(fd: std::os::fd::BorrowedFd<'_>, write: bool) -> io::Result<End> {
+    use std::os::unix::fs::FileTypeExt;
+    let owned = fd.try_clone_to_owned()?;
+    let file = std::fs::File::from(owned);
+    if file.metadata()?.file_type().is_socket() {
+        let std = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+        std.set_nonblocking(true)?;
+        return Ok(End::Socket(tokio::net::UnixStream::from_std(std)?));
+    }
+    use tokio::net::unix::pipe;
+    Ok(if write {
+        End::PipeOut(Box::new(pipe::Sender::from_file(file)?))
+    } else {
+        End::Pipe(Box::new(pipe::Receiver::from_file(file)?))
+    })
+}
+
+async fn event_loop(program: &str, args: &[String]) -> io::Result<()> {
+    use std::os::fd::AsFd;
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+    let mut child = tokio::process::Command::new(program)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()?;
+    let (Some(mut to_child), Some(mut from_child)) = (child.stdin.take(), child.stdout.take())
+    else {
+        return Err(io::Error::other("the child has no stdin/stdout pipes"));
+    };
+    let stdin = end_of(io::stdin().as_fd(), false)?;
+    let stdout = end_of(io::stdout().as_fd(), true)?;
+    let (mut input, mut output): (Box<dyn AsyncRead + Unpin>, Box<dyn AsyncWrite + Unpin>) =
+        match (stdin, stdout) {
+            (End::Socket(a), End::Socket(b)) => (Box::new(a), Box::new(b)),
+            (End::Socket(a), End::PipeOut(b)) => (Box::new(a), b),
+            (End::Pipe(a), End::Socket(b)) => (a, Box::new(b)),
+            (End::Pipe(a), End::PipeOut(b)) => (a, b),
+            _ => {
+                return Err(io::Error::other(
+                    "stdin and stdout must be sockets or pipes",
+                ));
+            }
+        };
+    let mut up = vec![0u8; 64 * 1024];
+    let mut down = vec![0u8; 64 * 1024];
+    loop {
+        tokio::select! {
+            n = input.read(&mut up) => {
+                let n = n?;
+                if n == 0 {
+                    return Ok(());
+                }
+                to_child.write_all(&up[..n]).await?;
+            }
+            n = from_child.read(&mut down) => {
+                let n = n?;
+                if n == 0 {
+                    return Ok(());
+                }
+                output.write_all(&down[..n]).await?;
+                output.flush().await?;
+            }
+        }
     }
 }
