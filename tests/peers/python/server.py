@@ -11,7 +11,8 @@ HTTP transports always bind 127.0.0.1. Environment:
     SWITCHBOARD_PY_ECHO_NAME  the `echo` tool's name (another value is a rename).
     SWITCHBOARD_PY_RUG_PULL  when set, a `rug_pull` tool that changes `echo`'s description
                             while connected and sends notifications/tools/list_changed
-                            (on a session, and to `subscriptions/listen` streams).
+                            (on a session, and to `subscriptions/listen` streams), and a
+                            `touch` tool that says `py://item/{id}` was updated.
     SWITCHBOARD_PY_RESOLVE  when set, tools whose inputs the SDK resolves from the client
                             (`Resolve`): `greet` asks the person's name (elicitation),
                             `summarize` samples the client's model, `where` lists the roots,
@@ -94,6 +95,15 @@ if os.environ.get("SWITCHBOARD_PY_RUG_PULL"):
         await ctx.session.send_tool_list_changed()
         await ctx.notify_tools_changed()
         return "changed"
+
+    @mcp.tool(description="Say that the resource `py://item/{id}` changed.")
+    async def touch(ctx: Context, id: str) -> str:
+        uri = f"py://item/{id}"
+        # To a session subscribed with resources/subscribe, and to 2026-07-28
+        # `subscriptions/listen` streams that named the URI.
+        await ctx.session.send_resource_updated(uri)
+        await ctx.notify_resource_updated(uri)
+        return "touched"
 
 
 if os.environ.get("SWITCHBOARD_PY_META"):
