@@ -20,7 +20,9 @@ mod stdio;
 mod target;
 mod token;
 
-pub use connection::{CallOptions, ConnectOptions, Connection, MAX_LIST_PAGES, PROGRESS_CAP};
+pub use connection::{
+    CallOptions, ConnectOptions, Connection, MAX_LIST_PAGES, PROGRESS_CAP, ResourceSet,
+};
 pub use error::{ConnectError, RequestError};
 pub use framing::{
     DEFAULT_MAX_MESSAGE_BYTES, Envelope, EnvelopeScan, Frame, LineFramer, SseEvent, SseFrame,

@@ -1,7 +1,9 @@
 //! The list watch of a connection on protocol 2026-07-28 (`subscriptions/listen`, kept
 //! open so the server's list changes are heard) against servers that misbehave: one
 //! that ends every stream at once, one that floods a stream with notifications, one
-//! that refuses to serve it. Each is an rmcp server over Streamable HTTP on 127.0.0.1
+//! that refuses to serve it. And the connection's resource subscriptions on that
+//! revision (a set of URIs on one listen stream): updates heard, a new set replacing
+//! the stream, a URI the server leaves out reported, an empty set ending it. Each is an rmcp server over Streamable HTTP on 127.0.0.1
 //! (a 2026-07-28 client is served without a session). The watch must back off, stay
 //! bounded, give up on a refusal, keep the connection usable, and end with the
 //! connection. (The real peer — the Python SDK server's list change heard and its
@@ -14,7 +16,8 @@ use std::time::Duration;
 use rmcp::ServerHandler;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, ErrorData,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, ServerConfig, ServerNotification,
+    ListToolsResult, PaginatedRequestParams, ResourceUpdatedNotification,
+    ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
     SubscriptionFilter, ToolListChangedNotification,
 };
 use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
@@ -33,6 +36,9 @@ enum Mode {
     Floods(usize),
     /// Serves no `subscriptions/listen` (rmcp's default: no filter accepted).
     Refuses,
+    /// Honours resource subscriptions except `file:///refused`, and sends one update for
+    /// each honoured URI, then keeps the stream open.
+    Resources,
 }
 
 #[derive(Clone)]
@@ -59,6 +65,8 @@ impl ServerHandler for Server {
             ServerCapabilities::builder()
                 .enable_tools()
                 .enable_tool_list_changed()
+                .enable_resources()
+                .enable_resources_subscribe()
                 .build(),
         )
     }
@@ -84,7 +92,11 @@ impl ServerHandler for Server {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         self.asked.fetch_add(1, Ordering::SeqCst);
-        (self.mode != Mode::Refuses).then(|| requested.clone())
+        let mut honoured = requested.clone();
+        if let Some(uris) = &mut honoured.resource_subscriptions {
+            uris.retain(|u| u != "file:///refused");
+        }
+        (self.mode != Mode::Refuses).then_some(honoured)
     }
 
     async fn listen(&self, sub: SubscriptionContext) -> Result<(), ErrorData> {
@@ -92,6 +104,18 @@ impl ServerHandler for Server {
         let _open = Open(self.open.clone());
         match self.mode {
             Mode::EndsAtOnce | Mode::Refuses => Ok(()),
+            Mode::Resources => {
+                for uri in sub.accepted().resource_subscriptions.iter().flatten() {
+                    let note = ServerNotification::ResourceUpdatedNotification(
+                        ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(
+                            uri.clone(),
+                        )),
+                    );
+                    let _ = sub.sink().send(note).await;
+                }
+                sub.cancelled().await;
+                Ok(())
+            }
             Mode::Floods(n) => {
                 for _ in 0..n {
                     let note = ServerNotification::ToolListChangedNotification(
@@ -108,14 +132,18 @@ impl ServerHandler for Server {
     }
 }
 
-/// Counts the list changes the watch hands on.
+/// Counts the list changes the watch hands on, and keeps the resource updates.
 #[derive(Default)]
-struct Heard(AtomicUsize);
+struct Heard(AtomicUsize, std::sync::Mutex<Vec<String>>);
 
 impl ClientHooks for Heard {
     fn on_event(&self, _server: &str, event: ServerEvent) {
-        if matches!(event, ServerEvent::ToolsChanged) {
-            self.0.fetch_add(1, Ordering::SeqCst);
+        match event {
+            ServerEvent::ToolsChanged => {
+                self.0.fetch_add(1, Ordering::SeqCst);
+            }
+            ServerEvent::ResourceUpdated { uri } => self.1.lock().unwrap().push(uri),
+            _ => {}
         }
     }
 }
@@ -271,5 +299,92 @@ async fn without_watch_lists_no_stream_is_opened() {
     still_answers(&conn).await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert_eq!(running.server.asked.load(Ordering::SeqCst), 0);
+    conn.close(Duration::from_millis(500)).await;
+}
+
+async fn until(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = std::time::Instant::now();
+    while !f() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        tokio::time::sleep(Duration::from_millis(25)).await;
+    }
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_live_on_one_stream_that_follows_the_set() {
+    let running = serve(Mode::Resources).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let open = || running.server.open.load(Ordering::SeqCst);
+    // The list watch's stream is one; the resource stream is the second.
+    assert!(until(Duration::from_secs(5), || open() == 1).await);
+
+    let a = "file:///a".to_string();
+    let refused = "file:///refused".to_string();
+    let set = conn.set_resource_subscriptions(vec![a.clone(), refused.clone()]);
+    let honoured = conn
+        .resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(honoured, vec![a.clone()], "the server left one out");
+    assert!(
+        until(Duration::from_secs(5), || heard
+            .1
+            .lock()
+            .unwrap()
+            .contains(&a))
+        .await
+    );
+    assert_eq!(open(), 2);
+
+    // A new set replaces the stream: still two open, the new URI heard.
+    let b = "file:///b".to_string();
+    let set = conn.set_resource_subscriptions(vec![a.clone(), b.clone()]);
+    let honoured = conn
+        .resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert_eq!(honoured, [a.clone(), b.clone()]);
+    assert!(
+        until(Duration::from_secs(5), || heard
+            .1
+            .lock()
+            .unwrap()
+            .contains(&b))
+        .await
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(open(), 2, "the old stream was cancelled");
+
+    // An empty set ends it.
+    let set = conn.set_resource_subscriptions(Vec::new());
+    let honoured = conn
+        .resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(honoured.is_empty());
+    assert!(until(Duration::from_secs(5), || open() == 1).await);
+    still_answers(&conn).await;
+    conn.close(Duration::from_millis(500)).await;
+    assert!(
+        until(Duration::from_secs(5), || open() == 0).await,
+        "closed with the connection"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resource_subscriptions_refused_by_the_server_are_reported() {
+    let running = serve(Mode::Refuses).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let set = conn.set_resource_subscriptions(vec!["file:///a".into()]);
+    let err = conn
+        .resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("subscriptions/listen"), "{err}");
     conn.close(Duration::from_millis(500)).await;
 }

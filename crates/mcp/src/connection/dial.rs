@@ -82,6 +82,7 @@ impl Connection {
             request_timeout: opts.request_timeout,
             raw: None,
             watch: std::sync::Mutex::new(watch),
+            resources: std::sync::Mutex::new(None),
         }
     }
 

@@ -16,7 +16,9 @@
 //!   [`ConnectError`](crate::ConnectError) and [`RequestError`](crate::RequestError)
 //!   messages;
 //! - `session`: the connected peer (requests with timeouts, progress and
-//!   cancellation, list calls, state, close).
+//!   cancellation, list calls, state, close);
+//! - `watch` and `resource_watch`: the `subscriptions/listen` streams of a server on
+//!   2026-07-28 (its list changes; the resources subscribed to).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -35,6 +37,7 @@ mod dial;
 mod failure;
 mod http_setup;
 mod input;
+mod resource_watch;
 mod session;
 mod tap;
 mod watch;
@@ -152,7 +155,15 @@ pub struct Connection {
     /// The `subscriptions/listen` watch of a server on 2026-07-28 (`watch`), ended
     /// when dropped.
     watch: std::sync::Mutex<Option<tokio_util::sync::DropGuard>>,
+    /// Its resource subscriptions (`resource_watch`), from the first set on.
+    resources: std::sync::Mutex<Option<Arc<resource_watch::ResourceWatch>>>,
 }
+
+/// A set of resource subscriptions handed to
+/// [`Connection::set_resource_subscriptions`], to wait for the server's answer with
+/// [`Connection::resource_subscriptions_acked`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ResourceSet(u64);
 
 impl std::fmt::Debug for Connection {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -5,6 +5,7 @@
 #![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still used by servers
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -104,6 +105,7 @@ impl Connection {
     pub async fn close(&self, grace: Duration) {
         // The list watch first: its stream is a request like any other.
         drop(self.watch.lock().ok().and_then(|mut w| w.take()));
+        drop(self.resources.lock().ok().and_then(|mut w| w.take()));
         let service = self.service.lock().ok().and_then(|mut s| s.take());
         if let Some(mut service) = service {
             let _ = service.close_with_timeout(grace).await;
@@ -347,6 +349,48 @@ impl Connection {
         self.request("resources/subscribe", json!({"uri": uri}), opts)
             .await
             .map(|_| ())
+    }
+
+    /// The resources subscribed to on a server on protocol 2026-07-28, which has no
+    /// `resources/subscribe`: `uris` replaces the set (empty: none), kept on one
+    /// `subscriptions/listen` stream whose updates reach the hooks as
+    /// [`ServerEvent::ResourceUpdated`](crate::ServerEvent::ResourceUpdated). The latest
+    /// set wins, so callers that change it concurrently must order their calls (compute
+    /// and set under one lock). Returns the set's ticket for
+    /// [`Self::resource_subscriptions_acked`].
+    pub fn set_resource_subscriptions(&self, uris: Vec<String>) -> super::ResourceSet {
+        let watch = self.resources.lock().ok().map(|mut w| {
+            w.get_or_insert_with(|| {
+                Arc::new(super::resource_watch::ResourceWatch::spawn(
+                    self.peer.clone(),
+                    self.name.clone(),
+                    self.hooks.clone(),
+                ))
+            })
+            .clone()
+        });
+        super::ResourceSet(watch.map(|w| w.set(uris)).unwrap_or(0))
+    }
+
+    /// The URIs of `set` the server honours (its acknowledgment of the stream, or of a
+    /// later set's), waiting up to `limit`; an error when no stream could be opened.
+    pub async fn resource_subscriptions_acked(
+        &self,
+        set: super::ResourceSet,
+        limit: Duration,
+    ) -> Result<Vec<String>, RequestError> {
+        const METHOD: &str = "subscriptions/listen";
+        let watch = self.resources.lock().ok().and_then(|w| w.clone());
+        let Some(watch) = watch else {
+            return Err(RequestError::Closed(None));
+        };
+        watch
+            .acked(set.0, limit)
+            .await
+            .map_err(|message| RequestError::Transport {
+                method: METHOD.into(),
+                message,
+            })
     }
 
     /// `resources/unsubscribe`: no more updates for `uri`.

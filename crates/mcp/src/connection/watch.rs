@@ -38,7 +38,7 @@ pub(crate) const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts.
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 /// How long the server gets to acknowledge a stream.
-const OPEN_LIMIT: Duration = Duration::from_secs(30);
+pub(crate) const OPEN_LIMIT: Duration = Duration::from_secs(30);
 
 /// The kinds to ask `caps`'s server for: those it declared `listChanged` for.
 /// `None` when it declared none (nothing to listen for).
@@ -96,7 +96,7 @@ fn events_of(accepted: &SubscriptionFilter) -> Vec<ServerEvent> {
 }
 
 /// Whether `e` says the server does not serve `subscriptions/listen` at all.
-fn refused(e: &ServiceError) -> bool {
+pub(crate) fn refused(e: &ServiceError) -> bool {
     matches!(e, ServiceError::McpError(d)
         if d.code == ErrorCode::METHOD_NOT_FOUND
             || d.code == ErrorCode::INVALID_REQUEST
