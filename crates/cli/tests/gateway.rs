@@ -898,6 +898,55 @@ pub(crate) fn demo_and_everything(env: &common::Env) -> PathBuf {
     config
 }
 
+/// Resource subscriptions to a server on 2026-07-28 (the Python SDK server over
+/// Streamable HTTP), which has no `resources/subscribe`: the gateway names the resources
+/// in the one `subscriptions/listen` stream it keeps to that server, and the updates
+/// reach both kinds of client — the TS SDK client's `resources/subscribe` on 2025-11-25
+/// and the Python SDK client's own listen on 2026-07-28. After the TS client
+/// unsubscribes, a second touch reaches it no more.
+#[test]
+fn resource_subscriptions_to_a_2026_07_28_server() {
+    ensure_peers();
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let py = rt.block_on(switchboard_testkit::spawn_python(
+        switchboard_testkit::PyMode::StreamableHttp,
+        &[("SWITCHBOARD_PY_RUG_PULL", "1")],
+    ));
+    let env = common::Env::new();
+    let config = env.project.path().join("settings.json");
+    let servers = json!({"rug": {"httpUrl": py.url}});
+    std::fs::write(&config, json!({"mcpServers": servers}).to_string()).unwrap();
+    let uri = "py://item/7";
+    let touch = json!({"name": "rug__touch", "arguments": {"id": "7"}});
+    let args = json!(["gateway", "--config", config, "--wait-ms", "30000"]);
+
+    let out = ts_driver(json!({
+        "sdk": sdk_dir(),
+        "transport": "stdio",
+        "command": BIN,
+        "args": args,
+        "subscribe": {"uri": uri, "trigger": touch, "triggerAgain": true, "quietMs": 1500},
+    }));
+    assert_eq!(out["resourceCaps"]["subscribe"], true, "{out}");
+    assert_eq!(out["updated"], json!([uri]), "{out}");
+    assert_eq!(out["updatedAfterUnsubscribe"], json!([]), "{out}");
+
+    let out = py_modern_driver(json!({
+        "transport": "stdio",
+        "command": BIN,
+        "args": args,
+        "listenResource": {"uri": uri, "name": "rug__touch", "arguments": {"id": "7"}},
+    }));
+    assert_eq!(out["version"], "2026-07-28", "{out}");
+    assert_eq!(out["listenResource"]["honored"], json!([uri]), "{out}");
+    assert_eq!(
+        out["listenResource"]["events"][0],
+        json!(["ResourceUpdated", uri]),
+        "{out}"
+    );
+    drop(py);
+}
+
 /// Resource subscriptions pass through, for both kinds of client, with
 /// server-everything upstream (it declares `resources.subscribe` and, once its
 /// `toggle-subscriber-updates` tool runs, sends `notifications/resources/updated` for

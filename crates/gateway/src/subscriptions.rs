@@ -12,9 +12,13 @@
 //! `resources/unsubscribe`. A server that reconnects has lost its subscriptions: every
 //! resource still wanted is subscribed again.
 //!
-//! Only servers that declared `resources.subscribe` and speak a revision before
-//! 2026-07-28 (which replaced `resources/subscribe` with its own listen) can be
-//! subscribed to; anything else is refused with the reason.
+//! Only servers that declared `resources.subscribe` can be subscribed to; anything else
+//! is refused with the reason. A server on 2026-07-28, which replaced
+//! `resources/subscribe` with `subscriptions/listen`, is subscribed to through the one
+//! listen stream its connection keeps for every resource wanted from it
+//! (`Connection::set_resource_subscriptions`): the set is recomputed and handed over
+//! under the table's lock, so the latest set is always the table's; a subscription the
+//! server's acknowledgment leaves out is refused.
 //!
 //! A server that floods updates costs bounded memory: a session has at most one update
 //! per resource on its way (another for the same resource meanwhile is the same news),
@@ -28,9 +32,11 @@
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, ResourceUpdatedNotificationParam};
 use rmcp::service::{Peer, RoleServer};
-use switchboard_mcp::{CallOptions, Connection};
+use switchboard_mcp::{CallOptions, Connection, ResourceSet};
 use tokio::sync::mpsc;
 
 use crate::gateway::Shared;
@@ -39,6 +45,8 @@ use crate::gateway::Shared;
 pub const MAX_PER_SUBSCRIBER: usize = 256;
 /// At most this many in the whole gateway.
 pub const MAX_SUBSCRIPTIONS: usize = 4096;
+/// How long a server on 2026-07-28 gets to acknowledge a new set of subscriptions.
+const ACK_LIMIT: Duration = Duration::from_secs(10);
 
 /// Where one subscriber's updates go.
 #[derive(Clone)]
@@ -173,25 +181,36 @@ impl Subscriptions {
         let Ok(entries) = self.entries.lock() else {
             return Vec::new();
         };
-        let mut uris: Vec<String> = entries
-            .iter()
-            .filter(|e| e.server == server)
-            .map(|e| e.upstream.clone())
-            .collect();
-        uris.sort();
-        uris.dedup();
-        uris
+        wanted_in(&entries, server)
     }
+
+    /// Hands `conn` (a server on 2026-07-28) the resources of `server` wanted now,
+    /// under the table's lock, so that sets reach the connection in the table's order.
+    fn hand_over(&self, conn: &Connection, server: &str) -> Option<ResourceSet> {
+        let entries = self.entries.lock().ok()?;
+        Some(conn.set_resource_subscriptions(wanted_in(&entries, server)))
+    }
+}
+
+fn wanted_in(entries: &[Entry], server: &str) -> Vec<String> {
+    let mut uris: Vec<String> = entries
+        .iter()
+        .filter(|e| e.server == server)
+        .map(|e| e.upstream.clone())
+        .collect();
+    uris.sort();
+    uris.dedup();
+    uris
+}
+
+/// Whether `conn` speaks 2026-07-28, whose subscriptions live on a listen stream.
+fn listens(conn: &Connection) -> bool {
+    conn.protocol_version()
+        .is_some_and(|v| v.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
 }
 
 /// Whether `server`'s connection can be subscribed to; the reason when not.
 pub(crate) fn subscribable(conn: &Connection, server: &str) -> Result<(), String> {
-    if conn.protocol_version() == Some(ProtocolVersion::V_2026_07_28) {
-        return Err(format!(
-            "server `{server}` speaks protocol 2026-07-28, whose resource subscriptions the \
-             gateway does not relay; read the resource again to see changes"
-        ));
-    }
     let declared = conn
         .capabilities()
         .resources
@@ -235,6 +254,23 @@ pub(crate) async fn subscribe(
     {
         return Ok(());
     }
+    if listens(&conn) {
+        let Some(set) = shared.subs.hand_over(&conn, server) else {
+            shared.subs.remove(owner, downstream);
+            return Err(refused("the subscription table is unavailable".into()));
+        };
+        let refusal = match conn.resource_subscriptions_acked(set, ACK_LIMIT).await {
+            Ok(honoured) if honoured.iter().any(|u| u == upstream) => return Ok(()),
+            Ok(_) => refused(format!(
+                "server `{server}` does not take a subscription to this resource; read it \
+                 again to see changes"
+            )),
+            Err(e) => crate::server::upstream_error(server, e),
+        };
+        shared.subs.remove(owner, downstream);
+        shared.subs.hand_over(&conn, server);
+        return Err(refusal);
+    }
     if let Err(e) = conn.subscribe(upstream, &CallOptions::default()).await {
         shared.subs.remove(owner, downstream);
         return Err(crate::server::upstream_error(server, e));
@@ -270,6 +306,11 @@ async fn tell_unsubscribed(shared: &Shared, server: &str, upstream: &str) {
     let Some(conn) = shared.host.connection(server) else {
         return;
     };
+    if listens(&conn) {
+        // The listen stream carries the rest (or ends, when nothing is left).
+        shared.subs.hand_over(&conn, server);
+        return;
+    }
     if let Err(e) = conn.unsubscribe(upstream, &CallOptions::default()).await {
         tracing::debug!(server, "resources/unsubscribe: {e}");
     }
@@ -325,6 +366,10 @@ pub(crate) async fn resubscribe(shared: &Shared, server: &str) {
     let Some(conn) = shared.host.connection(server) else {
         return;
     };
+    if listens(&conn) {
+        shared.subs.hand_over(&conn, server);
+        return;
+    }
     for uri in wanted {
         if let Err(e) = conn.subscribe(&uri, &CallOptions::default()).await {
             tracing::warn!(

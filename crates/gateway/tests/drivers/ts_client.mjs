@@ -5,10 +5,11 @@
 // Usage: node ts_client.mjs '<json plan>'
 //   plan = {sdk, transport: "stdio"|"http", command, args, url, token,
 //           echo, slow, hang, resource, prompt, promptArgs, elicit,
-//           subscribe: {uri, trigger: {name, arguments}, waitMs, quietMs, refused}}
+//           subscribe: {uri, trigger: {name, arguments}, triggerAgain, waitMs, quietMs, refused}}
 //   subscribe: resources/subscribe to `uri`, call `trigger`, collect the
 //   notifications/resources/updated URIs for up to waitMs (out.updated), unsubscribe,
-//   then collect for quietMs more (out.updatedAfterUnsubscribe); `refused` is a URI
+//   call `trigger` again if `triggerAgain`, then collect for quietMs more
+//   (out.updatedAfterUnsubscribe); `refused` is a URI
 //   whose subscription must fail (out.refused = its error).
 import path from "node:path";
 import { pathToFileURL } from "node:url";
@@ -141,6 +142,9 @@ if (plan.subscribe) {
   out.updated = updated.splice(0);
   await client.unsubscribeResource({ uri: plan.subscribe.uri });
   updated.length = 0;
+  if (plan.subscribe.trigger && plan.subscribe.triggerAgain) {
+    await client.callTool({ name: plan.subscribe.trigger.name, arguments: plan.subscribe.trigger.arguments ?? {} });
+  }
   await sleep(plan.subscribe.quietMs ?? 6000);
   out.updatedAfterUnsubscribe = updated.splice(0);
   if (plan.subscribe.refused) {
