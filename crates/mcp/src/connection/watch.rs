@@ -134,7 +134,9 @@ struct Watch {
 impl Watch {
     async fn run(self) {
         let mut failures = 0u32;
-        let mut first = true;
+        // Whether a change may have been missed: set once an attempt fails or a stream
+        // ends (the lists were read at connect, so not before the first attempt).
+        let mut announce = false;
         loop {
             let opened = tokio::select! {
                 () = self.stop.cancelled() => return,
@@ -148,12 +150,12 @@ impl Watch {
                         return;
                     }
                     // Whatever changed while no stream was open.
-                    if !first {
+                    if announce {
                         for e in &accepted {
                             self.hooks.on_event(&self.server, e.clone());
                         }
                     }
-                    first = false;
+                    announce = true;
                     let opened_at = Instant::now();
                     loop {
                         let next = tokio::select! {
@@ -193,10 +195,12 @@ impl Watch {
                 Ok(Err(e)) => {
                     tracing::debug!(server = %self.server, "subscriptions/listen failed: {e}");
                     failures = failures.saturating_add(1);
+                    announce = true;
                 }
                 Err(_) => {
                     tracing::debug!(server = %self.server, "subscriptions/listen: no acknowledgment within {OPEN_LIMIT:?}");
                     failures = failures.saturating_add(1);
+                    announce = true;
                 }
             }
             if self.peer.is_transport_closed() {
