@@ -20,6 +20,10 @@
 //! under the table's lock, so the latest set is always the table's; a subscription the
 //! server's acknowledgment leaves out is refused.
 //!
+//! A second subscriber to a resource whose upstream subscription is still being made
+//! waits for it, and is refused with it when it fails (before, it was told yes and then
+//! heard nothing); a subscriber that goes away mid-way takes its entry with it.
+//!
 //! A server that floods updates costs bounded memory: a session has at most one update
 //! per resource on its way (another for the same resource meanwhile is the same news),
 //! and a listen request's queue holds at most [`MAX_PER_SUBSCRIBER`] (more are dropped:
@@ -29,7 +33,7 @@
 //! hold the table's lock across an `.await`, or grow without bound (at most
 //! [`MAX_PER_SUBSCRIBER`] per subscriber and [`MAX_SUBSCRIPTIONS`] in all).
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use std::time::Duration;
@@ -37,7 +41,7 @@ use std::time::Duration;
 use rmcp::model::{ErrorCode, ErrorData, ProtocolVersion, ResourceUpdatedNotificationParam};
 use rmcp::service::{Peer, RoleServer};
 use switchboard_mcp::{CallOptions, Connection, ResourceSet};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 
 use crate::gateway::Shared;
 
@@ -66,12 +70,18 @@ struct Entry {
     to: Subscriber,
 }
 
+/// The outcome of an upstream subscription being made: `None` until it is known, then
+/// `Ok` or the refusal's message.
+type Outcome = Option<Result<(), String>>;
+
 /// Who is subscribed to what.
 #[derive(Default)]
 pub(crate) struct Subscriptions {
     entries: Mutex<Vec<Entry>>,
     /// (session, URI) of the updates on their way to a session.
     sending: Arc<Mutex<HashSet<(u64, String)>>>,
+    /// Upstream subscriptions being made, by (server, upstream URI): their outcome.
+    making: Mutex<HashMap<(String, String), watch::Receiver<Outcome>>>,
 }
 
 /// A listen request's queue of updated URIs.
@@ -80,12 +90,14 @@ pub(crate) fn listen_queue() -> (mpsc::Sender<String>, mpsc::Receiver<String>) {
 }
 
 /// What [`Subscriptions::add`] did.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Debug)]
 enum Added {
-    /// The first subscriber of this server's resource: subscribe upstream.
-    First,
-    /// Someone (maybe this subscriber) already wants it.
-    Again,
+    /// The first subscriber of this server's resource: subscribe upstream, then tell
+    /// the others waiting through the sender ([`Making`]).
+    First(watch::Sender<Outcome>),
+    /// Someone (maybe this subscriber) already wants it; while its upstream
+    /// subscription is being made, its outcome.
+    Again(Option<watch::Receiver<Outcome>>),
 }
 
 impl Subscriptions {
@@ -105,7 +117,7 @@ impl Subscriptions {
             .iter()
             .any(|e| e.owner == owner && e.downstream == downstream)
         {
-            return Ok(Added::Again);
+            return Ok(Added::Again(None));
         }
         if entries.iter().filter(|e| e.owner == owner).count() >= MAX_PER_SUBSCRIBER {
             return Err(format!(
@@ -120,6 +132,18 @@ impl Subscriptions {
         let first = !entries
             .iter()
             .any(|e| e.server == server && e.upstream == upstream);
+        let key = (server.to_owned(), upstream.to_owned());
+        let mut making = self
+            .making
+            .lock()
+            .map_err(|_| "the subscription table is unavailable".to_string())?;
+        let added = if first {
+            let (tx, rx) = watch::channel(None);
+            making.insert(key, rx);
+            Added::First(tx)
+        } else {
+            Added::Again(making.get(&key).cloned())
+        };
         entries.push(Entry {
             owner,
             server: server.to_owned(),
@@ -127,7 +151,23 @@ impl Subscriptions {
             downstream: downstream.to_owned(),
             to,
         });
-        Ok(if first { Added::First } else { Added::Again })
+        Ok(added)
+    }
+
+    /// The upstream subscription to `server`'s `upstream` is made or refused: the
+    /// subscribers waiting for it hear `outcome`.
+    fn made(&self, server: &str, upstream: &str, tx: &watch::Sender<Outcome>, outcome: Outcome) {
+        if let Ok(mut making) = self.making.lock() {
+            // Only its own: a later first subscriber may have started another.
+            let key = (server.to_owned(), upstream.to_owned());
+            if making
+                .get(&key)
+                .is_some_and(|rx| rx.same_channel(&tx.subscribe()))
+            {
+                making.remove(&key);
+            }
+        }
+        tx.send_replace(outcome);
     }
 
     /// Removes `owner`'s subscription to `downstream`: the server's resource, and
@@ -239,23 +279,129 @@ pub(crate) async fn subscribe(
     downstream: &str,
     to: Subscriber,
 ) -> Result<(), ErrorData> {
-    let (server, upstream) = route;
+    let server = route.0;
     let conn = shared.host.connection(server).ok_or_else(|| {
         refused(format!(
             "server `{server}` is not connected; subscribe again once it is"
         ))
     })?;
     subscribable(&conn, server).map_err(refused)?;
-    if shared
+    let tx = match shared
         .subs
         .add(owner, route, downstream, to)
         .map_err(refused)?
-        == Added::Again
     {
-        return Ok(());
+        Added::Again(None) => return Ok(()),
+        Added::Again(Some(mut making)) => {
+            // Another client's subscription to this resource is being made: its outcome
+            // is this one's. Until it is known this entry stands on nothing, so it goes
+            // if this future is dropped meanwhile.
+            let mut waiting = Waiting {
+                subs: &shared.subs,
+                owner,
+                downstream,
+                keep: false,
+            };
+            let outcome = making
+                .wait_for(Option::is_some)
+                .await
+                .ok()
+                .and_then(|o| o.clone());
+            if outcome == Some(Ok(())) {
+                waiting.keep = true;
+                return Ok(());
+            }
+            drop(waiting);
+            if listens(&conn) {
+                shared.subs.hand_over(&conn, server);
+            }
+            return Err(refused(match outcome {
+                Some(Err(message)) => message,
+                _ => format!(
+                    "the subscription to server `{server}` was not finished; subscribe again"
+                ),
+            }));
+        }
+        Added::First(tx) => tx,
+    };
+    // However this ends (answered, refused, or this future dropped mid-way), the
+    // others waiting hear it, and a subscription not made leaves no entry.
+    let mut making = Making {
+        shared,
+        owner,
+        route,
+        downstream,
+        tx,
+        done: false,
+    };
+    let result = make_upstream(shared, &conn, owner, route, downstream).await;
+    making.finish(&result);
+    result
+}
+
+/// A later subscriber waiting for the first's upstream subscription: its entry is
+/// removed unless the subscription was made.
+struct Waiting<'a> {
+    subs: &'a Subscriptions,
+    owner: u64,
+    downstream: &'a str,
+    keep: bool,
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        if !self.keep {
+            self.subs.remove(self.owner, self.downstream);
+        }
     }
-    if listens(&conn) {
-        let Some(set) = shared.subs.hand_over(&conn, server) else {
+}
+
+/// The first subscriber's upstream subscription, being made (see [`subscribe`]).
+struct Making<'a> {
+    shared: &'a Shared,
+    owner: u64,
+    route: (&'a str, &'a str),
+    downstream: &'a str,
+    tx: watch::Sender<Outcome>,
+    done: bool,
+}
+
+impl Making<'_> {
+    fn finish(&mut self, result: &Result<(), ErrorData>) {
+        let outcome = result
+            .as_ref()
+            .map(|_| ())
+            .map_err(|e| e.message.to_string());
+        let (server, upstream) = self.route;
+        self.shared
+            .subs
+            .made(server, upstream, &self.tx, Some(outcome));
+        self.done = true;
+    }
+}
+
+impl Drop for Making<'_> {
+    fn drop(&mut self) {
+        if !self.done {
+            let (server, upstream) = self.route;
+            self.shared.subs.remove(self.owner, self.downstream);
+            self.shared.subs.made(server, upstream, &self.tx, None);
+        }
+    }
+}
+
+/// Makes `owner`'s subscription to `route` upstream (it is the resource's first
+/// subscriber); on failure its entry is gone and the error says why.
+async fn make_upstream(
+    shared: &Shared,
+    conn: &Connection,
+    owner: u64,
+    route: (&str, &str),
+    downstream: &str,
+) -> Result<(), ErrorData> {
+    let (server, upstream) = route;
+    if listens(conn) {
+        let Some(set) = shared.subs.hand_over(conn, server) else {
             shared.subs.remove(owner, downstream);
             return Err(refused("the subscription table is unavailable".into()));
         };
@@ -268,7 +414,7 @@ pub(crate) async fn subscribe(
             Err(e) => crate::server::upstream_error(server, e),
         };
         shared.subs.remove(owner, downstream);
-        shared.subs.hand_over(&conn, server);
+        shared.subs.hand_over(conn, server);
         return Err(refusal);
     }
     if let Err(e) = conn.subscribe(upstream, &CallOptions::default()).await {
@@ -397,10 +543,21 @@ mod tests {
         let (a, mut arx) = listen();
         let (b, mut brx) = listen();
         let route = ("s", "file:///x");
-        assert_eq!(t.add(1, route, "file:///x", a.clone()), Ok(Added::First));
-        assert_eq!(t.add(1, route, "file:///x", a), Ok(Added::Again), "twice");
+        let Ok(Added::First(tx)) = t.add(1, route, "file:///x", a.clone()) else {
+            panic!("the first subscriber makes the upstream subscription");
+        };
+        assert!(matches!(
+            t.add(1, route, "file:///x", a),
+            Ok(Added::Again(None))
+        ));
         let qualified = "switchboard-gateway://s/file:///x";
-        assert_eq!(t.add(2, route, qualified, b), Ok(Added::Again));
+        // Another subscriber while it is being made: told how it went.
+        let Ok(Added::Again(Some(rx))) = t.add(2, route, qualified, b) else {
+            panic!("the second subscriber waits for the first's outcome");
+        };
+        t.made("s", "file:///x", &tx, Some(Ok(())));
+        assert_eq!(*rx.borrow(), Some(Ok(())));
+        assert!(t.making.lock().unwrap().is_empty());
         t.deliver("s", "file:///x");
         assert_eq!(arx.try_recv().unwrap(), "file:///x");
         assert_eq!(brx.try_recv().unwrap(), qualified);
@@ -419,6 +576,43 @@ mod tests {
             [("s".to_string(), "file:///x".to_string())]
         );
         assert!(t.wanted("s").is_empty());
+    }
+
+    /// The race of two clients subscribing at once when the upstream subscription
+    /// fails: the second hears the failure instead of a yes that never brings news; and
+    /// a first subscriber's late outcome never ends a later first subscriber's wait.
+    #[test]
+    fn a_second_subscriber_hears_how_the_first_upstream_subscription_went() {
+        let t = Subscriptions::default();
+        let route = ("s", "u");
+        let Ok(Added::First(tx)) = t.add(1, route, "u", listen().0) else {
+            panic!("first");
+        };
+        let Ok(Added::Again(Some(mut rx))) = t.add(2, route, "u", listen().0) else {
+            panic!("second, while the first is being made");
+        };
+        assert_eq!(*rx.borrow_and_update(), None, "not known yet");
+        // The first fails: its entry goes, and the second is told why.
+        t.remove(1, "u");
+        t.made("s", "u", &tx, Some(Err("no such resource".into())));
+        assert_eq!(*rx.borrow(), Some(Err("no such resource".to_string())));
+
+        // A stale outcome: the old first subscriber finishes after a new one started.
+        let t = Subscriptions::default();
+        let Ok(Added::First(old)) = t.add(1, route, "u", listen().0) else {
+            panic!("first");
+        };
+        t.remove(1, "u");
+        let Ok(Added::First(new)) = t.add(3, route, "u", listen().0) else {
+            panic!("a new first subscriber");
+        };
+        t.made("s", "u", &old, Some(Err("late".into())));
+        let Ok(Added::Again(Some(rx))) = t.add(4, route, "u", listen().0) else {
+            panic!("the new first subscription is still being made");
+        };
+        assert_eq!(*rx.borrow(), None);
+        t.made("s", "u", &new, Some(Ok(())));
+        assert_eq!(*rx.borrow(), Some(Ok(())));
     }
 
     #[test]

@@ -8,3 +8,4 @@
 
 mod aggregate;
 mod cancel;
+mod subscribe_race;

@@ -1,0 +1,142 @@
+//! Two clients subscribing at once to a resource whose server refuses the subscription
+//! (slowly): the gateway makes one upstream subscription attempt, and both clients are
+//! told it failed — the second is not told yes while hearing nothing ever after.
+#![allow(deprecated)] // resources/subscribe: legacy-only in rmcp, current up to 2025-11-25
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use rmcp::model::{
+    ErrorData, ListResourcesResult, PaginatedRequestParams, ProtocolVersion, Resource,
+    ServerCapabilities, ServerConfig, SubscribeRequestParams,
+};
+use rmcp::service::{RequestContext, RoleServer};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
+use rmcp::{ServerHandler, ServiceExt};
+use switchboard_gateway::{Gateway, GatewayHooks, GatewayOptions};
+use switchboard_host::{Host, HostOptions, ServerSpec};
+use switchboard_mcp::Target;
+use switchboard_testkit::free_port;
+
+/// Offers one resource and declares subscriptions, but refuses each after 400 ms.
+#[derive(Clone, Default)]
+struct Refusing {
+    asked: Arc<AtomicUsize>,
+}
+
+impl ServerHandler for Refusing {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder()
+                .enable_resources()
+                .enable_resources_subscribe()
+                .build(),
+        )
+    }
+
+    /// `resources/subscribe` exists only up to 2025-11-25.
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        std::borrow::Cow::Borrowed(ProtocolVersion::known_up_to(
+            &ProtocolVersion::LATEST_WITH_INITIALIZE,
+        ))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![Resource::new(
+            "file:///r",
+            "r",
+        )]))
+    }
+
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.asked.fetch_add(1, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        Err(ErrorData::invalid_params("no updates for this one", None))
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_second_subscriber_is_refused_with_the_first() {
+    let server = Refusing::default();
+    let port = free_port();
+    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+        .await
+        .unwrap();
+    let handler = server.clone();
+    let service = StreamableHttpService::new(
+        move || Ok(handler.clone()),
+        Arc::new(LocalSessionManager::default()),
+        StreamableHttpServerConfig::default(),
+    );
+    let router = axum::Router::new().nest_service("/mcp", service);
+    let served = tokio::spawn(async move { axum::serve(listener, router).await });
+
+    let hooks = GatewayHooks::new();
+    let spec = ServerSpec::adhoc(
+        "refusing",
+        "ad-hoc",
+        Target::Http {
+            url: format!("http://127.0.0.1:{port}/mcp"),
+            headers: Vec::new(),
+        },
+    );
+    let host = Host::new(
+        vec![spec],
+        HostOptions {
+            hooks: Arc::new(hooks.clone()),
+            ..Default::default()
+        },
+    );
+    let gateway = Gateway::new(host, &hooks, GatewayOptions::default());
+    gateway.start();
+    let mut clients = Vec::new();
+    for _ in 0..3 {
+        let (server_io, client_io) = tokio::io::duplex(1 << 16);
+        let session = gateway.session();
+        tokio::spawn(async move {
+            if let Ok(running) = session.serve(server_io).await {
+                let _ = running.waiting().await;
+            }
+        });
+        clients.push(().serve(client_io).await.unwrap());
+    }
+    let resources = clients[0].list_all_resources().await.unwrap();
+    let uri = resources
+        .iter()
+        .map(|r| r.uri.clone())
+        .find(|u| u.ends_with("file:///r"))
+        .unwrap_or_else(|| panic!("{resources:?}"));
+
+    let subscribe = |i: usize| {
+        let peer = clients[i].peer().clone();
+        let uri = uri.clone();
+        async move { peer.subscribe(SubscribeRequestParams::new(uri)).await }
+    };
+    let (a, b) = tokio::join!(subscribe(0), subscribe(1));
+    let a = a.expect_err("the first is refused");
+    let b = b.expect_err("the second is refused with it, not told yes");
+    assert!(a.to_string().contains("no updates for this one"), "{a}");
+    assert!(b.to_string().contains("no updates for this one"), "{b}");
+    assert_eq!(
+        server.asked.load(Ordering::SeqCst),
+        1,
+        "one upstream attempt"
+    );
+
+    // Nothing is left of either: a third client's subscription is a new attempt.
+    let c = subscribe(2).await.expect_err("refused again");
+    assert!(c.to_string().contains("no updates for this one"), "{c}");
+    assert_eq!(server.asked.load(Ordering::SeqCst), 2);
+    gateway.shutdown().await;
+    served.abort();
+}
