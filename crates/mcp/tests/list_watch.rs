@@ -39,6 +39,8 @@ enum Mode {
     /// Honours resource subscriptions except `file:///refused`, and sends one update for
     /// each honoured URI, then keeps the stream open.
     Resources,
+    /// Honours resource subscriptions and sends this many updates of the first URI.
+    ResourceFlood(usize),
 }
 
 #[derive(Clone)]
@@ -123,6 +125,28 @@ impl ServerHandler for Server {
                     );
                     if sub.sink().send(note).await.is_err() {
                         break;
+                    }
+                }
+                sub.cancelled().await;
+                Ok(())
+            }
+            Mode::ResourceFlood(n) => {
+                if let Some(uri) = sub
+                    .accepted()
+                    .resource_subscriptions
+                    .iter()
+                    .flatten()
+                    .next()
+                {
+                    for _ in 0..n {
+                        let note = ServerNotification::ResourceUpdatedNotification(
+                            ResourceUpdatedNotification::new(
+                                ResourceUpdatedNotificationParam::new(uri.clone()),
+                            ),
+                        );
+                        if sub.sink().send(note).await.is_err() {
+                            break;
+                        }
                     }
                 }
                 sub.cancelled().await;
@@ -387,4 +411,35 @@ async fn resource_subscriptions_refused_by_the_server_are_reported() {
         .unwrap_err();
     assert!(err.to_string().contains("subscriptions/listen"), "{err}");
     conn.close(Duration::from_millis(500)).await;
+}
+
+/// A server flooding one subscribed resource's updates: they are heard, at most two
+/// streams (the lists' and the resources') are open at any time, and the connection
+/// answers throughout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_resource_updates_stays_bounded() {
+    let running = serve(Mode::ResourceFlood(20_000)).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let set = conn.set_resource_subscriptions(vec!["file:///a".into()]);
+    conn.resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(
+        until(Duration::from_secs(10), || !heard
+            .1
+            .lock()
+            .unwrap()
+            .is_empty())
+        .await
+    );
+    still_answers(&conn).await;
+    for _ in 0..20 {
+        assert!(running.server.open.load(Ordering::SeqCst) <= 2);
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    still_answers(&conn).await;
+    conn.close(Duration::from_millis(500)).await;
+    let open = || running.server.open.load(Ordering::SeqCst);
+    assert!(until(Duration::from_secs(5), || open() == 0).await);
 }
