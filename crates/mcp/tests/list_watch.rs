@@ -123,7 +123,7 @@ impl ServerHandler for Server {
                     let note = ServerNotification::ToolListChangedNotification(
                         ToolListChangedNotification::default(),
                     );
-                    if sub.sink().send(note).await.is_err() {
+                    if !send_unless_cancelled(&sub, note).await {
                         break;
                     }
                 }
@@ -144,7 +144,7 @@ impl ServerHandler for Server {
                                 ResourceUpdatedNotificationParam::new(uri.clone()),
                             ),
                         );
-                        if sub.sink().send(note).await.is_err() {
+                        if !send_unless_cancelled(&sub, note).await {
                             break;
                         }
                     }
@@ -153,6 +153,16 @@ impl ServerHandler for Server {
                 Ok(())
             }
         }
+    }
+}
+
+/// Sends `note` on the stream; `false` once the client cancelled it (a flood stops
+/// there, as rmcp's server would, so a cancelled stream is not counted open while the
+/// flood drains) or it is closed.
+async fn send_unless_cancelled(sub: &SubscriptionContext, note: ServerNotification) -> bool {
+    tokio::select! {
+        () = sub.cancelled() => false,
+        r = sub.sink().send(note) => r.is_ok(),
     }
 }
 
