@@ -12,14 +12,8 @@ use rmcp::model::{
     ProtocolVersion, Request, ServerCapabilities, ServerConfig, ServerRequest, Tool,
 };
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleClient, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ClientHandler, ServerHandler, ServiceExt};
 use serde_json::json;
-use switchboard_gateway::{Gateway, GatewayHooks, GatewayOptions};
-use switchboard_host::{Host, HostOptions, ServerSpec};
-use switchboard_mcp::Target;
-use switchboard_testkit::free_port;
 use tokio::sync::mpsc;
 
 /// Asks for a name, then cancels the question after 300 ms.
@@ -111,43 +105,8 @@ impl ClientHandler for Patient {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_upstream_cancellation_reaches_the_client() {
-    let port = free_port();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let service = StreamableHttpService::new(
-        || Ok(Asker),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    tokio::spawn(async move { axum::serve(listener, router).await });
-
-    let hooks = GatewayHooks::new();
-    let spec = ServerSpec::adhoc(
-        "asker",
-        "ad-hoc",
-        Target::Http {
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            headers: Vec::new(),
-        },
-    );
-    let host = Host::new(
-        vec![spec],
-        HostOptions {
-            hooks: Arc::new(hooks.clone()),
-            ..Default::default()
-        },
-    );
-    let gateway = Gateway::new(host, &hooks, GatewayOptions::default());
-    gateway.start();
-    let (server_io, client_io) = tokio::io::duplex(1 << 20);
-    let session = gateway.session();
-    tokio::spawn(async move {
-        if let Ok(running) = session.serve(server_io).await {
-            let _ = running.waiting().await;
-        }
-    });
+    let (gateway, served) = crate::upstream::gateway_over("asker", Asker).await;
+    let client_io = crate::upstream::session(&gateway);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let client = Patient { seen: tx }.serve(client_io).await.unwrap();
     let tools = client.list_all_tools().await.unwrap();
@@ -170,4 +129,5 @@ async fn an_upstream_cancellation_reaches_the_client() {
     }
     assert_eq!(seen, ["asked", "cancelled"]);
     gateway.shutdown().await;
+    served.abort();
 }

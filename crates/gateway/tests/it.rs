@@ -9,3 +9,4 @@
 mod aggregate;
 mod cancel;
 mod subscribe_race;
+mod upstream;

@@ -12,13 +12,7 @@ use rmcp::model::{
     ServerCapabilities, ServerConfig, SubscribeRequestParams,
 };
 use rmcp::service::{RequestContext, RoleServer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
-use switchboard_gateway::{Gateway, GatewayHooks, GatewayOptions};
-use switchboard_host::{Host, HostOptions, ServerSpec};
-use switchboard_mcp::Target;
-use switchboard_testkit::free_port;
 
 /// Offers one resource and declares subscriptions, but refuses each after 400 ms.
 #[derive(Clone, Default)]
@@ -68,47 +62,10 @@ impl ServerHandler for Refusing {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_subscriber_is_refused_with_the_first() {
     let server = Refusing::default();
-    let port = free_port();
-    let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-        .await
-        .unwrap();
-    let handler = server.clone();
-    let service = StreamableHttpService::new(
-        move || Ok(handler.clone()),
-        Arc::new(LocalSessionManager::default()),
-        StreamableHttpServerConfig::default(),
-    );
-    let router = axum::Router::new().nest_service("/mcp", service);
-    let served = tokio::spawn(async move { axum::serve(listener, router).await });
-
-    let hooks = GatewayHooks::new();
-    let spec = ServerSpec::adhoc(
-        "refusing",
-        "ad-hoc",
-        Target::Http {
-            url: format!("http://127.0.0.1:{port}/mcp"),
-            headers: Vec::new(),
-        },
-    );
-    let host = Host::new(
-        vec![spec],
-        HostOptions {
-            hooks: Arc::new(hooks.clone()),
-            ..Default::default()
-        },
-    );
-    let gateway = Gateway::new(host, &hooks, GatewayOptions::default());
-    gateway.start();
+    let (gateway, served) = crate::upstream::gateway_over("refusing", server.clone()).await;
     let mut clients = Vec::new();
     for _ in 0..3 {
-        let (server_io, client_io) = tokio::io::duplex(1 << 16);
-        let session = gateway.session();
-        tokio::spawn(async move {
-            if let Ok(running) = session.serve(server_io).await {
-                let _ = running.waiting().await;
-            }
-        });
-        clients.push(().serve(client_io).await.unwrap());
+        clients.push(().serve(crate::upstream::session(&gateway)).await.unwrap());
     }
     let resources = clients[0].list_all_resources().await.unwrap();
     let uri = resources
