@@ -881,7 +881,17 @@ impl ServerHandler for GatewayServer {
         let (server, upstream) = self.route_uri(&request.uri).await?;
         let to = Subscriber::Session(context.peer.clone());
         let route = (server.as_str(), upstream.as_str());
-        subscriptions::subscribe(&self.shared, self.session, route, &request.uri, to).await
+        subscriptions::subscribe(&self.shared, self.session, route, &request.uri, to).await?;
+        // rmcp lets a handler run on when the client cancels its request: a subscription
+        // the client gave up on is undone, not left sending it updates.
+        if context.ct.is_cancelled() {
+            subscriptions::unsubscribe(&self.shared, self.session, &request.uri).await;
+            return Err(ErrorData::internal_error(
+                "the subscription was cancelled by the client",
+                None,
+            ));
+        }
+        Ok(())
     }
 
     async fn unsubscribe(

@@ -1,6 +1,7 @@
 //! Two clients subscribing at once to a resource whose server refuses the subscription
 //! (slowly): the gateway makes one upstream subscription attempt, and both clients are
-//! told it failed — the second is not told yes while hearing nothing ever after.
+//! told it failed — the second is not told yes while hearing nothing ever after. And a
+//! subscription the client cancels while it is being made is undone upstream.
 #![allow(deprecated)] // resources/subscribe: legacy-only in rmcp, current up to 2025-11-25
 
 use std::sync::Arc;
@@ -8,10 +9,11 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use rmcp::model::{
-    ErrorData, ListResourcesResult, PaginatedRequestParams, ProtocolVersion, Resource,
-    ServerCapabilities, ServerConfig, SubscribeRequestParams,
+    ClientRequest, ErrorData, ListResourcesResult, PaginatedRequestParams, ProtocolVersion,
+    Resource, ServerCapabilities, ServerConfig, SubscribeRequest, SubscribeRequestParams,
+    UnsubscribeRequestParams,
 };
-use rmcp::service::{RequestContext, RoleServer};
+use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 
 /// Offers one resource and declares subscriptions, but refuses each after 400 ms.
@@ -94,6 +96,82 @@ async fn a_second_subscriber_is_refused_with_the_first() {
     let c = subscribe(2).await.expect_err("refused again");
     assert!(c.to_string().contains("no updates for this one"), "{c}");
     assert_eq!(server.asked.load(Ordering::SeqCst), 2);
+    gateway.shutdown().await;
+    served.abort();
+}
+
+/// Takes 400 ms to subscribe, then succeeds; counts subscribes and unsubscribes.
+#[derive(Clone, Default)]
+struct Slow {
+    subscribed: Arc<AtomicUsize>,
+    unsubscribed: Arc<AtomicUsize>,
+}
+
+impl ServerHandler for Slow {
+    fn get_info(&self) -> ServerConfig {
+        Refusing::default().get_info()
+    }
+
+    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
+        Refusing::default().supported_protocol_versions()
+    }
+
+    async fn list_resources(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Refusing::default().list_resources(request, context).await
+    }
+
+    async fn subscribe(
+        &self,
+        _request: SubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        self.subscribed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+/// A client that cancels its `resources/subscribe` while the server is still making it:
+/// the subscription goes through upstream, and the gateway then undoes it (rmcp lets
+/// the handler run on after a cancellation).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_cancelled_subscribe_is_undone() {
+    let server = Slow::default();
+    let (gateway, served) = crate::upstream::gateway_over("slow", server.clone()).await;
+    let client = ().serve(crate::upstream::session(&gateway)).await.unwrap();
+    let resources = client.list_all_resources().await.unwrap();
+    let uri = resources[0].uri.clone();
+    let request =
+        ClientRequest::SubscribeRequest(SubscribeRequest::new(SubscribeRequestParams::new(uri)));
+    let handle = client
+        .peer()
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    handle.cancel(Some("changed my mind".into())).await.unwrap();
+    let undone = async {
+        while server.unsubscribed.load(Ordering::SeqCst) == 0 {
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+    };
+    tokio::time::timeout(Duration::from_secs(5), undone)
+        .await
+        .expect("the upstream subscription made after the cancel is undone");
+    assert_eq!(server.subscribed.load(Ordering::SeqCst), 1);
     gateway.shutdown().await;
     served.abort();
 }
