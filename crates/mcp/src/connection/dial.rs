@@ -69,7 +69,9 @@ impl Connection {
             .flatten()
             .filter(|i| i.protocol_version.as_str() >= ProtocolVersion::V_2026_07_28.as_str())
             .and_then(|i| watch::filter_for(&i.capabilities))
-            .map(|filter| watch::spawn(peer.clone(), name.clone(), opts.hooks.clone(), filter));
+            .map(|filter| {
+                watch::Watch::spawn(peer.clone(), name.clone(), opts.hooks.clone(), Some(filter))
+            });
         Connection {
             name,
             peer,

@@ -17,8 +17,8 @@
 //!   messages;
 //! - `session`: the connected peer (requests with timeouts, progress and
 //!   cancellation, list calls, state, close);
-//! - `watch` and `resource_watch`: the `subscriptions/listen` streams of a server on
-//!   2026-07-28 (its list changes; the resources subscribed to).
+//! - `watch`: the `subscriptions/listen` streams of a server on 2026-07-28 (its list
+//!   changes; the resources subscribed to).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -37,7 +37,6 @@ mod dial;
 mod failure;
 mod http_setup;
 mod input;
-mod resource_watch;
 mod session;
 mod tap;
 mod watch;
@@ -152,11 +151,10 @@ pub struct Connection {
     request_timeout: Duration,
     /// The raw lane of a stdio connection (`crate::raw`).
     raw: Option<Arc<RawLane>>,
-    /// The `subscriptions/listen` watch of a server on 2026-07-28 (`watch`), ended
-    /// when dropped.
-    watch: std::sync::Mutex<Option<tokio_util::sync::DropGuard>>,
-    /// Its resource subscriptions (`resource_watch`), from the first set on.
-    resources: std::sync::Mutex<Option<Arc<resource_watch::ResourceWatch>>>,
+    /// The list watch of a server on 2026-07-28 (`watch`), ended when dropped.
+    watch: std::sync::Mutex<Option<watch::Watch>>,
+    /// Its resource subscriptions (`watch`), from the first set on.
+    resources: std::sync::Mutex<Option<Arc<watch::Watch>>>,
 }
 
 /// A set of resource subscriptions handed to

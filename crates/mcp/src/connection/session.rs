@@ -18,6 +18,7 @@ use rmcp::transport::streamable_http_client::AuthRequiredError;
 use serde_json::{Value, json};
 
 use super::failure::strip_type_names;
+use super::watch::{Watch, resources_filter};
 use super::{CallOptions, Connection};
 use crate::error::RequestError;
 use crate::raw::RawLane;
@@ -361,15 +362,16 @@ impl Connection {
     pub fn set_resource_subscriptions(&self, uris: Vec<String>) -> super::ResourceSet {
         let watch = self.resources.lock().ok().map(|mut w| {
             w.get_or_insert_with(|| {
-                Arc::new(super::resource_watch::ResourceWatch::spawn(
+                Arc::new(Watch::spawn(
                     self.peer.clone(),
                     self.name.clone(),
                     self.hooks.clone(),
+                    None,
                 ))
             })
             .clone()
         });
-        super::ResourceSet(watch.map(|w| w.set(uris)).unwrap_or(0))
+        super::ResourceSet(watch.map(|w| w.set(resources_filter(uris))).unwrap_or(0))
     }
 
     /// The URIs of `set` the server honours (its acknowledgment of the stream, or of a
@@ -387,6 +389,7 @@ impl Connection {
         watch
             .acked(set.0, limit)
             .await
+            .map(|honoured| honoured.resource_subscriptions.unwrap_or_default())
             .map_err(|message| RequestError::Transport {
                 method: METHOD.into(),
                 message,

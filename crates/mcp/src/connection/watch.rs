@@ -1,31 +1,42 @@
-//! Hearing a server's list changes on protocol 2026-07-28. A server on an older
-//! revision sends `notifications/*/list_changed` unasked, and the handler passes them
-//! on; one on 2026-07-28 sends them only on a `subscriptions/listen` stream the client
-//! opened (SEP-2575: "the server MUST NOT send notification types the client has not
-//! explicitly requested"). So a connection on that revision keeps one open, asking
-//! for the kinds the server declared (`tools`/`prompts`/`resources` `listChanged`),
-//! and hands each notification to the hooks as the handler would.
+//! The `subscriptions/listen` streams of a server on protocol 2026-07-28. A server on
+//! an older revision sends `notifications/*/list_changed` and
+//! `notifications/resources/updated` unasked (the handler passes them on); one on
+//! 2026-07-28 sends them only on a stream the client opened and only for what it named
+//! there (SEP-2575: "the server MUST NOT send notification types the client has not
+//! explicitly requested"; `resources/subscribe` is gone). A connection keeps up to two:
+//! - the list watch, opened at connect for the list kinds the server declared
+//!   (`tools`/`prompts`/`resources` `listChanged`, [`filter_for`]), for its life;
+//! - the resource watch, from the first
+//!   [`Connection::set_resource_subscriptions`](super::Connection::set_resource_subscriptions)
+//!   on: the URIs wanted now; a new set replaces the stream (cancelled, then opened with
+//!   the new set), an empty set ends it.
 //!
-//! Rules:
-//! - one task per connection, ended when the connection closes or is dropped (the
-//!   guard in [`Connection`](super::Connection)) and when its transport closes;
-//! - a stream that ends (the server closed it, the transport broke it, the consumer
-//!   lagged) is opened again, and every kind it carries is announced as changed, since
-//!   a change may have been missed in between; the wait before opening again doubles
-//!   with each stream that failed or lived less than [`HEALTHY`], up to [`MAX_WAIT`],
-//!   so a server that closes every stream at once costs one request per minute, not a loop;
-//! - a server that does not serve `subscriptions/listen` (method not found, invalid
-//!   request or params) is not asked again on this connection;
+//! Both are one [`Watch`]: a task keeping one stream open for the latest filter, each
+//! notification handed to the hooks as the handler would ([`ServerEvent`]). Rules:
+//! - the latest filter wins: filters are numbered, each acknowledgment says which one
+//!   it answers, and a caller waits for its own (or a later one's) with [`Watch::acked`];
+//! - a stream that ends by itself (the server closed it, the transport broke it, the
+//!   consumer lagged) is opened again, and everything it carries is announced as
+//!   changed or updated, since news may have been missed in between; the wait before
+//!   opening again doubles with each stream that failed or lived less than [`HEALTHY`],
+//!   up to [`MAX_WAIT`], so a server that closes every stream at once costs one request
+//!   a minute, not a loop;
+//! - a refusal (method not found, invalid request or params), or an acknowledgment
+//!   that honours nothing, is final until the filter changes (for the list watch: for
+//!   the connection's life);
+//! - one task per watch, ended when the watch is dropped (with the connection, or by
+//!   [`Connection::close`](super::Connection::close)) and when the transport closes;
 //! - memory: rmcp's buffer of
-//!   [`DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY`](rmcp::service::DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY) notifications
-//!   per stream; a server that floods it ends the stream as lagged, which counts as a
-//!   short-lived stream.
+//!   [`DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY`](rmcp::service::DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY)
+//!   notifications per stream; a server that floods it ends the stream as lagged, which
+//!   counts as a short-lived stream.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{ErrorCode, ServerCapabilities, ServerNotification, SubscriptionFilter};
 use rmcp::service::{Peer, RoleClient, ServiceError, SubscriptionEnd};
+use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::handler::{ClientHooks, ServerEvent};
@@ -38,9 +49,9 @@ pub(crate) const FIRST_WAIT: Duration = Duration::from_secs(1);
 /// The longest wait between two attempts.
 pub(crate) const MAX_WAIT: Duration = Duration::from_secs(60);
 /// How long the server gets to acknowledge a stream.
-pub(crate) const OPEN_LIMIT: Duration = Duration::from_secs(30);
+const OPEN_LIMIT: Duration = Duration::from_secs(30);
 
-/// The kinds to ask `caps`'s server for: those it declared `listChanged` for.
+/// The list kinds to ask `caps`'s server for: those it declared `listChanged` for.
 /// `None` when it declared none (nothing to listen for).
 pub(crate) fn filter_for(caps: &ServerCapabilities) -> Option<SubscriptionFilter> {
     let mut f = SubscriptionFilter::builder();
@@ -60,6 +71,15 @@ pub(crate) fn filter_for(caps: &ServerCapabilities) -> Option<SubscriptionFilter
     any.then(|| f.build())
 }
 
+/// The filter naming `uris` (`None`, no stream, when there are none).
+pub(crate) fn resources_filter(uris: Vec<String>) -> Option<SubscriptionFilter> {
+    (!uris.is_empty()).then(|| {
+        SubscriptionFilter::builder()
+            .resource_subscriptions(uris)
+            .build()
+    })
+}
+
 /// The wait before the next attempt after `failures` failed or short-lived streams in
 /// a row: 1 s, 2 s, 4 s, … up to [`MAX_WAIT`].
 pub(crate) fn wait_after(failures: u32) -> Duration {
@@ -68,19 +88,22 @@ pub(crate) fn wait_after(failures: u32) -> Duration {
         .min(MAX_WAIT)
 }
 
-/// The events a notification on the stream stands for.
-fn event_of(n: &ServerNotification) -> Option<ServerEvent> {
+/// The event a notification on a stream stands for.
+fn event_of(n: ServerNotification) -> Option<ServerEvent> {
     match n {
         ServerNotification::ToolListChangedNotification(_) => Some(ServerEvent::ToolsChanged),
         ServerNotification::PromptListChangedNotification(_) => Some(ServerEvent::PromptsChanged),
         ServerNotification::ResourceListChangedNotification(_) => {
             Some(ServerEvent::ResourcesChanged)
         }
+        ServerNotification::ResourceUpdatedNotification(u) => {
+            Some(ServerEvent::ResourceUpdated { uri: u.params.uri })
+        }
         _ => None,
     }
 }
 
-/// Every kind `accepted` carries, as events (what a reopened stream announces).
+/// Everything `accepted` carries, as events (what a reopened stream announces).
 fn events_of(accepted: &SubscriptionFilter) -> Vec<ServerEvent> {
     let mut out = Vec::new();
     if accepted.tools_list_changed == Some(true) {
@@ -92,115 +115,258 @@ fn events_of(accepted: &SubscriptionFilter) -> Vec<ServerEvent> {
     if accepted.resources_list_changed == Some(true) {
         out.push(ServerEvent::ResourcesChanged);
     }
+    for uri in accepted.resource_subscriptions.iter().flatten() {
+        out.push(ServerEvent::ResourceUpdated { uri: uri.clone() });
+    }
     out
 }
 
 /// Whether `e` says the server does not serve `subscriptions/listen` at all.
-pub(crate) fn refused(e: &ServiceError) -> bool {
+fn refused(e: &ServiceError) -> bool {
     matches!(e, ServiceError::McpError(d)
         if d.code == ErrorCode::METHOD_NOT_FOUND
             || d.code == ErrorCode::INVALID_REQUEST
             || d.code == ErrorCode::INVALID_PARAMS)
 }
 
-/// Starts watching `peer`'s lists for `filter`'s kinds; the watch ends when the
-/// returned guard is dropped.
-pub(crate) fn spawn(
-    peer: Peer<RoleClient>,
-    server: Arc<str>,
-    hooks: Arc<dyn ClientHooks>,
-    filter: SubscriptionFilter,
-) -> DropGuard {
-    let stop = CancellationToken::new();
-    let watch = Watch {
-        peer,
-        server,
-        hooks,
-        filter,
-        stop: stop.clone(),
-    };
-    tokio::spawn(watch.run());
-    stop.drop_guard()
+/// The filter wanted now, numbered (`None`: no stream).
+#[derive(Debug, Clone, Default)]
+struct Wanted {
+    number: u64,
+    filter: Option<SubscriptionFilter>,
 }
 
-struct Watch {
-    peer: Peer<RoleClient>,
-    server: Arc<str>,
-    hooks: Arc<dyn ClientHooks>,
-    filter: SubscriptionFilter,
-    stop: CancellationToken,
+/// The server's answer to filter `number`: what it honours, or why there is no stream.
+#[derive(Debug, Clone)]
+struct Ack {
+    number: u64,
+    outcome: Result<SubscriptionFilter, String>,
+}
+
+/// One kept stream (see the module doc); its task ends when this is dropped.
+pub(crate) struct Watch {
+    want: watch::Sender<Wanted>,
+    acks: watch::Receiver<Ack>,
+    _stop: DropGuard,
 }
 
 impl Watch {
-    async fn run(self) {
+    /// Starts keeping a stream to `peer` for `filter` (`None`: none until
+    /// [`Self::set`]).
+    pub(crate) fn spawn(
+        peer: Peer<RoleClient>,
+        server: Arc<str>,
+        hooks: Arc<dyn ClientHooks>,
+        filter: Option<SubscriptionFilter>,
+    ) -> Self {
+        let (want, want_rx) = watch::channel(Wanted { number: 0, filter });
+        let (ack_tx, acks) = watch::channel(Ack {
+            number: 0,
+            outcome: Ok(SubscriptionFilter::default()),
+        });
+        let stop = CancellationToken::new();
+        let task = Task {
+            peer,
+            server,
+            hooks,
+            want: want_rx,
+            acks: ack_tx,
+            stop: stop.clone(),
+        };
+        tokio::spawn(task.run());
+        Self {
+            want,
+            acks,
+            _stop: stop.drop_guard(),
+        }
+    }
+
+    /// Replaces the filter; returns its number, for [`Self::acked`].
+    pub(crate) fn set(&self, filter: Option<SubscriptionFilter>) -> u64 {
+        let mut number = 0;
+        self.want.send_modify(|w| {
+            w.number += 1;
+            w.filter = filter;
+            number = w.number;
+        });
+        number
+    }
+
+    /// The server's answer to filter `number` (or to a later one), waiting up to
+    /// `limit`.
+    pub(crate) async fn acked(
+        &self,
+        number: u64,
+        limit: Duration,
+    ) -> Result<SubscriptionFilter, String> {
+        let mut acks = self.acks.clone();
+        match tokio::time::timeout(limit, acks.wait_for(|a| a.number >= number)).await {
+            Ok(Ok(ack)) => ack.outcome.clone(),
+            Ok(Err(_)) => Err("the connection closed".into()),
+            Err(_) => Err(format!(
+                "no acknowledgment within {} s",
+                limit.as_secs_f32()
+            )),
+        }
+    }
+}
+
+struct Task {
+    peer: Peer<RoleClient>,
+    server: Arc<str>,
+    hooks: Arc<dyn ClientHooks>,
+    want: watch::Receiver<Wanted>,
+    acks: watch::Sender<Ack>,
+    stop: CancellationToken,
+}
+
+/// How one stream ended.
+enum Ended {
+    /// The filter changed: open the new one at once.
+    Changed,
+    /// By itself, after living this long.
+    After(Duration),
+    /// The watch or the connection is gone.
+    Stop,
+}
+
+impl Task {
+    fn answer(&self, number: u64, outcome: Result<SubscriptionFilter, String>) {
+        self.acks.send_replace(Ack { number, outcome });
+    }
+
+    fn tell(&self, event: ServerEvent) {
+        self.hooks.on_event(&self.server, event);
+    }
+
+    /// Waits for a new filter; `false` when the watch is gone.
+    async fn next_filter(&mut self) -> bool {
+        tokio::select! {
+            () = self.stop.cancelled() => false,
+            r = self.want.changed() => r.is_ok(),
+        }
+    }
+
+    async fn run(mut self) {
         let mut failures = 0u32;
-        // Whether a change may have been missed: set once an attempt fails or a stream
-        // ends (the lists were read at connect, so not before the first attempt).
+        // Whether news may have been missed: set once an attempt fails or a stream ends
+        // by itself (what the stream carries was read before it was asked for).
         let mut announce = false;
         loop {
+            let wanted = self.want.borrow_and_update().clone();
+            let Some(filter) = wanted.filter else {
+                self.answer(wanted.number, Ok(SubscriptionFilter::default()));
+                announce = false;
+                if !self.next_filter().await {
+                    return;
+                }
+                continue;
+            };
             let opened = tokio::select! {
                 () = self.stop.cancelled() => return,
-                r = tokio::time::timeout(OPEN_LIMIT, self.peer.listen(self.filter.clone())) => r,
-            };
-            match opened {
-                Ok(Ok(mut sub)) => {
-                    let accepted = events_of(sub.acknowledged());
-                    if accepted.is_empty() {
-                        tracing::debug!(server = %self.server, "subscriptions/listen: the server honours none of the list changes asked for");
+                r = self.want.changed() => {
+                    if r.is_err() {
                         return;
                     }
-                    // Whatever changed while no stream was open.
+                    continue;
+                }
+                r = tokio::time::timeout(OPEN_LIMIT, self.peer.listen(filter)) => r,
+            };
+            let ended = match opened {
+                Ok(Ok(mut sub)) => {
+                    let accepted = sub.acknowledged().clone();
+                    self.answer(wanted.number, Ok(accepted.clone()));
+                    let carried = events_of(&accepted);
+                    if carried.is_empty() {
+                        tracing::debug!(server = %self.server, "subscriptions/listen: the server honours nothing asked for");
+                        let _ = sub.cancel().await;
+                        if !self.next_filter().await {
+                            return;
+                        }
+                        continue;
+                    }
                     if announce {
-                        for e in &accepted {
-                            self.hooks.on_event(&self.server, e.clone());
+                        for e in carried {
+                            self.tell(e);
                         }
                     }
-                    announce = true;
                     let opened_at = Instant::now();
-                    loop {
-                        let next = tokio::select! {
+                    let ended = loop {
+                        tokio::select! {
                             () = self.stop.cancelled() => {
                                 let _ = sub.cancel().await;
-                                return;
+                                break Ended::Stop;
                             }
-                            n = sub.next() => n,
-                        };
-                        match next {
-                            Ok(Some(n)) => {
-                                if let Some(e) = event_of(&n) {
-                                    self.hooks.on_event(&self.server, e);
+                            r = self.want.changed() => {
+                                let _ = sub.cancel().await;
+                                break if r.is_ok() { Ended::Changed } else { Ended::Stop };
+                            }
+                            n = sub.next() => match n {
+                                Ok(Some(n)) => {
+                                    if let Some(e) = event_of(n) {
+                                        self.tell(e);
+                                    }
                                 }
-                            }
-                            Ok(None) => break,
-                            Err(e) => {
-                                tracing::debug!(server = %self.server, "subscriptions/listen: {e}");
-                                break;
-                            }
+                                Ok(None) => break Ended::After(opened_at.elapsed()),
+                                Err(e) => {
+                                    tracing::debug!(server = %self.server, "subscriptions/listen: {e}");
+                                    break Ended::After(opened_at.elapsed());
+                                }
+                            },
                         }
-                    }
+                    };
                     if let Some(SubscriptionEnd::Lagged { capacity }) = sub.end() {
                         tracing::debug!(server = %self.server, "subscriptions/listen: more than {capacity} notifications unread; listening again");
                     }
-                    if opened_at.elapsed() >= HEALTHY {
-                        failures = 0;
-                    } else {
-                        failures = failures.saturating_add(1);
-                    }
+                    ended
                 }
-                Ok(Err(ServiceError::TransportClosed)) => return,
-                Ok(Err(e)) if refused(&e) => {
-                    tracing::debug!(server = %self.server, "subscriptions/listen refused ({e}); its list changes will not be heard");
+                Ok(Err(ServiceError::TransportClosed)) => {
+                    self.answer(wanted.number, Err("the connection closed".into()));
                     return;
+                }
+                Ok(Err(e)) if refused(&e) => {
+                    tracing::debug!(server = %self.server, "subscriptions/listen refused ({e})");
+                    self.answer(
+                        wanted.number,
+                        Err(format!("the server refused `subscriptions/listen`: {e}")),
+                    );
+                    if !self.next_filter().await {
+                        return;
+                    }
+                    continue;
                 }
                 Ok(Err(e)) => {
                     tracing::debug!(server = %self.server, "subscriptions/listen failed: {e}");
-                    failures = failures.saturating_add(1);
-                    announce = true;
+                    self.answer(
+                        wanted.number,
+                        Err(format!("`subscriptions/listen` failed: {e}")),
+                    );
+                    Ended::After(Duration::ZERO)
                 }
                 Err(_) => {
-                    tracing::debug!(server = %self.server, "subscriptions/listen: no acknowledgment within {OPEN_LIMIT:?}");
-                    failures = failures.saturating_add(1);
+                    let why = format!(
+                        "no acknowledgment of `subscriptions/listen` within {} s",
+                        OPEN_LIMIT.as_secs()
+                    );
+                    tracing::debug!(server = %self.server, "{why}");
+                    self.answer(wanted.number, Err(why));
+                    Ended::After(Duration::ZERO)
+                }
+            };
+            match ended {
+                Ended::Stop => return,
+                Ended::Changed => {
+                    failures = 0;
+                    announce = false;
+                    continue;
+                }
+                Ended::After(lived) => {
                     announce = true;
+                    failures = if lived >= HEALTHY {
+                        0
+                    } else {
+                        failures.saturating_add(1)
+                    };
                 }
             }
             if self.peer.is_transport_closed() {
@@ -209,6 +375,13 @@ impl Watch {
             tokio::select! {
                 () = self.stop.cancelled() => return,
                 () = tokio::time::sleep(wait_after(failures)) => {}
+                r = self.want.changed() => {
+                    if r.is_err() {
+                        return;
+                    }
+                    // A new filter is tried at once.
+                    failures = 0;
+                }
             }
         }
     }
@@ -244,6 +417,15 @@ mod tests {
         let f = filter_for(&caps).unwrap();
         assert_eq!(f.resources_list_changed, Some(true));
         assert_eq!(events_of(&f).len(), 2);
+
+        let f = resources_filter(vec!["file:///a".into()]).unwrap();
+        assert_eq!(
+            events_of(&f),
+            [ServerEvent::ResourceUpdated {
+                uri: "file:///a".into()
+            }]
+        );
+        assert!(resources_filter(Vec::new()).is_none());
     }
 
     #[test]
