@@ -90,33 +90,24 @@ pub fn run_event_loop(argv: &[String]) -> ExitCode {
     }
 }
 
-/// One end of our stdio, on the reactor.
-enum End {
-    Socket(tokio::net::UnixStream),
-    Pipe(Box<dyn tokio::io::AsyncRead + Unpin>),
-    PipeOut(Box<dyn tokio::io::AsyncWrite + Unpin>),
-}
-
-fn end_of(fd: std::os::fd::BorrowedFd<'_>, write: bool) -> io::Result<End> {
+/// `fd` as a socket on the reactor, or (when it is not one) the file for a pipe end.
+fn socket_or_file(
+    fd: std::os::fd::BorrowedFd<'_>,
+) -> io::Result<Result<tokio::net::UnixStream, std::fs::File>> {
     use std::os::unix::fs::FileTypeExt;
-    let owned = fd.try_clone_to_owned()?;
-    let file = std::fs::File::from(owned);
-    if file.metadata()?.file_type().is_socket() {
-        let std = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
-        std.set_nonblocking(true)?;
-        return Ok(End::Socket(tokio::net::UnixStream::from_std(std)?));
+    let file = std::fs::File::from(fd.try_clone_to_owned()?);
+    if !file.metadata()?.file_type().is_socket() {
+        return Ok(Err(file));
     }
-    use tokio::net::unix::pipe;
-    Ok(if write {
-        End::PipeOut(Box::new(pipe::Sender::from_file(file)?))
-    } else {
-        End::Pipe(Box::new(pipe::Receiver::from_file(file)?))
-    })
+    let std = std::os::unix::net::UnixStream::from(std::os::fd::OwnedFd::from(file));
+    std.set_nonblocking(true)?;
+    Ok(Ok(tokio::net::UnixStream::from_std(std)?))
 }
 
 async fn event_loop(program: &str, args: &[String]) -> io::Result<()> {
     use std::os::fd::AsFd;
     use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+    use tokio::net::unix::pipe;
 
     let mut child = tokio::process::Command::new(program)
         .args(args)
@@ -124,34 +115,37 @@ async fn event_loop(program: &str, args: &[String]) -> io::Result<()> {
         .stdout(Stdio::piped())
         .kill_on_drop(true)
         .spawn()?;
-    let (Some(mut to_child), Some(mut from_child)) = (child.stdin.take(), child.stdout.take())
-    else {
+    let (Some(to_child), Some(mut from_child)) = (child.stdin.take(), child.stdout.take()) else {
         return Err(io::Error::other("the child has no stdin/stdout pipes"));
     };
-    let stdin = end_of(io::stdin().as_fd(), false)?;
-    let stdout = end_of(io::stdout().as_fd(), true)?;
-    let (mut input, mut output): (Box<dyn AsyncRead + Unpin>, Box<dyn AsyncWrite + Unpin>) =
-        match (stdin, stdout) {
-            (End::Socket(a), End::Socket(b)) => (Box::new(a), Box::new(b)),
-            (End::Socket(a), End::PipeOut(b)) => (Box::new(a), b),
-            (End::Pipe(a), End::Socket(b)) => (a, Box::new(b)),
-            (End::Pipe(a), End::PipeOut(b)) => (a, b),
-            _ => {
-                return Err(io::Error::other(
-                    "stdin and stdout must be sockets or pipes",
-                ));
-            }
+    let mut input: Box<dyn AsyncRead + Unpin> = match socket_or_file(io::stdin().as_fd())? {
+        Ok(socket) => Box::new(socket),
+        Err(file) => Box::new(
+            pipe::Receiver::from_file(file)
+                .map_err(|e| io::Error::other(format!("stdin must be a socket or a pipe ({e})")))?,
+        ),
+    };
+    let mut output: Box<dyn AsyncWrite + Unpin> =
+        match socket_or_file(io::stdout().as_fd())? {
+            Ok(socket) => Box::new(socket),
+            Err(file) => Box::new(pipe::Sender::from_file(file).map_err(|e| {
+                io::Error::other(format!("stdout must be a socket or a pipe ({e})"))
+            })?),
         };
     let mut up = vec![0u8; 64 * 1024];
     let mut down = vec![0u8; 64 * 1024];
+    // As the blocking relay: the client's end of input closes the child's stdin, and
+    // what the child still writes is copied until its stdout ends.
+    let mut to_child = Some(to_child);
     loop {
         tokio::select! {
-            n = input.read(&mut up) => {
+            n = input.read(&mut up), if to_child.is_some() => {
                 let n = n?;
-                if n == 0 {
-                    return Ok(());
+                match (n, to_child.as_mut()) {
+                    (0, _) => to_child = None,
+                    (n, Some(w)) => w.write_all(&up[..n]).await?,
+                    (_, None) => {}
                 }
-                to_child.write_all(&up[..n]).await?;
             }
             n = from_child.read(&mut down) => {
                 let n = n?;
