@@ -176,19 +176,7 @@ async fn a_tool_changed_while_connected_is_withheld_at_the_re_list() {
     assert!(snap.withheld.is_empty());
 
     // The server changes `echo` under us and says its list changed.
-    let mut args = serde_json::Map::new();
-    args.insert("text".into(), CHANGED.into());
-    let conn = host.connection("py").unwrap();
-    conn.call_tool("rug_pull", Some(args), &CallOptions::default())
-        .await
-        .unwrap();
-    let withheld = crate::common::eventually(Duration::from_secs(10), || {
-        host.withheld_tool("py", "echo").is_some()
-    })
-    .await;
-    assert!(withheld, "the re-list withholds the changed tool");
-    let snap = connected(&host, "py");
-    assert!(!tool_names(&snap).contains(&"echo".to_string()));
+    rug_pull_is_withheld(&host).await;
     assert_eq!(
         store.servers().unwrap()[0].tools["echo"]
             .pending
@@ -218,8 +206,16 @@ async fn a_tool_changed_on_a_2026_07_28_server_is_heard_and_withheld() {
     let conn = host.connection("py").unwrap();
     assert_eq!(conn.transport_kind(), TransportKind::StatelessHttp);
 
+    rug_pull_is_withheld(&host).await;
+    host.shutdown().await;
+}
+
+/// Calls `py`'s `rug_pull` (it changes `echo` and says so) and asserts that the host
+/// heard it: `echo` is withheld at the re-list (within 10 s) and no longer offered.
+async fn rug_pull_is_withheld(host: &switchboard_host::Host) {
     let mut args = serde_json::Map::new();
     args.insert("text".into(), CHANGED.into());
+    let conn = host.connection("py").unwrap();
     conn.call_tool("rug_pull", Some(args), &CallOptions::default())
         .await
         .unwrap();
@@ -231,6 +227,5 @@ async fn a_tool_changed_on_a_2026_07_28_server_is_heard_and_withheld() {
         withheld,
         "the change was heard and the re-list withholds the tool"
     );
-    assert!(!tool_names(&connected(&host, "py")).contains(&"echo".to_string()));
-    host.shutdown().await;
+    assert!(!tool_names(&connected(host, "py")).contains(&"echo".to_string()));
 }
