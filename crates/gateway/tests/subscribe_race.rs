@@ -16,13 +16,16 @@ use rmcp::model::{
 use rmcp::service::{PeerRequestOptions, RequestContext, RoleServer};
 use rmcp::{ServerHandler, ServiceExt};
 
-/// Offers one resource and declares subscriptions, but refuses each after 400 ms.
+/// Offers one resource and declares subscriptions; takes 400 ms to subscribe, then
+/// refuses (`refuse`) or succeeds. Counts subscribes and unsubscribes.
 #[derive(Clone, Default)]
-struct Refusing {
+struct Slow {
+    refuse: bool,
     asked: Arc<AtomicUsize>,
+    unsubscribed: Arc<AtomicUsize>,
 }
 
-impl ServerHandler for Refusing {
+impl ServerHandler for Slow {
     fn get_info(&self) -> ServerConfig {
         ServerConfig::new(
             ServerCapabilities::builder()
@@ -57,13 +60,28 @@ impl ServerHandler for Refusing {
     ) -> Result<(), ErrorData> {
         self.asked.fetch_add(1, Ordering::SeqCst);
         tokio::time::sleep(Duration::from_millis(400)).await;
-        Err(ErrorData::invalid_params("no updates for this one", None))
+        if self.refuse {
+            return Err(ErrorData::invalid_params("no updates for this one", None));
+        }
+        Ok(())
+    }
+
+    async fn unsubscribe(
+        &self,
+        _request: UnsubscribeRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.unsubscribed.fetch_add(1, Ordering::SeqCst);
+        Ok(())
     }
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_second_subscriber_is_refused_with_the_first() {
-    let server = Refusing::default();
+    let server = Slow {
+        refuse: true,
+        ..Default::default()
+    };
     let (gateway, served) = crate::upstream::gateway_over("refusing", server.clone()).await;
     let mut clients = Vec::new();
     for _ in 0..3 {
@@ -100,50 +118,6 @@ async fn a_second_subscriber_is_refused_with_the_first() {
     served.abort();
 }
 
-/// Takes 400 ms to subscribe, then succeeds; counts subscribes and unsubscribes.
-#[derive(Clone, Default)]
-struct Slow {
-    subscribed: Arc<AtomicUsize>,
-    unsubscribed: Arc<AtomicUsize>,
-}
-
-impl ServerHandler for Slow {
-    fn get_info(&self) -> ServerConfig {
-        Refusing::default().get_info()
-    }
-
-    fn supported_protocol_versions(&self) -> std::borrow::Cow<'static, [ProtocolVersion]> {
-        Refusing::default().supported_protocol_versions()
-    }
-
-    async fn list_resources(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ListResourcesResult, ErrorData> {
-        Refusing::default().list_resources(request, context).await
-    }
-
-    async fn subscribe(
-        &self,
-        _request: SubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        tokio::time::sleep(Duration::from_millis(400)).await;
-        self.subscribed.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-
-    async fn unsubscribe(
-        &self,
-        _request: UnsubscribeRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.unsubscribed.fetch_add(1, Ordering::SeqCst);
-        Ok(())
-    }
-}
-
 /// A client that cancels its `resources/subscribe` while the server is still making it:
 /// the subscription goes through upstream, and the gateway then undoes it (rmcp lets
 /// the handler run on after a cancellation).
@@ -171,7 +145,7 @@ async fn a_cancelled_subscribe_is_undone() {
     tokio::time::timeout(Duration::from_secs(5), undone)
         .await
         .expect("the upstream subscription made after the cancel is undone");
-    assert_eq!(server.subscribed.load(Ordering::SeqCst), 1);
+    assert_eq!(server.asked.load(Ordering::SeqCst), 1);
     gateway.shutdown().await;
     served.abort();
 }
