@@ -90,7 +90,27 @@ struct Session {
 struct Inflight {
     id: u64,
     server: String,
-    tx: mpsc::UnboundedSender<Forwarded>,
+    asks: Asks,
+}
+
+/// Who answers the questions of a call in flight.
+#[derive(Clone)]
+enum Asks {
+    /// The call's own task (`while_answering`), so that Streamable HTTP sends the
+    /// question on that call's stream.
+    Call(mpsc::UnboundedSender<Forwarded>),
+    /// The client, asked from the hook's own task: a raw call has no task of its own,
+    /// and a stdio client has one stream.
+    Client(Peer<RoleServer>),
+}
+
+impl Asks {
+    fn live(&self) -> bool {
+        match self {
+            Asks::Call(tx) => !tx.is_closed(),
+            Asks::Client(peer) => !peer.is_transport_closed(),
+        }
+    }
 }
 
 pub(crate) struct Shared {
@@ -363,17 +383,32 @@ impl Shared {
         }
     }
 
+    /// Registers a call to `server` whose questions go to `tx` (its own task answers
+    /// them) until the guard is dropped.
     pub(crate) fn register_inflight(
         self: &Arc<Self>,
         server: &str,
         tx: mpsc::UnboundedSender<Forwarded>,
     ) -> InflightGuard {
+        self.register(server, Asks::Call(tx))
+    }
+
+    /// Registers a call to `server` whose questions the hooks ask `client` themselves.
+    pub(crate) fn register_inflight_client(
+        self: &Arc<Self>,
+        server: &str,
+        client: Peer<RoleServer>,
+    ) -> InflightGuard {
+        self.register(server, Asks::Client(client))
+    }
+
+    fn register(self: &Arc<Self>, server: &str, asks: Asks) -> InflightGuard {
         let id = self.next_id();
         if let Ok(mut v) = self.inflight.lock() {
             v.push(Inflight {
                 id,
                 server: server.to_string(),
-                tx,
+                asks,
             });
         }
         InflightGuard {
@@ -391,12 +426,12 @@ impl Shared {
     }
 
     /// The call in flight to `server` that started last, if any.
-    fn inflight_for(&self, server: &str) -> Option<mpsc::UnboundedSender<Forwarded>> {
+    fn inflight_for(&self, server: &str) -> Option<Asks> {
         let v = self.inflight.lock().ok()?;
         v.iter()
             .rev()
-            .find(|c| c.server == server && !c.tx.is_closed())
-            .map(|c| c.tx.clone())
+            .find(|c| c.server == server && c.asks.live())
+            .map(|c| c.asks.clone())
     }
 
     /// The client that connected last (for requests not tied to a call).
@@ -408,11 +443,15 @@ impl Shared {
     /// server is running (the one that started last), else by the client that connected
     /// last among those that declared roots; with no such client, an empty list.
     async fn forward_roots(&self, server: &str) -> Result<Vec<Root>, ErrorData> {
-        if let Some(tx) = self.inflight_for(server) {
-            let (otx, orx) = oneshot::channel();
-            if tx.send(Forwarded::Roots(otx)).is_ok() {
-                return orx.await.unwrap_or_else(|_| Ok(Vec::new()));
+        match self.inflight_for(server) {
+            Some(Asks::Call(tx)) => {
+                let (otx, orx) = oneshot::channel();
+                if tx.send(Forwarded::Roots(otx)).is_ok() {
+                    return orx.await.unwrap_or_else(|_| Ok(Vec::new()));
+                }
             }
+            Some(Asks::Client(peer)) => return self.answer_roots(&peer, server).await,
+            None => {}
         }
         let peer = self
             .live_peers()
@@ -476,12 +515,16 @@ impl Shared {
     }
 
     async fn forward_elicit(&self, server: &str, request: ElicitRequestParams) -> ElicitResult {
-        if let Some(tx) = self.inflight_for(server) {
-            let (otx, orx) = oneshot::channel();
-            if tx.send(Forwarded::Elicit(request, otx)).is_ok() {
-                return orx.await.unwrap_or_else(|_| decline_elicitation());
+        match self.inflight_for(server) {
+            Some(Asks::Call(tx)) => {
+                let (otx, orx) = oneshot::channel();
+                if tx.send(Forwarded::Elicit(request, otx)).is_ok() {
+                    return orx.await.unwrap_or_else(|_| decline_elicitation());
+                }
+                return decline_elicitation();
             }
-            return decline_elicitation();
+            Some(Asks::Client(peer)) => return self.answer_elicit(&peer, server, request).await,
+            None => {}
         }
         match self.latest_peer() {
             Some(peer) => self.answer_elicit(&peer, server, request).await,
@@ -497,14 +540,18 @@ impl Shared {
         server: &str,
         params: CreateMessageRequestParams,
     ) -> Result<CreateMessageResult, ErrorData> {
-        if let Some(tx) = self.inflight_for(server) {
-            let (otx, orx) = oneshot::channel();
-            if tx.send(Forwarded::Sample(params, otx)).is_ok() {
-                return orx
-                    .await
-                    .unwrap_or_else(|_| Err(no_client(server, "sampling")));
+        match self.inflight_for(server) {
+            Some(Asks::Call(tx)) => {
+                let (otx, orx) = oneshot::channel();
+                if tx.send(Forwarded::Sample(params, otx)).is_ok() {
+                    return orx
+                        .await
+                        .unwrap_or_else(|_| Err(no_client(server, "sampling")));
+                }
+                return Err(no_client(server, "sampling"));
             }
-            return Err(no_client(server, "sampling"));
+            Some(Asks::Client(peer)) => return self.answer_sample(&peer, server, params).await,
+            None => {}
         }
         match self.latest_peer() {
             Some(peer) => self.answer_sample(&peer, server, params).await,

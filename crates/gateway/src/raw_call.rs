@@ -2,8 +2,12 @@
 //! raw lane (`switchboard_mcp::RawLane`), without rmcp's typed path on either side —
 //! the client's line is read, its envelope checked, the request written to the
 //! server under the lane's own id, and the server's `result` written back to the
-//! client under the client's id, as the server wrote it. It is what brings a relayed
-//! call's added latency near that of a process that only copies bytes (BENCHMARKS.md).
+//! client under the client's id, as the server wrote it. The call starts on the
+//! thread reading the client's stdin and its reply is written on the thread reading
+//! the server's stdout, so the runtime is not woken on the way (it keeps only the
+//! timeouts, and writes a line only when a stream is full): that is what brings a
+//! relayed call's added latency near that of a process that only copies bytes
+//! (BENCHMARKS.md).
 //!
 //! It takes a call only when the typed path would do nothing more with it:
 //! - the session is initialized on a protocol before 2026-07-28 (a later client takes
@@ -12,15 +16,17 @@
 //!   (so no progress token), no retry fields, no task;
 //! - the name is in the current catalog (so every policy, pin and filter the catalog
 //!   applies holds: a withheld tool is not in it), its server is connected over stdio
-//!   with a raw lane, and the audit log does not keep payloads.
+//!   with a raw lane whose stdin is not backed up, the client reads its stdout (not
+//!   more than `switchboard_mcp::BACKED_UP_LINES` replies wait for room), and the
+//!   audit log does not keep payloads.
 //!
 //! Anything else goes to rmcp, and so to `GatewayServer::call_tool`. A raw call keeps
 //! every rule of a typed one: the server's timeout, the client's cancellation (its
 //! `notifications/cancelled` is taken here and sent on; a cancelled call is not
 //! answered, as rmcp does), the session's end cancelling what is in flight, the
 //! server's elicitation, sampling and roots requests answered by this client (the call
-//! is registered in flight like a typed one), the same error words
-//! ([`upstream_error`]), and an audit line.
+//! is registered in flight like a typed one, answered from the hook's own task), the
+//! same error words ([`upstream_error`]), and an audit line.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -32,16 +38,16 @@ use rmcp::model::ProtocolVersion;
 use rmcp::service::{Peer, RoleServer};
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use switchboard_mcp::{Connection, RawResult, RequestError};
+use switchboard_mcp::{Connection, RawCall, RawOutcome, RawTicket, RequestError};
 use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 use crate::audit::{AuditEntry, now};
-use crate::gateway::Shared;
+use crate::gateway::{InflightGuard, Shared};
 use crate::server::upstream_error;
 use crate::stdio_server::{Writer, error_line};
 
-/// The raw relay of one stdio session.
+/// The raw relay of one stdio session (a handle: clones share it).
+#[derive(Clone)]
 pub(crate) struct RawRelay {
     inner: Arc<Inner>,
 }
@@ -52,12 +58,19 @@ struct Inner {
     /// The session's client, once it has initialized.
     peer: OnceLock<Peer<RoleServer>>,
     out: Arc<Writer>,
-    /// Raw calls in flight, by the client's id (as its JSON text): each call's number
-    /// (a client may reuse an id once its call is cancelled) and its cancellation.
-    calls: Mutex<HashMap<Box<str>, (u64, CancellationToken)>>,
+    /// Raw calls in flight, by the client's id (as its JSON text).
+    calls: Mutex<HashMap<Box<str>, InFlight>>,
     ended: AtomicBool,
-    /// Dropped with the last task of the session: see [`RawRelay::new`].
+    /// Dropped with the last handle and the last call of the session: see
+    /// [`RawRelay::new`].
     _running: mpsc::Sender<()>,
+}
+
+/// A raw call in flight: its number (a client may reuse an id once its call is
+/// cancelled), and once started, its connection and ticket to cancel it.
+struct InFlight {
+    seq: u64,
+    started: Option<(Arc<Connection>, RawTicket)>,
 }
 
 #[derive(Deserialize)]
@@ -87,18 +100,19 @@ struct CancelParams<'a> {
     request_id: &'a RawValue,
 }
 
-/// A call the relay took, on its way to its task.
-struct Taken {
+/// What a started call's outcome is answered and audited with.
+struct Started {
     id: Box<RawValue>,
     key: Box<str>,
     seq: u64,
     requested: String,
     server: String,
     tool: String,
-    arguments: Option<Box<RawValue>>,
-    conn: Arc<Connection>,
+    request_bytes: usize,
     peer: Peer<RoleServer>,
-    cancel: CancellationToken,
+    at: Instant,
+    /// Keeps the call registered for the server's questions until it ends.
+    _asking: InflightGuard,
 }
 
 impl RawRelay {
@@ -125,7 +139,8 @@ impl RawRelay {
     }
 
     /// Takes `line` (one message from the client) when it is a call the relay serves,
-    /// or the client's cancellation of one; `false` leaves it to rmcp.
+    /// or the client's cancellation of one; `false` leaves it to rmcp. Called on the
+    /// thread reading the client; never blocks.
     pub(crate) fn take(&self, line: &[u8]) -> bool {
         let Ok(m) = serde_json::from_slice::<Message<'_>>(line) else {
             return false;
@@ -160,6 +175,10 @@ impl RawRelay {
         if shared.opts.audit.as_ref().is_some_and(|a| a.payloads()) {
             return false;
         }
+        // A client that does not read its replies gets rmcp's pace, not a queue here.
+        if inner.out.backed_up() {
+            return false;
+        }
         let catalog = shared.catalog();
         let Some((server, tool)) = catalog.tool_names.resolve(&p.name) else {
             return false;
@@ -167,10 +186,12 @@ impl RawRelay {
         let Some(conn) = shared.host.connection(server) else {
             return false;
         };
-        if conn.raw_lane().is_none() {
+        let Some(lane) = conn.raw_lane() else {
+            return false;
+        };
+        if lane.backed_up() {
             return false;
         }
-        let cancel = CancellationToken::new();
         let seq = shared.next_id();
         {
             let Ok(mut calls) = inner.calls.lock() else {
@@ -179,40 +200,72 @@ impl RawRelay {
             if inner.ended.load(Ordering::Acquire) || calls.contains_key(key) {
                 return false;
             }
-            calls.insert(key.into(), (seq, cancel.clone()));
+            calls.insert(key.into(), InFlight { seq, started: None });
         }
-        let taken = Taken {
+        let started = Started {
             id: id.to_owned(),
             key: key.into(),
             seq,
-            requested: p.name.into_owned(),
+            requested: p.name.to_string(),
             server: server.to_string(),
             tool: tool.to_string(),
-            arguments: p.arguments.map(ToOwned::to_owned),
-            conn,
+            request_bytes: p.arguments.map(|a| a.get().len()).unwrap_or(0),
+            _asking: shared.register_inflight_client(server, peer.clone()),
             peer,
-            cancel,
+            at: Instant::now(),
         };
-        tokio::spawn(inner.clone().run(taken));
-        true
+        let call = RawCall {
+            name: tool,
+            arguments: p.arguments,
+            timeout: conn.request_timeout(),
+        };
+        let done = {
+            let inner = inner.clone();
+            Box::new(move |outcome| inner.finish(started, outcome))
+        };
+        match lane.start(call, done) {
+            Ok(ticket) => {
+                let late = match inner.calls.lock() {
+                    Ok(mut calls) => match calls.get_mut(key) {
+                        Some(c) if c.seq == seq => {
+                            c.started = Some((conn.clone(), ticket));
+                            false
+                        }
+                        // Already answered, or the session ended meanwhile.
+                        _ => true,
+                    },
+                    Err(_) => true,
+                };
+                if late && inner.ended.load(Ordering::Acquire) {
+                    lane.cancel(ticket, "the client went away");
+                }
+                true
+            }
+            Err(_) => {
+                // Not started (the server just went): rmcp's path says why.
+                inner.forget(key, seq);
+                false
+            }
+        }
     }
 
     /// The client's `notifications/cancelled` for a raw call: taken, and the call
-    /// cancelled (which tells the server).
+    /// cancelled (which tells the server, and leaves the call unanswered).
     fn cancel(&self, params: &RawValue) -> bool {
         let Ok(p) = serde_json::from_str::<CancelParams<'_>>(params.get()) else {
             return false;
         };
-        let token = self
+        let call = self
             .inner
             .calls
             .lock()
             .ok()
-            .and_then(|mut calls| calls.remove(p.request_id.get().trim()))
-            .map(|(_, t)| t);
-        match token {
-            Some(t) => {
-                t.cancel();
+            .and_then(|mut calls| calls.remove(p.request_id.get().trim()));
+        match call {
+            Some(c) => {
+                if let Some((conn, ticket)) = c.started {
+                    cancel(&conn, ticket, "cancelled by the user");
+                }
                 true
             }
             None => false,
@@ -223,12 +276,18 @@ impl RawRelay {
     pub(crate) fn end(&self) {
         self.inner.ended.store(true, Ordering::Release);
         let calls: Vec<_> = match self.inner.calls.lock() {
-            Ok(mut calls) => calls.drain().map(|(_, (_, t))| t).collect(),
+            Ok(mut calls) => calls.drain().filter_map(|(_, c)| c.started).collect(),
             Err(_) => Vec::new(),
         };
-        for t in calls {
-            t.cancel();
+        for (conn, ticket) in calls {
+            cancel(&conn, ticket, "the client went away");
         }
+    }
+}
+
+fn cancel(conn: &Connection, ticket: RawTicket, reason: &str) {
+    if let Some(lane) = conn.raw_lane() {
+        lane.cancel(ticket, reason);
     }
 }
 
@@ -246,17 +305,20 @@ impl Inner {
         (version.as_str() < ProtocolVersion::V_2026_07_28.as_str()).then_some(peer)
     }
 
-    async fn run(self: Arc<Self>, call: Taken) {
-        let started = Instant::now();
-        let outcome = self.relay(&call).await;
+    /// Removes call `key` when it is still call `seq`.
+    fn forget(&self, key: &str, seq: u64) {
         if let Ok(mut calls) = self.calls.lock()
-            && calls
-                .get(&call.key)
-                .is_some_and(|(seq, _)| *seq == call.seq)
+            && calls.get(key).is_some_and(|c| c.seq == seq)
         {
-            calls.remove(&call.key);
+            calls.remove(key);
         }
-        let cancelled = call.cancel.is_cancelled();
+    }
+
+    /// A started call's outcome (on whichever thread learnt it): answered unless
+    /// cancelled, and audited.
+    fn finish(&self, call: Started, outcome: RawOutcome) {
+        self.forget(&call.key, call.seq);
+        let cancelled = matches!(outcome, Err(RequestError::Cancelled { .. }));
         let (line, answered) = match outcome {
             Ok(result) => {
                 let json = result.json();
@@ -274,7 +336,7 @@ impl Inner {
             }
         };
         // A cancelled call is not answered (the client gave it up).
-        if !cancelled && let Err(e) = self.out.write_line(&line).await {
+        if !cancelled && let Err(e) = self.out.write_line_now(line) {
             tracing::debug!("could not answer the client: {e}");
         }
         if let Some(audit) = &self.shared.opts.audit {
@@ -291,33 +353,17 @@ impl Inner {
                 time: now(),
                 client: call.peer.peer_info().map(|i| i.client_info.name.clone()),
                 method: "tools/call",
-                server: Some(call.server.clone()),
-                tool: call.tool.clone(),
-                requested: call.requested.clone(),
-                duration_ms: started.elapsed().as_millis() as u64,
+                server: Some(call.server),
+                tool: call.tool,
+                requested: call.requested,
+                duration_ms: call.at.elapsed().as_millis() as u64,
                 outcome,
                 error,
-                request_bytes: call.arguments.as_ref().map(|a| a.get().len()).unwrap_or(0),
+                request_bytes: call.request_bytes,
                 response_bytes,
                 arguments: None,
                 result: None,
             });
         }
-    }
-
-    /// The upstream call, with the server's questions answered by this client meanwhile.
-    async fn relay(&self, call: &Taken) -> Result<RawResult, RequestError> {
-        let Some(lane) = call.conn.raw_lane() else {
-            return Err(RequestError::Closed(None));
-        };
-        let fut = lane.call_tool(
-            &call.tool,
-            call.arguments.as_deref(),
-            call.conn.request_timeout(),
-            &call.cancel,
-        );
-        self.shared
-            .while_answering(&call.peer, &call.server, fut)
-            .await
     }
 }

@@ -90,16 +90,16 @@ impl Gateway {
         }
     }
 
-    /// Serves one client on stdin/stdout until it closes the connection (read and
-    /// written on the reactor when they are sockets or pipes: the `stdio` module),
-    /// its plain tool calls to stdio servers relayed as bytes (`raw_call`).
+    /// Serves one client on stdin/stdout until it closes the connection (stdin read
+    /// by a thread, stdout written without blocking where it can be: the `stdio`
+    /// module), its plain tool calls to stdio servers relayed as bytes (`raw_call`).
     pub async fn serve_stdio(&self) -> Result<(), GatewayError> {
         let server = self.session();
-        let (input, output) = crate::stdio::stdio();
+        let (input, output) = crate::stdio::stdio().map_err(GatewayError::Stdio)?;
         let (running_tx, mut raw_done) = mpsc::channel::<()>(1);
         let out = Arc::new(Writer::new(output));
         let relay = RawRelay::new(self.shared.clone(), server.session, out.clone(), running_tx);
-        let transport = StdioServer::new(input, out, relay);
+        let transport = StdioServer::new(input, out, relay).map_err(GatewayError::Stdio)?;
         let running = match server.serve(transport).await {
             Ok(r) => r,
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),

@@ -1,19 +1,23 @@
-//! The gateway's own stdin/stdout as a non-blocking transport, so that a downstream
-//! message is read and written on tokio's reactor instead of a blocking-pool thread
-//! (`tokio::io::stdin()` hands every read and write to another thread; on a busy
-//! machine each hand-off waits for a core).
+//! The gateway's own stdin and stdout.
 //!
-//! What each kind of stream gets:
+//! stdin is read by a thread of its own blocked in `read` (`crate::stdio_server`), on a
+//! duplicate of fd 0: a plain call then reaches its server without waking the runtime
+//! (BENCHMARKS.md), and a terminal, a file or `/dev/null` is read the same way.
+//!
+//! stdout is written without blocking where it can be, so that the raw relay's replies
+//! are written on the thread that learns them and rmcp's on the reactor, instead of a
+//! blocking-pool thread (`tokio::io::stdout()` hands every write to another thread; on
+//! a busy machine each hand-off waits for a core):
 //! - a socket (Node's `child_process.spawn` gives its children socketpairs, so this is
 //!   what the TS SDK, Gemini CLI and MCP Inspector hand us): a duplicate of the
-//!   descriptor watched by the reactor and read/written with `MSG_DONTWAIT`, so the
-//!   open file's flags are never changed;
+//!   descriptor written with `MSG_DONTWAIT`, so the open file's flags are never
+//!   changed, watched by the reactor only while a write waits for room;
 //! - a pipe or FIFO (Python's `subprocess`, shells): reopened through `/proc/self/fd`
 //!   with `O_NONBLOCK`, which gives the gateway its own open file description; the
-//!   process's fd 0/1 (and anything that shares them) stay blocking;
-//! - anything else (a terminal, a file, `/dev/null`) or a failure on the way: tokio's
-//!   blocking `stdin()`/`stdout()`, as before. `O_NONBLOCK` is never set on a
-//!   terminal or on a descriptor shared with another process.
+//!   process's fd 1 (and anything that shares it) stays blocking;
+//! - anything else (a terminal, a file) or a failure on the way: tokio's blocking
+//!   `stdout()`, every line through a task. `O_NONBLOCK` is never set on a terminal or
+//!   on a descriptor shared with another process.
 //!
 //! It owns nothing but these handles; framing and JSON-RPC are rmcp's.
 
@@ -22,31 +26,21 @@ use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
+use switchboard_mcp::WriteNow;
+use tokio::io::AsyncWrite;
 use tokio::io::Interest;
 use tokio::io::unix::AsyncFd;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::unix::pipe;
 
 /// How a downstream stream is driven (for logs and tests).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StreamKind {
-    /// A socket, read and written with `MSG_DONTWAIT` on the reactor.
+    /// A socket, written with `MSG_DONTWAIT`.
     Socket,
     /// A pipe or FIFO, reopened non-blocking on its own open file description.
     Pipe,
-    /// tokio's blocking-pool `stdin()`/`stdout()` (a terminal, a file, …).
+    /// tokio's blocking-pool `stdout()` (a terminal, a file, …).
     Blocking,
-}
-
-/// The gateway's stdin as an `AsyncRead`.
-#[derive(Debug)]
-pub struct Input(InputImp);
-
-#[derive(Debug)]
-enum InputImp {
-    Socket(AsyncFd<OwnedFd>),
-    Pipe(pipe::Receiver),
-    Blocking(tokio::io::Stdin),
 }
 
 /// A socket written with `MSG_DONTWAIT`, watched by the reactor only while a write
@@ -70,31 +64,6 @@ enum OutputImp {
     Socket(SocketOut),
     Pipe(pipe::Sender),
     Blocking(tokio::io::Stdout),
-}
-
-impl Input {
-    pub fn kind(&self) -> StreamKind {
-        match self.0 {
-            InputImp::Socket(_) => StreamKind::Socket,
-            InputImp::Pipe(_) => StreamKind::Pipe,
-            InputImp::Blocking(_) => StreamKind::Blocking,
-        }
-    }
-
-    /// Reads from `fd` without blocking when it is a socket or a pipe; `None` otherwise.
-    pub fn nonblocking(fd: impl AsFd) -> Option<Self> {
-        match classify(fd.as_fd())? {
-            Class::Socket => {
-                watch(fd.as_fd(), Interest::READABLE).map(|a| Input(InputImp::Socket(a)))
-            }
-            Class::Fifo => {
-                let fd = reopen_nonblocking(fd.as_fd(), false)?;
-                pipe::Receiver::from_owned_fd(fd)
-                    .ok()
-                    .map(|r| Input(InputImp::Pipe(r)))
-            }
-        }
-    }
 }
 
 impl Output {
@@ -124,19 +93,15 @@ impl Output {
     }
 }
 
-/// The process's stdin and stdout, each non-blocking where it can be. Must be called
-/// inside a tokio runtime with I/O enabled.
-pub fn stdio() -> (Input, Output) {
-    let input =
-        Input::nonblocking(io::stdin()).unwrap_or(Input(InputImp::Blocking(tokio::io::stdin())));
+/// The process's stdin, for a thread to read blocked in `read` (a duplicate: the
+/// process's fd 0 stays as it is), and its stdout, non-blocking where it can be. Must
+/// be called inside a tokio runtime with I/O enabled.
+pub fn stdio() -> io::Result<(OwnedFd, Output)> {
+    let input = io::stdin().as_fd().try_clone_to_owned()?;
     let output = Output::nonblocking(io::stdout())
         .unwrap_or(Output(OutputImp::Blocking(tokio::io::stdout())));
-    tracing::debug!(
-        "gateway stdio: stdin {:?}, stdout {:?}",
-        input.kind(),
-        output.kind()
-    );
-    (input, output)
+    tracing::debug!("gateway stdio: stdout {:?}", output.kind());
+    Ok((input, output))
 }
 
 enum Class {
@@ -182,25 +147,6 @@ fn watch(fd: std::os::fd::BorrowedFd<'_>, interest: Interest) -> Option<AsyncFd<
     unsafe { AsyncFd::register_with_interest(dup, interest) }.ok()
 }
 
-/// One `recv(MSG_DONTWAIT)` into `buf`.
-#[allow(unsafe_code)]
-fn recv_now(fd: &OwnedFd, buf: &mut [u8]) -> io::Result<usize> {
-    // SAFETY: `fd` is a live descriptor we own and `buf` is valid for `buf.len()` bytes.
-    let n = unsafe {
-        libc::recv(
-            fd.as_raw_fd(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-            libc::MSG_DONTWAIT,
-        )
-    };
-    if n < 0 {
-        Err(io::Error::last_os_error())
-    } else {
-        Ok(n as usize)
-    }
-}
-
 /// One `send(MSG_DONTWAIT | MSG_NOSIGNAL)` of `buf`.
 #[allow(unsafe_code)]
 fn send_now(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
@@ -220,35 +166,17 @@ fn send_now(fd: &OwnedFd, buf: &[u8]) -> io::Result<usize> {
     }
 }
 
-impl AsyncRead for Input {
-    fn poll_read(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<io::Result<()>> {
-        match &mut self.get_mut().0 {
-            InputImp::Socket(fd) => loop {
-                let mut guard = ready!(fd.poll_read_ready(cx))?;
-                let unfilled = buf.initialize_unfilled();
-                let room = unfilled.len();
-                match guard.try_io(|inner| recv_now(inner.get_ref(), unfilled)) {
-                    Ok(Ok(n)) => {
-                        // A short read drained the socket: wait for the next edge
-                        // instead of paying a `recv` that returns EAGAIN (tokio's own
-                        // streams do the same; readiness that arrived since is kept).
-                        if n > 0 && n < room {
-                            guard.clear_ready();
-                        }
-                        buf.advance(n);
-                        return Poll::Ready(Ok(()));
-                    }
-                    Ok(Err(e)) if e.kind() == io::ErrorKind::Interrupted => continue,
-                    Ok(Err(e)) => return Poll::Ready(Err(e)),
-                    Err(_would_block) => continue,
-                }
-            },
-            InputImp::Pipe(r) => Pin::new(r).poll_read(cx, buf),
-            InputImp::Blocking(r) => Pin::new(r).poll_read(cx, buf),
+impl WriteNow for Output {
+    fn write_now(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match &mut self.0 {
+            // A write that waits for room is under way: the caller's task finishes it.
+            OutputImp::Socket(out) if out.waiting.is_some() => {
+                Err(io::ErrorKind::WouldBlock.into())
+            }
+            OutputImp::Socket(out) => send_now(&out.fd, buf),
+            OutputImp::Pipe(w) => w.try_write(buf),
+            // tokio's blocking stdout goes through its own thread: its task writes.
+            OutputImp::Blocking(_) => Err(io::ErrorKind::WouldBlock.into()),
         }
     }
 }
@@ -317,7 +245,7 @@ mod tests {
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;
 
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     use super::*;
 
@@ -330,22 +258,26 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_socket_round_trips_without_changing_its_flags() {
+    async fn a_socket_is_written_without_changing_its_flags() {
         let (ours, mut theirs) = UnixStream::pair().unwrap();
-        let mut input = Input::nonblocking(&ours).unwrap();
         let mut output = Output::nonblocking(&ours).unwrap();
-        assert_eq!(input.kind(), StreamKind::Socket);
         assert_eq!(output.kind(), StreamKind::Socket);
         assert!(!nonblocking_flag(&ours));
 
-        use std::io::{Read, Write};
-        theirs.write_all(b"{\"id\":1}\n").unwrap();
+        use std::io::Read;
+        assert_eq!(output.write_now(b"{\"id\":1}\n").unwrap(), 9);
         let mut got = [0u8; 9];
-        input.read_exact(&mut got).await.unwrap();
+        theirs.read_exact(&mut got).unwrap();
         assert_eq!(&got, b"{\"id\":1}\n");
         // A big reply: more than the socket buffer, so the writer must wait for the
-        // reader (readiness, not a busy loop or an error).
+        // reader (readiness, not a busy loop or an error), and `write_now` says so.
         let big = vec![b'x'; 4 << 20];
+        let n = output.write_now(&big).unwrap();
+        assert!(n < big.len());
+        assert_eq!(
+            output.write_now(&big[n..]).unwrap_err().kind(),
+            io::ErrorKind::WouldBlock
+        );
         let reader = std::thread::spawn(move || {
             let mut all = Vec::new();
             let mut chunk = [0u8; 65536];
@@ -356,7 +288,7 @@ mod tests {
             }
             all.len()
         });
-        output.write_all(&big).await.unwrap();
+        output.write_all(&big[n..]).await.unwrap();
         output.flush().await.unwrap();
         assert_eq!(reader.join().unwrap(), 4 << 20);
         assert!(!nonblocking_flag(&ours), "the shared socket stays blocking");
@@ -397,37 +329,31 @@ mod tests {
 
     #[tokio::test]
     async fn a_pipe_is_reopened_and_the_original_stays_blocking() {
-        let (read_end, write_end) = std::io::pipe().unwrap();
         let (their_read, their_write) = std::io::pipe().unwrap();
-        let mut input = Input::nonblocking(&read_end).unwrap();
         let mut output = Output::nonblocking(&their_write).unwrap();
-        assert_eq!(input.kind(), StreamKind::Pipe);
         assert_eq!(output.kind(), StreamKind::Pipe);
-        assert!(!nonblocking_flag(&read_end));
         assert!(!nonblocking_flag(&their_write));
 
-        use std::io::{Read, Write};
-        let mut w = write_end;
-        w.write_all(b"hello\n").unwrap();
-        let mut got = [0u8; 6];
-        input.read_exact(&mut got).await.unwrap();
-        assert_eq!(&got, b"hello\n");
+        use std::io::Read;
         output.write_all(b"world\n").await.unwrap();
+        assert_eq!(output.write_now(b"again\n").unwrap(), 6);
         let mut r = their_read;
-        let mut back = [0u8; 6];
+        let mut back = [0u8; 12];
         r.read_exact(&mut back).unwrap();
-        assert_eq!(&back, b"world\n");
-        assert!(!nonblocking_flag(&read_end));
+        assert_eq!(&back, b"world\nagain\n");
+        assert!(!nonblocking_flag(&their_write));
     }
 
     #[tokio::test]
     async fn files_and_character_devices_are_left_to_the_blocking_handles() {
         let dir = tempfile::tempdir().unwrap();
         let file = std::fs::File::create(dir.path().join("f")).unwrap();
-        assert!(Input::nonblocking(&file).is_none());
         assert!(Output::nonblocking(&file).is_none());
-        let null = std::fs::File::open("/dev/null").unwrap();
-        assert!(Input::nonblocking(&null).is_none());
+        let null = std::fs::File::options()
+            .write(true)
+            .open("/dev/null")
+            .unwrap();
+        assert!(Output::nonblocking(&null).is_none());
         assert!(!nonblocking_flag(&null));
     }
 }

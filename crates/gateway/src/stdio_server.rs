@@ -2,6 +2,12 @@
 //! server, with the calls the raw relay takes (`crate::raw_call`) set aside before
 //! rmcp parses them, and one writer that rmcp's messages and the relay's replies share.
 //!
+//! The client's stdin is read by a thread of its own, blocked in `read`: it frames
+//! lines, offers each to the relay (which starts a call it takes right there, without
+//! waking the runtime), and hands the rest to rmcp through a channel of
+//! [`FRAMES_QUEUED`] messages, so at most that many wait. The thread ends when stdin
+//! ends or rmcp's side is gone; the process exits with the session (`serve_stdio`).
+//!
 //! It follows rmcp's own stdio transport where it decides something: a line of at most
 //! [`MAX_LINE_BYTES`] (a longer one is dropped, answered with an error when it is a
 //! request with an id), a UTF-8 BOM and blank lines ignored, text that is not JSON
@@ -10,10 +16,11 @@
 //! is a notification.
 //!
 //! Must not: interleave two messages on stdout (every line is written whole under one
-//! lock, never held across anything but that write), or buffer more than one line of
-//! the client's beyond [`MAX_LINE_BYTES`].
+//! lock: `switchboard_mcp::LineSink`), or buffer more than [`FRAMES_QUEUED`] lines of
+//! the client's of at most [`MAX_LINE_BYTES`] each.
 
-use std::collections::VecDeque;
+use std::io::Read;
+use std::os::fd::OwnedFd;
 use std::sync::Arc;
 
 use rmcp::RoleServer;
@@ -21,21 +28,23 @@ use rmcp::model::ErrorData;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
-use switchboard_mcp::{Frame, LineFramer};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::sync::Mutex as AsyncMutex;
+use switchboard_mcp::{Frame, LineFramer, LineSink};
+use tokio::sync::mpsc;
 
 use crate::raw_call::RawRelay;
-use crate::stdio::{Input, Output};
+use crate::stdio::Output;
 
 /// The longest line read from the client (rmcp's own limit for stdio).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
+/// How many of the client's messages the stdin thread hands on before it waits.
+const FRAMES_QUEUED: usize = 4;
+/// The stdin thread's stack: the relay parses a call's envelope there.
+const READER_STACK: usize = 256 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
 
-/// The client's stdout side, shared by rmcp and the raw relay; `None` once closed.
-#[derive(Debug)]
-pub(crate) struct Writer(AsyncMutex<Option<Output>>);
+/// The client's stdout side, shared by rmcp and the raw relay.
+pub(crate) type Writer = LineSink<Output>;
 
 /// The line answering request `id` with `error`.
 pub(crate) fn error_line(id: &impl serde::Serialize, error: &ErrorData) -> Vec<u8> {
@@ -45,60 +54,92 @@ pub(crate) fn error_line(id: &impl serde::Serialize, error: &ErrorData) -> Vec<u
     line
 }
 
-impl Writer {
-    pub(crate) fn new(output: Output) -> Self {
-        Self(AsyncMutex::new(Some(output)))
-    }
+/// A line as the client wrote it, without a UTF-8 BOM or surrounding blanks.
+fn clean(line: &[u8]) -> &[u8] {
+    line.strip_prefix(UTF8_BOM).unwrap_or(line).trim_ascii()
+}
 
-    /// Writes one whole line (`line` ends with `\n`) and flushes it.
-    pub(crate) async fn write_line(&self, line: &[u8]) -> std::io::Result<()> {
-        let mut out = self.0.lock().await;
-        let Some(out) = out.as_mut() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::NotConnected,
-                "the client's stdout is closed",
-            ));
+/// The client's stdin, on its own thread (see the module doc).
+fn read_client(input: OwnedFd, relay: RawRelay, frames: mpsc::Sender<Frame>) {
+    let mut input = std::fs::File::from(input);
+    let mut framer = LineFramer::new(MAX_LINE_BYTES);
+    let mut chunk = vec![0; READ_CHUNK];
+    let mut out = Vec::new();
+    loop {
+        let n = match input.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                // Someone else made the shared descriptor non-blocking: wait for input.
+                wait_readable(&input);
+                continue;
+            }
+            Err(e) => {
+                tracing::warn!("reading the client's stdin failed: {e}");
+                0
+            }
         };
-        out.write_all(line).await?;
-        out.flush().await
+        if n == 0 {
+            framer.finish(&mut out);
+        } else {
+            framer.push(&chunk[..n], &mut out);
+        }
+        for frame in out.drain(..) {
+            if let Frame::Message(line) = &frame
+                && relay.take(clean(line))
+            {
+                continue;
+            }
+            if frames.blocking_send(frame).is_err() {
+                return;
+            }
+        }
+        if n == 0 {
+            return;
+        }
     }
+}
 
-    async fn close(&self) {
-        self.0.lock().await.take();
+/// Blocks until `fd` has input (or an error or hang-up to report).
+#[allow(unsafe_code)]
+fn wait_readable(fd: &impl std::os::fd::AsRawFd) {
+    let mut p = libc::pollfd {
+        fd: fd.as_raw_fd(),
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // SAFETY: one valid pollfd, for the duration of the call.
+    unsafe {
+        libc::poll(&mut p, 1, -1);
     }
 }
 
 /// The transport of one stdio session (see the module doc).
 pub(crate) struct StdioServer {
-    input: Input,
-    framer: LineFramer,
-    frames: VecDeque<Frame>,
-    chunk: Vec<u8>,
-    eof: bool,
+    frames: mpsc::Receiver<Frame>,
     out: Arc<Writer>,
     relay: RawRelay,
 }
 
 impl StdioServer {
-    /// The session's transport: `out` is the writer `relay` answers on too.
-    pub(crate) fn new(input: Input, out: Arc<Writer>, relay: RawRelay) -> Self {
-        Self {
-            input,
-            framer: LineFramer::new(MAX_LINE_BYTES),
-            frames: VecDeque::new(),
-            chunk: vec![0; READ_CHUNK],
-            eof: false,
-            relay,
-            out,
-        }
+    /// The session's transport, reading `input` on a thread it starts: `out` is the
+    /// writer `relay` answers on too.
+    pub(crate) fn new(input: OwnedFd, out: Arc<Writer>, relay: RawRelay) -> std::io::Result<Self> {
+        let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
+        let reader = relay.clone();
+        std::thread::Builder::new()
+            .name("switchboard-stdin".into())
+            .stack_size(READER_STACK)
+            .spawn(move || read_client(input, reader, tx))?;
+        Ok(Self { frames, out, relay })
     }
 
     /// The message `line` holds for rmcp, or `None` (taken by the relay, blank, or not
     /// a message; an answer the client is owed has been written).
     fn message(&mut self, line: Vec<u8>) -> Option<RxJsonRpcMessage<RoleServer>> {
-        let line = line.strip_prefix(UTF8_BOM).unwrap_or(&line);
-        let line = line.trim_ascii();
-        if line.is_empty() || self.relay.take(line) {
+        // Calls the relay takes were taken on the stdin thread.
+        let line = clean(&line);
+        if line.is_empty() {
             return None;
         }
         let e = match serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(line) {
@@ -121,14 +162,12 @@ impl StdioServer {
         None
     }
 
-    /// Answers request `id` with `error`, on a task of its own: `receive` may be dropped
-    /// at any await, and a line must never be left half written.
+    /// Answers request `id` with `error` without waiting (`receive` may be dropped at
+    /// any await, and a line must never be left half written).
     fn answer_error(&self, id: Value, error: ErrorData) {
-        let line = error_line(&id, &error);
-        let out = self.out.clone();
-        tokio::spawn(async move {
-            let _ = out.write_line(&line).await;
-        });
+        if let Err(e) = self.out.write_line_now(error_line(&id, &error)) {
+            tracing::debug!("could not answer the client: {e}");
+        }
     }
 }
 
@@ -154,48 +193,29 @@ impl Transport<RoleServer> for StdioServer {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        loop {
-            while let Some(frame) = self.frames.pop_front() {
-                match frame {
-                    Frame::Message(line) => {
-                        if let Some(m) = self.message(line) {
-                            return Some(m);
-                        }
+        while let Some(frame) = self.frames.recv().await {
+            match frame {
+                Frame::Message(line) => {
+                    if let Some(m) = self.message(line) {
+                        return Some(m);
                     }
-                    Frame::Oversized { envelope, bytes } => {
-                        tracing::warn!(
-                            "a message from the client of over {MAX_LINE_BYTES} bytes was dropped ({bytes} bytes seen)"
+                }
+                Frame::Oversized { envelope, bytes } => {
+                    tracing::warn!(
+                        "a message from the client of over {MAX_LINE_BYTES} bytes was dropped ({bytes} bytes seen)"
+                    );
+                    if let (true, Some(id)) = (envelope.has_method, envelope.id) {
+                        let text = format!(
+                            "the request is larger than the gateway reads ({MAX_LINE_BYTES} bytes); it was dropped"
                         );
-                        if let (true, Some(id)) = (envelope.has_method, envelope.id) {
-                            let text = format!(
-                                "the request is larger than the gateway reads ({MAX_LINE_BYTES} bytes); it was dropped"
-                            );
-                            self.answer_error(id, ErrorData::invalid_request(text, None));
-                        }
+                        self.answer_error(id, ErrorData::invalid_request(text, None));
                     }
                 }
             }
-            if self.eof {
-                self.relay.end();
-                return None;
-            }
-            // Cancel-safe: a read that completes is framed before the next await.
-            let n = match self.input.read(&mut self.chunk).await {
-                Ok(n) => n,
-                Err(e) => {
-                    tracing::warn!("reading the client's stdin failed: {e}");
-                    0
-                }
-            };
-            let mut frames = Vec::new();
-            if n == 0 {
-                self.eof = true;
-                self.framer.finish(&mut frames);
-            } else {
-                self.framer.push(&self.chunk[..n], &mut frames);
-            }
-            self.frames.extend(frames);
         }
+        // stdin ended.
+        self.relay.end();
+        None
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {

@@ -14,6 +14,7 @@ mod error;
 mod framing;
 mod handler;
 mod http_bounds;
+mod line_sink;
 mod raw;
 mod sse;
 mod stdio;
@@ -31,7 +32,11 @@ pub use framing::{
 pub use handler::{
     ClientHooks, DefaultHooks, Progress, ServerEvent, UI_EXTENSION_ID, decline_elicitation,
 };
-pub use raw::{RawFault, RawLane, RawReply, RawResult, read_raw_reply};
+pub use line_sink::{BACKED_UP_LINES, LineSink, WriteNow};
+pub use raw::{
+    RawCall, RawDone, RawFault, RawLane, RawOutcome, RawReply, RawResult, RawTicket, SWEEP_EVERY,
+    read_raw_reply,
+};
 pub use sse::{SseError, SseOptions, SseTransport};
 pub use stdio::ChildGuard;
 pub use target::{StdioTarget, Target, TransportKind};

@@ -2,17 +2,27 @@
 //! that already holds the request as JSON text and wants the result as JSON text (the
 //! gateway, relaying a client's call). It skips rmcp's typed path — building
 //! `ClientRequest`, its service loop and per-request bookkeeping, decoding
-//! `CallToolResult` and encoding it again — which is most of a relayed call's cost.
+//! `CallToolResult` and encoding it again — and the runtime itself: a call is started
+//! from any thread ([`RawLane::start`]) and its outcome handed to a callback on the
+//! thread that learns it. That is what lets a relayed call cost about what a process
+//! that only copies bytes costs (BENCHMARKS.md).
 //!
-//! How: the request is written straight to the server's stdin under an id of the
-//! lane's own (a string, `"sb.N"`: rmcp's ids are numbers, so the two never meet), and
-//! the stdio transport hands a reply with such an id to the lane before rmcp would
-//! parse it ([`RawLane::take_reply`]). Everything else the server sends (its
-//! notifications, its own requests, replies to rmcp's requests) goes through rmcp as
-//! before, and so do its questions during a raw call (the connection's hooks answer them).
+//! How: the request is written straight to the server's stdin ([`LineSink`](crate::LineSink): at once
+//! when the pipe has room, else by a task) under an id of the lane's own (a string,
+//! `"sb.N"`: rmcp's ids are numbers, so the two never meet), and the stdio transport's
+//! stdout thread hands a reply with such an id to the lane before rmcp would parse it
+//! ([`RawLane::take_reply`]); the callback runs there. Everything else the server sends
+//! (its notifications, its own requests, replies to rmcp's requests) goes through rmcp
+//! as before, and so do its questions during a raw call (the connection's hooks answer
+//! them).
 //!
 //! Invariants:
-//! - every raw call has a timeout; a timed-out or cancelled call sends the server
+//! - a started call's callback runs exactly once: with the reply, or with an error when
+//!   it times out, is cancelled ([`RawLane::cancel`]) or the server's stdout ends;
+//!   never while the lane's lock is held;
+//! - every raw call has a timeout, kept by one task per lane that wakes every
+//!   [`SWEEP_EVERY`] while calls wait and sleeps while none do (a call's start wakes it
+//!   only when it sleeps); a timed-out or cancelled call sends the server
 //!   `notifications/cancelled` for its id and fails with the same [`RequestError`] a
 //!   typed call gets;
 //! - a reply is bounded like any other (the stdio framer's `maxMessageBytes`); an
@@ -21,26 +31,27 @@
 //!   [`RequestError::Closed`] at once; the lane takes no new calls after that;
 //! - the lane never parses a result beyond its JSON-RPC envelope: the result goes back
 //!   as the server wrote it, but only a JSON object is accepted as one;
-//! - memory: one entry per call in flight, removed when the call ends however it ends
-//!   (its future may be dropped at any point).
+//! - memory: one entry per call in flight, removed when its callback runs.
 
 use std::collections::HashMap;
 use std::ops::Range;
-use std::sync::Arc;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 use serde_json::value::RawValue;
-use tokio::sync::oneshot;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 use crate::error::RequestError;
 use crate::framing;
-use crate::stdio::{self, SharedStdin};
+use crate::stdio::SharedStdin;
 
 const METHOD: &str = "tools/call";
+
+/// How often the lane looks for calls past their timeout while any wait.
+pub const SWEEP_EVERY: Duration = Duration::from_millis(50);
 
 /// A result as the server wrote it: the bytes of the reply's `result` member.
 #[derive(Debug)]
@@ -69,42 +80,82 @@ impl RawResult {
     }
 }
 
-type Outcome = Result<RawResult, RequestError>;
+/// How a raw call ended.
+pub type RawOutcome = Result<RawResult, RequestError>;
+
+/// What runs with a raw call's outcome (see the module doc for where).
+pub type RawDone = Box<dyn FnOnce(RawOutcome) + Send>;
+
+/// A started raw call, to cancel it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RawTicket(u64);
+
+/// What [`RawLane::start`] sends.
+#[derive(Debug, Clone, Copy)]
+pub struct RawCall<'a> {
+    /// The server's own tool name.
+    pub name: &'a str,
+    /// The arguments as the caller received them (JSON text of an object), if any.
+    pub arguments: Option<&'a RawValue>,
+    /// How long the server has to answer.
+    pub timeout: Duration,
+}
+
+struct Waiting {
+    deadline: Instant,
+    timeout: Duration,
+    done: RawDone,
+}
 
 /// The raw lane of one stdio connection (see the module doc).
-#[derive(Debug)]
 pub struct RawLane {
     server: Arc<str>,
     stdin: SharedStdin,
-    pending: Mutex<HashMap<u64, oneshot::Sender<Outcome>>>,
+    pending: Mutex<HashMap<u64, Waiting>>,
     /// How many calls wait (read without the lock, to skip lines when none do).
     waiting: AtomicUsize,
     next: AtomicU64,
     closed: AtomicBool,
+    /// Whether the timeout task sleeps until a call starts.
+    idle: AtomicBool,
+    wake: Arc<Notify>,
+    stop: CancellationToken,
 }
 
-/// Removes a call's entry however its future ends.
-struct Entry<'a> {
-    lane: &'a RawLane,
-    id: u64,
+impl std::fmt::Debug for RawLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RawLane")
+            .field("server", &self.server)
+            .field("waiting", &self.in_flight())
+            .field("closed", &self.is_closed())
+            .finish_non_exhaustive()
+    }
 }
 
-impl Drop for Entry<'_> {
+impl Drop for RawLane {
     fn drop(&mut self) {
-        self.lane.remove(self.id);
+        self.stop.cancel();
     }
 }
 
 impl RawLane {
-    pub(crate) fn new(server: Arc<str>, stdin: SharedStdin) -> Self {
-        Self {
+    /// A lane writing to `stdin`, with its timeout task on the current runtime.
+    pub(crate) fn new(server: Arc<str>, stdin: SharedStdin) -> Arc<Self> {
+        let wake = Arc::new(Notify::new());
+        let stop = CancellationToken::new();
+        let lane = Arc::new(Self {
             server,
             stdin,
             pending: Mutex::new(HashMap::new()),
             waiting: AtomicUsize::new(0),
             next: AtomicU64::new(1),
             closed: AtomicBool::new(false),
-        }
+            idle: AtomicBool::new(true),
+            wake: wake.clone(),
+            stop: stop.clone(),
+        });
+        tokio::spawn(keep_timeouts(Arc::downgrade(&lane), wake, stop));
+        lane
     }
 
     /// Whether the server's stdout has ended.
@@ -114,78 +165,81 @@ impl RawLane {
 
     /// How many raw calls wait for their reply.
     fn in_flight(&self) -> usize {
-        self.waiting.load(Ordering::Acquire)
+        self.waiting.load(Ordering::SeqCst)
     }
 
-    /// Calls the server's tool `name` with `arguments` (JSON text of an object, as the
-    /// caller received it; `None` sends none) and returns its result as JSON text.
-    /// Fails after `timeout`, or when `cancel` fires, sending `notifications/cancelled`.
-    pub async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Option<&RawValue>,
-        timeout: Duration,
-        cancel: &CancellationToken,
-    ) -> Result<RawResult, RequestError> {
+    /// Whether the server is not reading its stdin (lines wait behind others): a
+    /// caller with another way to send may prefer it.
+    pub fn backed_up(&self) -> bool {
+        self.stdin.backed_up()
+    }
+
+    /// Calls the server's tool from any thread without blocking; `done` gets the
+    /// outcome (see the module doc). An error here means the call was not started and
+    /// `done` will not run (it is dropped).
+    pub fn start(&self, call: RawCall<'_>, done: RawDone) -> Result<RawTicket, RequestError> {
         if self.is_closed() {
             return Err(RequestError::Closed(None));
         }
-        let name = serde_json::to_string(name).map_err(|e| RequestError::Transport {
+        let name = serde_json::to_string(call.name).map_err(|e| RequestError::Transport {
             method: METHOD.into(),
             message: format!("could not build the request: {e}"),
         })?;
         let id = self.next.fetch_add(1, Ordering::Relaxed);
-        let mut line =
-            Vec::with_capacity(80 + name.len() + arguments.map(|a| a.get().len()).unwrap_or(0));
+        let args = call.arguments.map(|a| a.get().as_bytes());
+        let mut line = Vec::with_capacity(80 + name.len() + args.map_or(0, <[u8]>::len));
         line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":\"sb.");
         line.extend_from_slice(id.to_string().as_bytes());
         line.extend_from_slice(b"\",\"method\":\"tools/call\",\"params\":{\"name\":");
         line.extend_from_slice(name.as_bytes());
-        if let Some(args) = arguments {
+        if let Some(args) = args {
             line.extend_from_slice(b",\"arguments\":");
-            line.extend_from_slice(args.get().as_bytes());
+            line.extend_from_slice(args);
         }
         line.extend_from_slice(b"}}\n");
 
-        let (tx, rx) = oneshot::channel();
-        if let Ok(mut p) = self.pending.lock() {
-            p.insert(id, tx);
-            self.waiting.store(p.len(), Ordering::Release);
+        let waiting = Waiting {
+            deadline: Instant::now() + call.timeout,
+            timeout: call.timeout,
+            done,
+        };
+        match self.pending.lock() {
+            Ok(mut p) => {
+                p.insert(id, waiting);
+                self.waiting.store(p.len(), Ordering::SeqCst);
+            }
+            Err(_) => return Err(RequestError::Closed(None)),
         }
-        let _entry = Entry { lane: self, id };
-        // The stdout reader may have ended between the check above and the insert.
-        if self.is_closed() {
+        // The stdout thread may have ended between the check above and the insert.
+        if self.is_closed() && self.remove(id).is_some() {
             return Err(RequestError::Closed(None));
         }
-        let exchange = async {
-            self.write(&line).await?;
-            rx.await.unwrap_or(Err(RequestError::Closed(None)))
-        };
-        tokio::select! {
-            r = tokio::time::timeout(timeout, exchange) => match r {
-                Ok(outcome) => outcome,
-                Err(_) => {
-                    self.cancel(id, "the request timed out").await;
-                    Err(RequestError::Timeout { method: METHOD.into(), after: timeout })
-                }
-            },
-            () = cancel.cancelled() => {
-                self.cancel(id, "cancelled by the user").await;
-                Err(RequestError::Cancelled { method: METHOD.into() })
+        if self.idle.swap(false, Ordering::SeqCst) {
+            self.wake.notify_one();
+        }
+        if let Err(e) = self.stdin.write_line_now(line) {
+            // Not started, unless the lane closed meanwhile and already ended it.
+            if self.remove(id).is_some() {
+                return Err(write_error(e));
             }
         }
+        Ok(RawTicket(id))
     }
 
-    async fn write(&self, line: &[u8]) -> Result<(), RequestError> {
-        stdio::write_line(&self.stdin, line)
-            .await
-            .map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotConnected => RequestError::Closed(None),
-                _ => RequestError::Closed(Some(format!("writing to the server failed: {e}"))),
-            })
+    /// Cancels a started call: the server is told, and its callback runs with
+    /// [`RequestError::Cancelled`]. `false` when the call had already ended.
+    pub fn cancel(&self, ticket: RawTicket, reason: &str) -> bool {
+        let Some(w) = self.remove(ticket.0) else {
+            return false;
+        };
+        self.tell_cancelled(ticket.0, reason);
+        (w.done)(Err(RequestError::Cancelled {
+            method: METHOD.into(),
+        }));
+        true
     }
 
-    async fn cancel(&self, id: u64, reason: &str) {
+    fn tell_cancelled(&self, id: u64, reason: &str) {
         let note = serde_json::json!({
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
@@ -193,19 +247,46 @@ impl RawLane {
         });
         let mut line = note.to_string().into_bytes();
         line.push(b'\n');
-        let _ = self.write(&line).await;
+        let _ = self.stdin.write_line_now(line);
     }
 
-    fn remove(&self, id: u64) -> Option<oneshot::Sender<Outcome>> {
+    fn remove(&self, id: u64) -> Option<Waiting> {
         let mut p = self.pending.lock().ok()?;
-        let tx = p.remove(&id);
-        self.waiting.store(p.len(), Ordering::Release);
-        tx
+        let w = p.remove(&id);
+        self.waiting.store(p.len(), Ordering::SeqCst);
+        w
     }
 
-    fn deliver(&self, id: u64, outcome: Outcome) {
-        if let Some(tx) = self.remove(id) {
-            let _ = tx.send(outcome);
+    fn deliver(&self, id: u64, outcome: RawOutcome) {
+        if let Some(w) = self.remove(id) {
+            (w.done)(outcome);
+        }
+    }
+
+    /// Ends every call past its deadline at `now`.
+    fn expire(&self, now: Instant) {
+        let expired: Vec<(u64, Waiting)> = match self.pending.lock() {
+            Ok(mut p) => {
+                let ids: Vec<u64> = p
+                    .iter()
+                    .filter(|(_, w)| w.deadline <= now)
+                    .map(|(id, _)| *id)
+                    .collect();
+                let expired = ids
+                    .into_iter()
+                    .filter_map(|id| p.remove(&id).map(|w| (id, w)))
+                    .collect();
+                self.waiting.store(p.len(), Ordering::SeqCst);
+                expired
+            }
+            Err(_) => Vec::new(),
+        };
+        for (id, w) in expired {
+            self.tell_cancelled(id, "the request timed out");
+            (w.done)(Err(RequestError::Timeout {
+                method: METHOD.into(),
+                after: w.timeout,
+            }));
         }
     }
 
@@ -258,15 +339,51 @@ impl RawLane {
     /// The server's stdout ended: every waiting call fails, and no new one starts.
     pub(crate) fn close(&self) {
         self.closed.store(true, Ordering::Release);
+        self.stop.cancel();
         let waiting: Vec<_> = match self.pending.lock() {
             Ok(mut p) => {
-                self.waiting.store(0, Ordering::Release);
-                p.drain().map(|(_, tx)| tx).collect()
+                self.waiting.store(0, Ordering::SeqCst);
+                p.drain().map(|(_, w)| w).collect()
             }
             Err(_) => Vec::new(),
         };
-        for tx in waiting {
-            let _ = tx.send(Err(RequestError::Closed(None)));
+        for w in waiting {
+            (w.done)(Err(RequestError::Closed(None)));
+        }
+    }
+}
+
+fn write_error(e: std::io::Error) -> RequestError {
+    match e.kind() {
+        std::io::ErrorKind::NotConnected => RequestError::Closed(None),
+        _ => RequestError::Closed(Some(format!("writing to the server failed: {e}"))),
+    }
+}
+
+/// The lane's timeout task: asleep while no call waits, else every [`SWEEP_EVERY`].
+async fn keep_timeouts(lane: Weak<RawLane>, wake: Arc<Notify>, stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            () = wake.notified() => {}
+            () = stop.cancelled() => return,
+        }
+        loop {
+            tokio::select! {
+                () = tokio::time::sleep(SWEEP_EVERY) => {}
+                () = stop.cancelled() => return,
+            }
+            let Some(lane) = lane.upgrade() else {
+                return;
+            };
+            lane.expire(Instant::now());
+            if lane.in_flight() == 0 {
+                // Asleep from now on, unless a call started meanwhile (its start saw
+                // `idle` false and did not wake us).
+                lane.idle.store(true, Ordering::SeqCst);
+                if lane.in_flight() == 0 || !lane.idle.swap(false, Ordering::SeqCst) {
+                    break;
+                }
+            }
         }
     }
 }
@@ -291,7 +408,12 @@ pub enum RawFault {
 
 /// The call number behind a reply's `id`, when it is one of a raw lane's (`"sb.N"`).
 fn own_id(id: &serde_json::Value) -> Option<u64> {
-    let n = id.as_str()?.strip_prefix("sb.")?;
+    own_id_text(id.as_str()?)
+}
+
+/// The call number behind an id string, when it is one of a raw lane's (`"sb.N"`).
+fn own_id_text(id: &str) -> Option<u64> {
+    let n = id.strip_prefix("sb.")?;
     // Digits only: `u64::from_str` would also take a leading `+`.
     n.bytes()
         .all(|b| b.is_ascii_digit())
@@ -304,10 +426,14 @@ fn own_id(id: &serde_json::Value) -> Option<u64> {
 pub fn read_raw_reply(line: &[u8]) -> Option<RawReply> {
     #[derive(Deserialize)]
     struct Reply<'a> {
-        id: Option<serde_json::Value>,
+        // A raw lane's ids are strings: a number here fails the parse, and the line
+        // goes to rmcp, as any id that is not the lane's.
+        #[serde(borrow)]
+        id: Option<std::borrow::Cow<'a, str>>,
         #[serde(borrow)]
         result: Option<&'a RawValue>,
-        error: Option<serde_json::Value>,
+        #[serde(borrow)]
+        error: Option<&'a RawValue>,
         method: Option<serde::de::IgnoredAny>,
     }
     #[derive(Deserialize)]
@@ -319,14 +445,14 @@ pub fn read_raw_reply(line: &[u8]) -> Option<RawReply> {
     if parsed.method.is_some() {
         return None;
     }
-    let call = own_id(parsed.id.as_ref()?)?;
+    let call = own_id_text(parsed.id.as_deref()?)?;
     let outcome = match (parsed.result, parsed.error) {
         (Some(result), None) if result.get().starts_with('{') => {
             // The result's place in the line (serde_json borrows it from there).
             let start = result.get().as_ptr() as usize - line.as_ptr() as usize;
             Ok(start..start + result.get().len())
         }
-        (None, Some(e)) => match serde_json::from_value::<ReplyError>(e) {
+        (None, Some(e)) => match serde_json::from_str::<ReplyError>(e.get()) {
             Ok(e) => Err(RawFault::Error {
                 code: e.code,
                 message: e.message,

@@ -11,13 +11,23 @@
 //!   start-up timeout can say "the server wrote malformed JSON"), and skipped; when it
 //!   is a reply to one of our requests (found by [`EnvelopeScan`]: too deep to parse, say)
 //!   that request fails at once with the reason instead of waiting for its timeout;
-//! - stdout is framed by a [`LineFramer`]: one line (one message) is at most the
-//!   server's `maxMessageBytes`; a longer one is scanned, not buffered, and fails its
-//!   request with an error naming the server and the limit. The transport stays usable;
-//! - a reply to a call of the connection's raw lane (`crate::raw`) goes to the lane, not
-//!   to rmcp; when stdout ends (or the transport goes), the lane's waiting calls fail.
+//! - stdout is read by a thread of its own (blocked in `read`, so a reply reaches its
+//!   reader without waking the runtime: see `crate::raw`) and framed by a
+//!   [`LineFramer`]: one line (one message) is at most the server's `maxMessageBytes`;
+//!   a longer one is scanned, not buffered, and fails its request with an error naming
+//!   the server and the limit. The transport stays usable. The thread hands frames to
+//!   rmcp through a channel of [`FRAMES_QUEUED`], so at most that many messages wait;
+//!   it ends when stdout ends (the process group is stopped with the transport) or
+//!   when rmcp's side is gone;
+//! - a reply to a call of the connection's raw lane (`crate::raw`) goes to the lane on
+//!   that thread, not to rmcp; when stdout ends (or the transport goes), the lane's
+//!   waiting calls fail;
+//! - stdin is a [`LineSink`]: rmcp's messages and the raw lane's calls, never
+//!   interleaved, the lane's written from any thread without blocking.
 
 use std::collections::VecDeque;
+use std::io::Read;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,12 +35,14 @@ use std::time::Duration;
 use rmcp::RoleClient;
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
-use tokio::process::{ChildStdin, ChildStdout};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::ChildStdin;
 use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::mpsc;
 
 use crate::error::ConnectError;
 use crate::framing::{self, EnvelopeScan, Frame, LineFramer};
+use crate::line_sink::{LineSink, WriteNow};
 use crate::raw::RawLane;
 use crate::target::StdioTarget;
 
@@ -38,6 +50,11 @@ const STDERR_LINES_KEPT: usize = 40;
 const MAX_LINE_CHARS: usize = 500;
 /// How many bytes one read from the server's stdout takes.
 const READ_CHUNK: usize = 64 * 1024;
+/// How many messages the stdout thread hands on before it waits for rmcp.
+pub(crate) const FRAMES_QUEUED: usize = 4;
+/// The stdout thread's stack: the envelope of a reply is parsed there (serde_json
+/// stops at 128 levels of nesting).
+const READER_STACK: usize = 256 * 1024;
 
 /// The last lines a server wrote to stderr, plus notes about bad stdout lines.
 #[derive(Debug, Default)]
@@ -188,11 +205,7 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 /// A client transport over a child's stdin/stdout.
 pub(crate) struct StdioTransport {
     stdin: SharedStdin,
-    stdout: ChildStdout,
-    framer: LineFramer,
-    frames: VecDeque<Frame>,
-    chunk: Vec<u8>,
-    eof: bool,
+    frames: mpsc::Receiver<Frame>,
     max_message_bytes: usize,
     diag: SharedDiagnostics,
     server: Arc<str>,
@@ -200,18 +213,89 @@ pub(crate) struct StdioTransport {
     _guard: Arc<ChildGuard>,
 }
 
-/// The server's stdin, shared by rmcp's messages and the raw lane's; `None` once closed.
-pub(crate) type SharedStdin = Arc<AsyncMutex<Option<ChildStdin>>>;
+/// The server's stdin, shared by rmcp's messages and the raw lane's.
+pub(crate) type SharedStdin = Arc<LineSink<ChildStdin>>;
 
-/// Writes one whole line (ending in `\n`) to the server's stdin and flushes it; a
-/// stdin already closed is `NotConnected`.
-pub(crate) async fn write_line(stdin: &SharedStdin, line: &[u8]) -> std::io::Result<()> {
-    let mut guard = stdin.lock().await;
-    let pipe = guard
-        .as_mut()
-        .ok_or_else(|| std::io::Error::new(std::io::ErrorKind::NotConnected, "closed"))?;
-    pipe.write_all(line).await?;
-    pipe.flush().await
+impl WriteNow for ChildStdin {
+    #[allow(unsafe_code)]
+    fn write_now(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        // SAFETY: the descriptor is the pipe this `ChildStdin` owns (non-blocking: see
+        // `spawn`), and `buf` is valid for `buf.len()` bytes.
+        let n = unsafe { libc::write(self.as_raw_fd(), buf.as_ptr().cast(), buf.len()) };
+        if n < 0 {
+            Err(std::io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+}
+
+/// Sets or clears `O_NONBLOCK` on a descriptor only this process holds.
+#[allow(unsafe_code)]
+fn set_nonblocking(fd: i32, on: bool) -> std::io::Result<()> {
+    // SAFETY: F_GETFL/F_SETFL on a live descriptor change only its status flags.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFL);
+        if flags < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let flags = if on {
+            flags | libc::O_NONBLOCK
+        } else {
+            flags & !libc::O_NONBLOCK
+        };
+        if libc::fcntl(fd, libc::F_SETFL, flags) < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
+}
+
+/// The server's stdout, on its own thread: frames it, gives replies to raw calls to
+/// the lane and everything else to `frames`, and closes the lane when it ends.
+fn read_stdout(
+    stdout: OwnedFd,
+    mut framer: LineFramer,
+    lane: Arc<RawLane>,
+    frames: mpsc::Sender<Frame>,
+    server: Arc<str>,
+) {
+    let mut stdout = std::fs::File::from(stdout);
+    let mut chunk = vec![0; READ_CHUNK];
+    let mut out = Vec::new();
+    loop {
+        let n = match stdout.read(&mut chunk) {
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                tracing::warn!(server = %server, "reading server stdout failed: {e}");
+                break;
+            }
+        };
+        if n == 0 {
+            framer.finish(&mut out);
+        } else {
+            framer.push(&chunk[..n], &mut out);
+        }
+        for frame in out.drain(..) {
+            let frame = match frame {
+                Frame::Message(line) => match lane.take_reply(line) {
+                    Some(line) => Frame::Message(line),
+                    None => continue,
+                },
+                other => other,
+            };
+            if frames.blocking_send(frame).is_err() {
+                // rmcp's side is gone.
+                lane.close();
+                return;
+            }
+        }
+        if n == 0 {
+            break;
+        }
+    }
+    lane.close();
 }
 
 /// What [`spawn`] starts: the transport for rmcp, the raw lane beside it, the process
@@ -272,6 +356,15 @@ pub(crate) fn spawn(
             source: std::io::Error::other("child pipes were not available"),
         });
     };
+    let pipes = |source: std::io::Error| ConnectError::Spawn {
+        command: target.program.clone(),
+        source,
+    };
+    // Our ends of the pipes are ours alone: stdin written without blocking (the raw
+    // lane writes from other threads), stdout read by a thread blocked in `read`.
+    set_nonblocking(stdin.as_raw_fd(), true).map_err(pipes)?;
+    let stdout = stdout.into_owned_fd().map_err(pipes)?;
+    set_nonblocking(stdout.as_raw_fd(), false).map_err(pipes)?;
     let diag: SharedDiagnostics = Arc::default();
     let server: Arc<str> = Arc::from(server);
     {
@@ -295,15 +388,21 @@ pub(crate) fn spawn(
         child: AsyncMutex::new(Some(child)),
         done: std::sync::atomic::AtomicBool::new(false),
     });
-    let stdin = Arc::new(AsyncMutex::new(Some(stdin)));
-    let lane = Arc::new(RawLane::new(server.clone(), stdin.clone()));
+    let stdin = Arc::new(LineSink::new(stdin));
+    let lane = RawLane::new(server.clone(), stdin.clone());
+    let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
+    {
+        let framer = LineFramer::new(max_message_bytes);
+        let (lane, server) = (lane.clone(), server.clone());
+        std::thread::Builder::new()
+            .name("switchboard-stdout".into())
+            .stack_size(READER_STACK)
+            .spawn(move || read_stdout(stdout, framer, lane, tx, server))
+            .map_err(pipes)?;
+    }
     let transport = StdioTransport {
         stdin,
-        stdout,
-        framer: LineFramer::new(max_message_bytes),
-        frames: VecDeque::new(),
-        chunk: vec![0; READ_CHUNK],
-        eof: false,
+        frames,
         max_message_bytes,
         diag: diag.clone(),
         server,
@@ -323,8 +422,8 @@ impl StdioTransport {
     /// reply that could not be read, or nothing (a skipped line).
     fn message(&self, frame: Frame) -> Option<RxJsonRpcMessage<RoleClient>> {
         let line = match frame {
-            // A reply to a raw call goes to the lane; everything else to rmcp.
-            Frame::Message(line) => self.lane.take_reply(line)?,
+            // Replies to raw calls went to the lane on the stdout thread.
+            Frame::Message(line) => line,
             Frame::Oversized { envelope, bytes } => {
                 let text = framing::oversized_message(&self.server, bytes, self.max_message_bytes);
                 tracing::warn!(server = %self.server, "{text}");
@@ -386,41 +485,23 @@ impl Transport<RoleClient> for StdioTransport {
         async move {
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
-            write_line(&stdin, &line).await
+            stdin.write_line(&line).await
         }
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        loop {
-            while let Some(frame) = self.frames.pop_front() {
-                if let Some(message) = self.message(frame) {
-                    return Some(message);
-                }
+        while let Some(frame) = self.frames.recv().await {
+            if let Some(message) = self.message(frame) {
+                return Some(message);
             }
-            if self.eof {
-                self.lane.close();
-                return None;
-            }
-            let mut frames = Vec::new();
-            match self.stdout.read(&mut self.chunk).await {
-                Ok(0) => {
-                    self.eof = true;
-                    self.framer.finish(&mut frames);
-                }
-                Ok(n) => self.framer.push(&self.chunk[..n], &mut frames),
-                Err(e) => {
-                    tracing::warn!(server = %self.server, "reading server stdout failed: {e}");
-                    self.lane.close();
-                    return None;
-                }
-            }
-            self.frames.extend(frames);
         }
+        // The stdout thread ended (and closed the lane).
+        None
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         // Closing stdin is the polite way to ask a stdio server to exit.
-        self.stdin.lock().await.take();
+        self.stdin.close().await;
         Ok(())
     }
 }

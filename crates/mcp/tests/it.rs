@@ -12,4 +12,5 @@ mod list_watch;
 mod net_door;
 mod progress_order;
 mod progress_timeout;
+mod raw_lane;
 mod sse_transport;
