@@ -128,7 +128,7 @@ impl StdioServer {
         let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
         let reader = relay.clone();
         std::thread::Builder::new()
-            .name("switchboard-stdin".into())
+            .name("gateway-stdin".into())
             .stack_size(READER_STACK)
             .spawn(move || read_client(input, reader, tx))?;
         Ok(Self { frames, out, relay })

@@ -17,8 +17,9 @@
 //!   a longer one is scanned, not buffered, and fails its request with an error naming
 //!   the server and the limit. The transport stays usable. The thread hands frames to
 //!   rmcp through a channel of [`FRAMES_QUEUED`], so at most that many messages wait;
-//!   it ends when stdout ends (the process group is stopped with the transport) or
-//!   when rmcp's side is gone;
+//!   it ends when stdout ends, when rmcp's side is gone, or when the transport is
+//!   dropped (it waits in `poll` on stdout and on a stop descriptor, so a grandchild
+//!   of the server that keeps its stdout open cannot keep the thread);
 //! - a reply to a call of the connection's raw lane (`crate::raw`) goes to the lane on
 //!   that thread, not to rmcp; when stdout ends (or the transport goes), the lane's
 //!   waiting calls fail;
@@ -210,6 +211,8 @@ pub(crate) struct StdioTransport {
     diag: SharedDiagnostics,
     server: Arc<str>,
     lane: Arc<RawLane>,
+    /// Ends the stdout thread when the transport goes.
+    _stop: Stop,
     _guard: Arc<ChildGuard>,
 }
 
@@ -251,10 +254,70 @@ fn set_nonblocking(fd: i32, on: bool) -> std::io::Result<()> {
     Ok(())
 }
 
+/// Tells the stdout thread to end (an `eventfd`), when dropped.
+struct Stop(Arc<OwnedFd>);
+
+impl Stop {
+    #[allow(unsafe_code)]
+    fn new() -> std::io::Result<Self> {
+        // SAFETY: eventfd(2) returns a new descriptor or -1.
+        let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+        if fd < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: `fd` is a fresh descriptor nobody else owns.
+        Ok(Self(Arc::new(unsafe {
+            <OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd)
+        })))
+    }
+}
+
+impl Drop for Stop {
+    #[allow(unsafe_code)]
+    fn drop(&mut self) {
+        let one: u64 = 1;
+        // SAFETY: an 8-byte write from a live u64 to a live eventfd.
+        unsafe {
+            libc::write(self.0.as_raw_fd(), (&raw const one).cast(), 8);
+        }
+    }
+}
+
+/// Waits until `fd` has something to read (data, end, or an error): `false` when
+/// `stop` fired first.
+#[allow(unsafe_code)]
+fn readable(fd: &impl AsRawFd, stop: &OwnedFd) -> bool {
+    let mut fds = [
+        libc::pollfd {
+            fd: fd.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+        libc::pollfd {
+            fd: stop.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        },
+    ];
+    loop {
+        // SAFETY: two valid pollfds, for the duration of the call.
+        let n = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) };
+        if n < 0 {
+            if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                continue;
+            }
+            // Let `read` report what is wrong.
+            return true;
+        }
+        return fds[1].revents == 0;
+    }
+}
+
 /// The server's stdout, on its own thread: frames it, gives replies to raw calls to
 /// the lane and everything else to `frames`, and closes the lane when it ends.
 fn read_stdout(
     stdout: OwnedFd,
+    stop: Arc<OwnedFd>,
     mut framer: LineFramer,
     lane: Arc<RawLane>,
     frames: mpsc::Sender<Frame>,
@@ -264,6 +327,9 @@ fn read_stdout(
     let mut chunk = vec![0; READ_CHUNK];
     let mut out = Vec::new();
     loop {
+        if !readable(&stdout, &stop) {
+            break;
+        }
         let n = match stdout.read(&mut chunk) {
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
@@ -391,13 +457,14 @@ pub(crate) fn spawn(
     let stdin = Arc::new(LineSink::new(stdin));
     let lane = RawLane::new(server.clone(), stdin.clone());
     let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
+    let stop = Stop::new().map_err(pipes)?;
     {
         let framer = LineFramer::new(max_message_bytes);
-        let (lane, server) = (lane.clone(), server.clone());
+        let (lane, server, stop) = (lane.clone(), server.clone(), stop.0.clone());
         std::thread::Builder::new()
-            .name("switchboard-stdout".into())
+            .name("mcp-stdout".into())
             .stack_size(READER_STACK)
-            .spawn(move || read_stdout(stdout, framer, lane, tx, server))
+            .spawn(move || read_stdout(stdout, stop, framer, lane, tx, server))
             .map_err(pipes)?;
     }
     let transport = StdioTransport {
@@ -407,6 +474,7 @@ pub(crate) fn spawn(
         diag: diag.clone(),
         server,
         lane: lane.clone(),
+        _stop: stop,
         _guard: guard.clone(),
     };
     Ok(Spawned {

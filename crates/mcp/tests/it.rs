@@ -14,3 +14,4 @@ mod progress_order;
 mod progress_timeout;
 mod raw_lane;
 mod sse_transport;
+mod stdio_reader;

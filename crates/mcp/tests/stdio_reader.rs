@@ -1,0 +1,71 @@
+//! The thread reading a stdio server's stdout ends with its connection, even when a
+//! grandchild of the server, outside its process group, keeps the pipe open (the
+//! thread waits on a stop descriptor beside stdout, not in `read` alone).
+
+use std::time::{Duration, Instant};
+
+use switchboard_mcp::{ConnectOptions, Connection, StdioTarget, Target};
+use switchboard_testkit::bad_peer;
+
+/// The threads of this process named like the stdout reader.
+fn readers() -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .filter(|name| name.trim() == "mcp-stdout")
+        .count()
+}
+
+/// Kills the grandchild whose pid is in `path`, whatever the test's outcome.
+struct Grandchild(std::path::PathBuf);
+
+impl Drop for Grandchild {
+    fn drop(&mut self) {
+        if let Ok(pid) = std::fs::read_to_string(&self.0)
+            && let Ok(pid) = pid.trim().parse::<i32>()
+        {
+            let _ = std::process::Command::new("kill")
+                .arg(pid.to_string())
+                .status();
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_stdout_thread_ends_with_its_connection_despite_a_grandchild() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let _grandchild = Grandchild(pid_file.clone());
+    let (python, args) = bad_peer("die_mid_call");
+    // The grandchild: its own session (so the process-group kill misses it), holding
+    // the server's stdout, for far longer than the test.
+    let script = format!(
+        "setsid sleep 120 </dev/null 2>/dev/null & echo $! > '{}'; exec \"$0\" \"$@\"",
+        pid_file.display()
+    );
+    let mut sh_args = vec!["-c".to_string(), script, python];
+    sh_args.extend(args);
+    let target = Target::Stdio(StdioTarget {
+        program: "sh".into(),
+        args: sh_args,
+        env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        cwd: None,
+    });
+    let mut opts = ConnectOptions::new("held", target);
+    opts.startup_timeout = Duration::from_secs(30);
+    let before = readers();
+    let conn = Connection::connect(opts).await.expect("connects");
+    assert_eq!(readers(), before + 1, "one reader thread per stdio server");
+    assert!(pid_file.exists(), "the grandchild did not start");
+    conn.close(Duration::from_secs(2)).await;
+    drop(conn);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while readers() > before && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        readers(),
+        before,
+        "the stdout thread outlived its connection"
+    );
+}
