@@ -4,8 +4,8 @@
 //!
 //! The client's stdin is read by a thread of its own, blocked in `read`: it frames
 //! lines, offers each to the relay (which starts a call it takes right there, without
-//! waking the runtime), and hands the rest to rmcp through a channel of
-//! [`FRAMES_QUEUED`] messages, so at most that many wait. The thread ends when stdin
+//! waking the runtime), and hands the rest of each read to rmcp as one batch through
+//! a channel of [`BATCHES_QUEUED`], so at most that many reads wait. The thread ends when stdin
 //! ends or rmcp's side is gone; the process exits with the session (`serve_stdio`).
 //!
 //! It follows rmcp's own stdio transport where it decides something: a line of at most
@@ -16,9 +16,10 @@
 //! is a notification.
 //!
 //! Must not: interleave two messages on stdout (every line is written whole under one
-//! lock: `switchboard_mcp::LineSink`), or buffer more than [`FRAMES_QUEUED`] lines of
-//! the client's of at most [`MAX_LINE_BYTES`] each.
+//! lock: `switchboard_mcp::LineSink`), or buffer more than [`BATCHES_QUEUED`] reads of
+//! the client's (each 64 KiB plus at most one line of [`MAX_LINE_BYTES`]).
 
+use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::OwnedFd;
 use std::sync::Arc;
@@ -37,8 +38,8 @@ use crate::stdio::Output;
 /// The longest line read from the client (rmcp's own limit for stdio).
 pub const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
-/// How many of the client's messages the stdin thread hands on before it waits.
-const FRAMES_QUEUED: usize = 4;
+/// How many reads' frames the stdin thread hands on before it waits for rmcp.
+const BATCHES_QUEUED: usize = 4;
 /// The stdin thread's stack: the relay parses a call's envelope there.
 const READER_STACK: usize = 256 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
@@ -60,7 +61,7 @@ fn clean(line: &[u8]) -> &[u8] {
 }
 
 /// The client's stdin, on its own thread (see the module doc).
-fn read_client(input: OwnedFd, relay: RawRelay, frames: mpsc::Sender<Frame>) {
+fn read_client(input: OwnedFd, relay: RawRelay, batches: mpsc::Sender<Vec<Frame>>) {
     let mut input = std::fs::File::from(input);
     let mut framer = LineFramer::new(MAX_LINE_BYTES);
     let mut chunk = vec![0; READ_CHUNK];
@@ -84,15 +85,12 @@ fn read_client(input: OwnedFd, relay: RawRelay, frames: mpsc::Sender<Frame>) {
         } else {
             framer.push(&chunk[..n], &mut out);
         }
-        for frame in out.drain(..) {
-            if let Frame::Message(line) = &frame
-                && relay.take(clean(line))
-            {
-                continue;
-            }
-            if frames.blocking_send(frame).is_err() {
-                return;
-            }
+        let batch: Vec<Frame> = out
+            .drain(..)
+            .filter(|frame| !matches!(frame, Frame::Message(line) if relay.take(clean(line))))
+            .collect();
+        if !batch.is_empty() && batches.blocking_send(batch).is_err() {
+            return;
         }
         if n == 0 {
             return;
@@ -116,7 +114,8 @@ fn wait_readable(fd: &impl std::os::fd::AsRawFd) {
 
 /// The transport of one stdio session (see the module doc).
 pub(crate) struct StdioServer {
-    frames: mpsc::Receiver<Frame>,
+    batches: mpsc::Receiver<Vec<Frame>>,
+    frames: VecDeque<Frame>,
     out: Arc<Writer>,
     relay: RawRelay,
 }
@@ -125,13 +124,18 @@ impl StdioServer {
     /// The session's transport, reading `input` on a thread it starts: `out` is the
     /// writer `relay` answers on too.
     pub(crate) fn new(input: OwnedFd, out: Arc<Writer>, relay: RawRelay) -> std::io::Result<Self> {
-        let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
+        let (tx, batches) = mpsc::channel(BATCHES_QUEUED);
         let reader = relay.clone();
         std::thread::Builder::new()
             .name("gateway-stdin".into())
             .stack_size(READER_STACK)
             .spawn(move || read_client(input, reader, tx))?;
-        Ok(Self { frames, out, relay })
+        Ok(Self {
+            batches,
+            frames: VecDeque::new(),
+            out,
+            relay,
+        })
     }
 
     /// The message `line` holds for rmcp, or `None` (taken by the relay, blank, or not
@@ -193,7 +197,17 @@ impl Transport<RoleServer> for StdioServer {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
-        while let Some(frame) = self.frames.recv().await {
+        loop {
+            let Some(frame) = self.frames.pop_front() else {
+                // Cancel-safe: a batch received is kept before the next await.
+                match self.batches.recv().await {
+                    Some(batch) => {
+                        self.frames.extend(batch);
+                        continue;
+                    }
+                    None => break,
+                }
+            };
             match frame {
                 Frame::Message(line) => {
                     if let Some(m) = self.message(line) {

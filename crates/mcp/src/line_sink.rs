@@ -3,29 +3,32 @@
 //! the raw lane's calls) and the gateway's stdout (rmcp's messages and the raw relay's
 //! replies).
 //!
-//! A task awaits its turn ([`LineSink::write_line`]). A thread writes at once what fits
-//! ([`LineSink::write_line_now`]): when nobody else is writing and the stream takes the
-//! whole line without blocking (the common case: a pipe or socket with room), the line
-//! is written on that thread and the runtime is not woken; otherwise the rest goes to a
-//! task on the runtime, which keeps the stream until the line is whole.
+//! A task awaits its turn ([`LineSink::write_line`]). A thread writes at once
+//! ([`LineSink::write_line_now`]) when no line of a thread waits and nobody else is
+//! writing, and the stream takes the whole line without blocking (the common case: a
+//! pipe or socket with room): then the runtime is not woken. Otherwise the line joins
+//! a queue, which one task on the runtime writes out in order, holding the stream
+//! until the queue is empty (a line begun on a thread is finished first).
 //!
 //! Invariants:
-//! - two lines never interleave: every byte is written under the one lock, and a line
-//!   begun on a thread is finished, still under that lock, by its task;
-//! - a thread never blocks here and never holds the lock after it returns, except
-//!   through the task it hands the rest to;
-//! - [`LineSink::deferred`] counts the lines waiting for a task, and
-//!   [`LineSink::backed_up`] says when more than [`BACKED_UP_LINES`] do, so a caller can
-//!   stop adding lines that would only queue (a peer that does not read). One line
-//!   waiting is no sign of that: it is what two writers at once look like.
+//! - two lines never interleave: every byte is written under the one stream lock;
+//! - the lines of threads reach the stream in the order they were given (a request
+//!   and its cancellation, say), whichever thread gave them;
+//! - a thread never blocks here: it holds the queue's lock only around a
+//!   non-blocking write;
+//! - [`LineSink::deferred`] counts the queued lines, and [`LineSink::backed_up`] says
+//!   when more than [`BACKED_UP_LINES`] are, so a caller can stop adding lines that
+//!   would only queue (a peer that does not read). A few lines queued are no sign of
+//!   that: it is what two writers at once look like.
 
+use std::collections::VecDeque;
 use std::io;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 
 use tokio::io::{AsyncWrite, AsyncWriteExt};
 use tokio::runtime::Handle;
-use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{Mutex as AsyncMutex, OwnedMutexGuard};
 
 /// More lines than this waiting for a task means the peer is not reading.
 pub const BACKED_UP_LINES: usize = 16;
@@ -33,46 +36,40 @@ pub const BACKED_UP_LINES: usize = 16;
 /// A stream that can be written without blocking, outside any task.
 pub trait WriteNow: AsyncWrite + Unpin + Send + 'static {
     /// Writes what fits now: `WouldBlock` when nothing does (or when the stream cannot
-    /// be written without the runtime; its task then writes everything). What it wrote
-    /// needs no flush.
+    /// be written without the runtime; the queue's task then writes everything). What
+    /// it wrote needs no flush.
     fn write_now(&mut self, buf: &[u8]) -> io::Result<usize>;
+}
+
+/// The lines of threads waiting for the queue's task.
+#[derive(Debug, Default)]
+struct Queue {
+    lines: VecDeque<Vec<u8>>,
+    /// Whether the task is running (then every new line queues behind).
+    flushing: bool,
 }
 
 /// See the module doc. Must be made inside a tokio runtime.
 #[derive(Debug)]
 pub struct LineSink<W> {
     slot: Arc<AsyncMutex<Option<W>>>,
+    queue: Arc<Mutex<Queue>>,
+    queued: Arc<AtomicUsize>,
     handle: Handle,
-    deferred: Arc<AtomicUsize>,
 }
 
 fn closed() -> io::Error {
     io::Error::new(io::ErrorKind::NotConnected, "closed")
 }
 
-/// Counts a line handed to a task until that task ends.
-struct Deferred(Arc<AtomicUsize>);
-
-impl Deferred {
-    fn new(count: &Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
-        Self(count.clone())
-    }
-}
-
-impl Drop for Deferred {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
 impl<W: WriteNow> LineSink<W> {
-    /// A sink writing to `w`, its tasks on the current runtime.
+    /// A sink writing to `w`, its task on the current runtime.
     pub fn new(w: W) -> Self {
         Self {
             slot: Arc::new(AsyncMutex::new(Some(w))),
+            queue: Arc::default(),
+            queued: Arc::default(),
             handle: Handle::current(),
-            deferred: Arc::default(),
         }
     }
 
@@ -86,22 +83,26 @@ impl<W: WriteNow> LineSink<W> {
     }
 
     /// Writes one whole line from any thread without blocking: at once when it can,
-    /// else by a task (see the module doc). An error is the stream's, when it was
-    /// written here; a task's failure is only logged (the peer is gone).
+    /// else through the queue (see the module doc). An error is the stream's, when it
+    /// was written here; the task's failure is only logged (the peer is gone).
     pub fn write_line_now(&self, line: Vec<u8>) -> io::Result<()> {
+        let Ok(mut queue) = self.queue.lock() else {
+            return Err(io::Error::other("the line queue is poisoned"));
+        };
+        if queue.flushing {
+            self.enqueue(&mut queue, line);
+            return Ok(());
+        }
         let Ok(mut slot) = self.slot.clone().try_lock_owned() else {
-            // Someone is writing: this line waits for its turn.
-            let slot = self.slot.clone();
-            let deferred = Deferred::new(&self.deferred);
-            self.handle.spawn(async move {
-                let _deferred = deferred;
-                let mut slot = slot.lock().await;
-                if let Some(w) = slot.as_mut()
-                    && let Err(e) = finish(w, &line).await
-                {
-                    tracing::debug!("a deferred line was not written: {e}");
-                }
-            });
+            // A task is writing: this line waits for it.
+            self.enqueue(&mut queue, line);
+            queue.flushing = true;
+            self.handle.spawn(flush(
+                self.slot.clone(),
+                self.queue.clone(),
+                self.queued.clone(),
+                None,
+            ));
             return Ok(());
         };
         let w = slot.as_mut().ok_or_else(closed)?;
@@ -116,23 +117,27 @@ impl<W: WriteNow> LineSink<W> {
             }
         }
         if done < line.len() {
-            // The rest, still under the lock, by a task that can wait for room.
-            let deferred = Deferred::new(&self.deferred);
-            self.handle.spawn(async move {
-                let _deferred = deferred;
-                if let Some(w) = slot.as_mut()
-                    && let Err(e) = finish(w, &line[done..]).await
-                {
-                    tracing::debug!("the rest of a line was not written: {e}");
-                }
-            });
+            // The rest first, by the task, which keeps the stream until it is written.
+            self.enqueue(&mut queue, line[done..].to_vec());
+            queue.flushing = true;
+            self.handle.spawn(flush(
+                self.slot.clone(),
+                self.queue.clone(),
+                self.queued.clone(),
+                Some(slot),
+            ));
         }
         Ok(())
     }
 
-    /// How many lines wait for a task.
+    fn enqueue(&self, queue: &mut Queue, line: Vec<u8>) {
+        queue.lines.push_back(line);
+        self.queued.fetch_add(1, Ordering::AcqRel);
+    }
+
+    /// How many lines of threads wait for the queue's task.
     pub fn deferred(&self) -> usize {
-        self.deferred.load(Ordering::Acquire)
+        self.queued.load(Ordering::Acquire)
     }
 
     /// Whether more than [`BACKED_UP_LINES`] lines wait (see the module doc).
@@ -146,9 +151,43 @@ impl<W: WriteNow> LineSink<W> {
     }
 }
 
-async fn finish<W: WriteNow>(w: &mut W, rest: &[u8]) -> io::Result<()> {
-    w.write_all(rest).await?;
-    w.flush().await
+/// The queue's task: writes the queued lines in order, holding the stream (`held`,
+/// when a line was begun on a thread) until the queue is empty.
+async fn flush<W: WriteNow>(
+    slot: Arc<AsyncMutex<Option<W>>>,
+    queue: Arc<Mutex<Queue>>,
+    queued: Arc<AtomicUsize>,
+    held: Option<OwnedMutexGuard<Option<W>>>,
+) {
+    let mut slot = match held {
+        Some(guard) => guard,
+        None => slot.lock_owned().await,
+    };
+    loop {
+        let line = {
+            let Ok(mut q) = queue.lock() else {
+                return;
+            };
+            match q.lines.pop_front() {
+                Some(line) => line,
+                None => {
+                    q.flushing = false;
+                    return;
+                }
+            }
+        };
+        queued.fetch_sub(1, Ordering::AcqRel);
+        let written = match slot.as_mut() {
+            Some(w) => match w.write_all(&line).await {
+                Ok(()) => w.flush().await,
+                Err(e) => Err(e),
+            },
+            None => Err(closed()),
+        };
+        if let Err(e) = written {
+            tracing::debug!("a queued line was not written: {e}");
+        }
+    }
 }
 
 #[cfg(test)]
@@ -261,6 +300,56 @@ mod tests {
             tokio::time::sleep(std::time::Duration::from_millis(10)).await;
         }
         assert_eq!(sink.deferred(), 0);
+    }
+
+    /// Lines one thread gives while a task holds the stream, then while the queue
+    /// drains, arrive in the order given.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn the_lines_of_a_thread_keep_their_order() {
+        let (sink, mut theirs) = pair();
+        let sink = Arc::new(sink);
+        // A task holds the stream with a line larger than the socket's buffer.
+        let big = {
+            let sink = sink.clone();
+            tokio::spawn(async move {
+                let mut l = vec![b'x'; 1 << 20];
+                l.push(b'\n');
+                sink.write_line(&l).await.unwrap();
+            })
+        };
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        let writer = {
+            let sink = sink.clone();
+            std::thread::spawn(move || {
+                for i in 0..5000 {
+                    sink.write_line_now(format!("{i}\n").into_bytes()).unwrap();
+                    if i == 100 {
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                }
+            })
+        };
+        let reader = std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let mut buf = [0u8; 65536];
+            while !all.ends_with(b"4999\n") {
+                let n = theirs.read(&mut buf).unwrap();
+                assert!(n > 0);
+                all.extend_from_slice(&buf[..n]);
+            }
+            all
+        });
+        writer.join().unwrap();
+        big.await.unwrap();
+        let all = tokio::task::spawn_blocking(move || reader.join().unwrap())
+            .await
+            .unwrap();
+        let numbers: Vec<usize> = all
+            .split(|&b| b == b'\n')
+            .filter(|l| !l.is_empty() && l[0] != b'x')
+            .map(|l| std::str::from_utf8(l).unwrap().parse().unwrap())
+            .collect();
+        assert_eq!(numbers, (0..5000).collect::<Vec<_>>());
     }
 
     #[tokio::test]

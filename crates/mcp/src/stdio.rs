@@ -15,8 +15,10 @@
 //!   reader without waking the runtime: see `crate::raw`) and framed by a
 //!   [`LineFramer`]: one line (one message) is at most the server's `maxMessageBytes`;
 //!   a longer one is scanned, not buffered, and fails its request with an error naming
-//!   the server and the limit. The transport stays usable. The thread hands frames to
-//!   rmcp through a channel of [`FRAMES_QUEUED`], so at most that many messages wait;
+//!   the server and the limit. The transport stays usable. The thread hands the frames
+//!   of each read to rmcp as one batch, through a channel of [`BATCHES_QUEUED`]: at
+//!   most that many reads (each at most 64 KiB plus one message) wait, and a flood of
+//!   small messages costs one wake-up per read, not per message;
 //!   it ends when stdout ends, when rmcp's side is gone, or when the transport is
 //!   dropped (it waits in `poll` on stdout and on a stop descriptor, so a grandchild
 //!   of the server that keeps its stdout open cannot keep the thread);
@@ -51,8 +53,8 @@ const STDERR_LINES_KEPT: usize = 40;
 const MAX_LINE_CHARS: usize = 500;
 /// How many bytes one read from the server's stdout takes.
 const READ_CHUNK: usize = 64 * 1024;
-/// How many messages the stdout thread hands on before it waits for rmcp.
-pub(crate) const FRAMES_QUEUED: usize = 4;
+/// How many reads' frames the stdout thread hands on before it waits for rmcp.
+pub(crate) const BATCHES_QUEUED: usize = 4;
 /// The stdout thread's stack: the envelope of a reply is parsed there (serde_json
 /// stops at 128 levels of nesting).
 const READER_STACK: usize = 256 * 1024;
@@ -206,7 +208,8 @@ fn describe_status(status: std::process::ExitStatus) -> String {
 /// A client transport over a child's stdin/stdout.
 pub(crate) struct StdioTransport {
     stdin: SharedStdin,
-    frames: mpsc::Receiver<Frame>,
+    batches: mpsc::Receiver<Vec<Frame>>,
+    frames: VecDeque<Frame>,
     max_message_bytes: usize,
     diag: SharedDiagnostics,
     server: Arc<str>,
@@ -320,7 +323,7 @@ fn read_stdout(
     stop: Arc<OwnedFd>,
     mut framer: LineFramer,
     lane: Arc<RawLane>,
-    frames: mpsc::Sender<Frame>,
+    batches: mpsc::Sender<Vec<Frame>>,
     server: Arc<str>,
 ) {
     let mut stdout = std::fs::File::from(stdout);
@@ -343,19 +346,17 @@ fn read_stdout(
         } else {
             framer.push(&chunk[..n], &mut out);
         }
-        for frame in out.drain(..) {
-            let frame = match frame {
-                Frame::Message(line) => match lane.take_reply(line) {
-                    Some(line) => Frame::Message(line),
-                    None => continue,
-                },
-                other => other,
-            };
-            if frames.blocking_send(frame).is_err() {
-                // rmcp's side is gone.
-                lane.close();
-                return;
-            }
+        let batch: Vec<Frame> = out
+            .drain(..)
+            .filter_map(|frame| match frame {
+                Frame::Message(line) => lane.take_reply(line).map(Frame::Message),
+                other => Some(other),
+            })
+            .collect();
+        if !batch.is_empty() && batches.blocking_send(batch).is_err() {
+            // rmcp's side is gone.
+            lane.close();
+            return;
         }
         if n == 0 {
             break;
@@ -456,7 +457,7 @@ pub(crate) fn spawn(
     });
     let stdin = Arc::new(LineSink::new(stdin));
     let lane = RawLane::new(server.clone(), stdin.clone());
-    let (tx, frames) = mpsc::channel(FRAMES_QUEUED);
+    let (tx, batches) = mpsc::channel(BATCHES_QUEUED);
     let stop = Stop::new().map_err(pipes)?;
     {
         let framer = LineFramer::new(max_message_bytes);
@@ -469,7 +470,8 @@ pub(crate) fn spawn(
     }
     let transport = StdioTransport {
         stdin,
-        frames,
+        batches,
+        frames: VecDeque::new(),
         max_message_bytes,
         diag: diag.clone(),
         server,
@@ -558,13 +560,16 @@ impl Transport<RoleClient> for StdioTransport {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        while let Some(frame) = self.frames.recv().await {
-            if let Some(message) = self.message(frame) {
-                return Some(message);
+        loop {
+            while let Some(frame) = self.frames.pop_front() {
+                if let Some(message) = self.message(frame) {
+                    return Some(message);
+                }
             }
+            // Cancel-safe: a batch received is kept before the next await. `None`:
+            // the stdout thread ended (and closed the lane).
+            self.frames.extend(self.batches.recv().await?);
         }
-        // The stdout thread ended (and closed the lane).
-        None
     }
 
     async fn close(&mut self) -> Result<(), Self::Error> {
