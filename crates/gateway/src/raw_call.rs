@@ -17,8 +17,10 @@
 //! - the name is in the current catalog (so every policy, pin and filter the catalog
 //!   applies holds: a withheld tool is not in it), its server is connected over stdio
 //!   with a raw lane whose stdin is not backed up, the client reads its stdout (not
-//!   more than `switchboard_mcp::BACKED_UP_LINES` replies wait for room), and the
-//!   audit log does not keep payloads.
+//!   more than `switchboard_mcp::BACKED_UP_LINES` replies wait for room), fewer than
+//!   [`MAX_IN_FLIGHT`] raw calls of the session are in flight (so a client that sends
+//!   without reading is held to rmcp's pace, and memory stays bounded), and the audit
+//!   log does not keep payloads.
 //!
 //! Anything else goes to rmcp, and so to `GatewayServer::call_tool`. A raw call keeps
 //! every rule of a typed one: the server's timeout, the client's cancellation (its
@@ -45,6 +47,10 @@ use crate::audit::{AuditEntry, now};
 use crate::gateway::{InflightGuard, Shared};
 use crate::server::upstream_error;
 use crate::stdio_server::{Writer, error_line};
+
+/// At most this many raw calls of one session in flight; more go to rmcp, whose pace
+/// the client then follows (it stops reading the client while its replies wait).
+pub(crate) const MAX_IN_FLIGHT: usize = 256;
 
 /// The raw relay of one stdio session (a handle: clones share it).
 #[derive(Clone)]
@@ -197,7 +203,10 @@ impl RawRelay {
             let Ok(mut calls) = inner.calls.lock() else {
                 return false;
             };
-            if inner.ended.load(Ordering::Acquire) || calls.contains_key(key) {
+            if inner.ended.load(Ordering::Acquire)
+                || calls.len() >= MAX_IN_FLIGHT
+                || calls.contains_key(key)
+            {
                 return false;
             }
             calls.insert(key.into(), InFlight { seq, started: None });

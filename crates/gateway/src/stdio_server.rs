@@ -15,22 +15,33 @@
 //! well-formed JSON that is no MCP message answered with "Invalid Request" unless it
 //! is a notification.
 //!
+//! rmcp serves each request on a task of its own and writes each message on another,
+//! so a client that sends without reading (or faster than the servers answer) would
+//! have rmcp hold requests and replies without end. The transport counts both, and
+//! hands rmcp nothing more from the client while [`MAX_WRITING`] messages wait to be
+//! written or [`MAX_SERVING`] requests are being served: the client's own writes then
+//! wait (the stdin thread stops reading), and the gateway's memory stays bounded. The
+//! second limit is lifted while rmcp waits for the client's answer to a question (an
+//! upstream's elicitation, say), which would otherwise queue behind the requests it
+//! holds back.
+//!
 //! Must not: interleave two messages on stdout (every line is written whole under one
 //! lock: `switchboard_mcp::LineSink`), or buffer more than [`BATCHES_QUEUED`] reads of
 //! the client's (each 64 KiB plus at most one line of [`MAX_LINE_BYTES`]).
 
+use std::collections::HashSet;
 use std::collections::VecDeque;
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use rmcp::RoleServer;
-use rmcp::model::ErrorData;
+use rmcp::model::{ClientNotification, ErrorData, JsonRpcError, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
 use switchboard_mcp::{Frame, LineFramer, LineSink};
-use tokio::sync::mpsc;
+use tokio::sync::{Notify, mpsc};
 
 use crate::raw_call::RawRelay;
 use crate::stdio::Output;
@@ -43,6 +54,126 @@ const BATCHES_QUEUED: usize = 4;
 /// The stdin thread's stack: the relay parses a call's envelope there.
 const READER_STACK: usize = 256 * 1024;
 const UTF8_BOM: &[u8] = b"\xEF\xBB\xBF";
+/// How many of rmcp's messages may be waiting to be written before the transport
+/// stops handing it the client's (see the module doc).
+pub const MAX_WRITING: usize = 64;
+/// How many of the client's requests rmcp may be serving before the transport stops
+/// handing it more (see the module doc).
+pub const MAX_SERVING: usize = 128;
+
+/// What the transport counts to pace the client (see the module doc).
+#[derive(Debug, Default)]
+struct Flow {
+    state: Mutex<FlowState>,
+    changed: Notify,
+}
+
+#[derive(Debug, Default)]
+struct FlowState {
+    /// rmcp's messages being written.
+    writing: usize,
+    /// The client's requests rmcp is serving (not yet answered).
+    serving: HashSet<RequestId>,
+    /// rmcp's requests to the client not yet answered.
+    asking: HashSet<RequestId>,
+}
+
+impl Flow {
+    fn with(&self, f: impl FnOnce(&mut FlowState)) {
+        if let Ok(mut s) = self.state.lock() {
+            f(&mut s);
+        }
+        self.changed.notify_waiters();
+    }
+
+    /// Waits until rmcp may take another message from the client: fewer than
+    /// [`MAX_WRITING`] of its messages being written, and fewer than [`MAX_SERVING`]
+    /// requests being served — unless it waits for the client's answer to a question,
+    /// which must not queue behind the requests it holds back.
+    async fn room(&self) {
+        loop {
+            let changed = self.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            let open = match self.state.lock() {
+                Ok(s) => {
+                    s.writing < MAX_WRITING
+                        && (s.serving.len() < MAX_SERVING || !s.asking.is_empty())
+                }
+                Err(_) => true,
+            };
+            if open {
+                return;
+            }
+            changed.await;
+        }
+    }
+
+    /// Notes a message rmcp takes from the client.
+    fn taken(&self, m: &RxJsonRpcMessage<RoleServer>) {
+        match m {
+            JsonRpcMessage::Request(r) => self.with(|s| {
+                s.serving.insert(r.id.clone());
+            }),
+            JsonRpcMessage::Response(r) => self.with(|s| {
+                s.asking.remove(&r.id);
+            }),
+            JsonRpcMessage::Error(JsonRpcError { id: Some(id), .. }) => self.with(|s| {
+                s.asking.remove(id);
+            }),
+            // A cancelled request is not answered.
+            JsonRpcMessage::Notification(n) => {
+                if let ClientNotification::CancelledNotification(c) = &n.notification
+                    && let Some(id) = &c.params.request_id
+                {
+                    self.with(|s| {
+                        s.serving.remove(id);
+                    });
+                }
+            }
+            JsonRpcMessage::Error(_) => {}
+        }
+    }
+}
+
+/// One of rmcp's messages being written; when dropped (written, or given up), the
+/// request it answers is no longer served.
+struct Writing {
+    flow: Arc<Flow>,
+    answers: Option<RequestId>,
+}
+
+impl Writing {
+    fn new(flow: &Arc<Flow>, m: &TxJsonRpcMessage<RoleServer>) -> Self {
+        let answers = match m {
+            JsonRpcMessage::Response(r) => Some(r.id.clone()),
+            JsonRpcMessage::Error(e) => e.id.clone(),
+            _ => None,
+        };
+        flow.with(|s| {
+            s.writing += 1;
+            if let JsonRpcMessage::Request(r) = m {
+                s.asking.insert(r.id.clone());
+            }
+        });
+        Self {
+            flow: flow.clone(),
+            answers,
+        }
+    }
+}
+
+impl Drop for Writing {
+    fn drop(&mut self) {
+        let answers = self.answers.take();
+        self.flow.with(|s| {
+            s.writing -= 1;
+            if let Some(id) = &answers {
+                s.serving.remove(id);
+            }
+        });
+    }
+}
 
 /// The client's stdout side, shared by rmcp and the raw relay.
 pub(crate) type Writer = LineSink<Output>;
@@ -117,6 +248,7 @@ pub(crate) struct StdioServer {
     batches: mpsc::Receiver<Vec<Frame>>,
     frames: VecDeque<Frame>,
     out: Arc<Writer>,
+    flow: Arc<Flow>,
     relay: RawRelay,
 }
 
@@ -134,6 +266,7 @@ impl StdioServer {
             batches,
             frames: VecDeque::new(),
             out,
+            flow: Arc::default(),
             relay,
         })
     }
@@ -189,7 +322,9 @@ impl Transport<RoleServer> for StdioServer {
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let out = self.out.clone();
+        let writing = Writing::new(&self.flow, &item);
         async move {
+            let _writing = writing;
             let mut line = serde_json::to_vec(&item).map_err(std::io::Error::other)?;
             line.push(b'\n');
             out.write_line(&line).await
@@ -197,6 +332,8 @@ impl Transport<RoleServer> for StdioServer {
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        // Cancel-safe: nothing is taken before this wait ends.
+        self.flow.room().await;
         loop {
             let Some(frame) = self.frames.pop_front() else {
                 // Cancel-safe: a batch received is kept before the next await.
@@ -211,6 +348,7 @@ impl Transport<RoleServer> for StdioServer {
             match frame {
                 Frame::Message(line) => {
                     if let Some(m) = self.message(line) {
+                        self.flow.taken(&m);
                         return Some(m);
                     }
                 }
