@@ -211,11 +211,7 @@ fn read_client(input: OwnedFd, relay: RawRelay, batches: mpsc::Sender<Vec<Frame>
                 0
             }
         };
-        if n == 0 {
-            framer.finish(&mut out);
-        } else {
-            framer.push(&chunk[..n], &mut out);
-        }
+        framer.read(&chunk[..n], &mut out);
         let batch: Vec<Frame> = out
             .drain(..)
             .filter(|frame| !matches!(frame, Frame::Message(line) if relay.take(clean(line))))

@@ -331,6 +331,16 @@ impl LineFramer {
         }
     }
 
+    /// Frames one read of the stream: `bytes` as read, or the stream's end when
+    /// `bytes` is empty (what `read` returns there).
+    pub fn read(&mut self, bytes: &[u8], out: &mut Vec<Frame>) {
+        if bytes.is_empty() {
+            self.finish(out);
+        } else {
+            self.push(bytes, out);
+        }
+    }
+
     /// The stream ended: a last line without a newline is still a frame.
     pub fn finish(&mut self, out: &mut Vec<Frame>) {
         if self.over.is_some() || !self.line.is_empty() {

@@ -11,17 +11,18 @@
 //!   start-up timeout can say "the server wrote malformed JSON"), and skipped; when it
 //!   is a reply to one of our requests (found by [`EnvelopeScan`]: too deep to parse, say)
 //!   that request fails at once with the reason instead of waiting for its timeout;
-//! - stdout is read by a thread of its own (blocked in `read`, so a reply reaches its
-//!   reader without waking the runtime: see `crate::raw`) and framed by a
+//! - stdout is read by a thread of its own (asleep in `poll` until the server writes,
+//!   so a reply reaches its raw call without waking the runtime: see `crate::raw`)
+//!   and framed by a
 //!   [`LineFramer`]: one line (one message) is at most the server's `maxMessageBytes`;
 //!   a longer one is scanned, not buffered, and fails its request with an error naming
 //!   the server and the limit. The transport stays usable. The thread hands the frames
 //!   of each read to rmcp as one batch, through a channel of [`BATCHES_QUEUED`]: at
 //!   most that many reads (each at most 64 KiB plus one message) wait, and a flood of
-//!   small messages costs one wake-up per read, not per message;
-//!   it ends when stdout ends, when rmcp's side is gone, or when the transport is
-//!   dropped (it waits in `poll` on stdout and on a stop descriptor, so a grandchild
-//!   of the server that keeps its stdout open cannot keep the thread);
+//!   small messages costs one wake-up per read, not per message. It ends when stdout
+//!   ends, when rmcp's side is gone, or when the transport is dropped (it polls a stop
+//!   descriptor beside stdout, so a grandchild of the server that keeps its stdout
+//!   open cannot keep the thread);
 //! - a reply to a call of the connection's raw lane (`crate::raw`) goes to the lane on
 //!   that thread, not to rmcp; when stdout ends (or the transport goes), the lane's
 //!   waiting calls fail;
@@ -341,11 +342,7 @@ fn read_stdout(
                 break;
             }
         };
-        if n == 0 {
-            framer.finish(&mut out);
-        } else {
-            framer.push(&chunk[..n], &mut out);
-        }
+        framer.read(&chunk[..n], &mut out);
         let batch: Vec<Frame> = out
             .drain(..)
             .filter_map(|frame| match frame {
