@@ -36,7 +36,9 @@ use std::os::fd::OwnedFd;
 use std::sync::{Arc, Mutex};
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, ErrorData, JsonRpcError, JsonRpcMessage, RequestId};
+use rmcp::model::{
+    ClientNotification, ErrorData, JsonRpcError, JsonRpcMessage, RequestId, ServerNotification,
+};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use serde_json::{Value, json};
@@ -152,8 +154,19 @@ impl Writing {
         };
         flow.with(|s| {
             s.writing += 1;
-            if let JsonRpcMessage::Request(r) = m {
-                s.asking.insert(r.id.clone());
+            match m {
+                JsonRpcMessage::Request(r) => {
+                    s.asking.insert(r.id.clone());
+                }
+                // rmcp gave up its question (it timed out): no answer is awaited.
+                JsonRpcMessage::Notification(n) => {
+                    if let ServerNotification::CancelledNotification(c) = &n.notification
+                        && let Some(id) = &c.params.request_id
+                    {
+                        s.asking.remove(id);
+                    }
+                }
+                _ => {}
             }
         });
         Self {
@@ -370,5 +383,107 @@ impl Transport<RoleServer> for StdioServer {
         self.relay.end();
         self.out.close().await;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn from_client(v: Value) -> RxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn to_client(v: Value) -> TxJsonRpcMessage<RoleServer> {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn request(id: u64) -> RxJsonRpcMessage<RoleServer> {
+        from_client(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}))
+    }
+
+    fn answer(id: u64) -> TxJsonRpcMessage<RoleServer> {
+        to_client(json!({"jsonrpc": "2.0", "id": id, "result": {}}))
+    }
+
+    async fn open(flow: &Flow) -> bool {
+        tokio::time::timeout(Duration::from_millis(50), flow.room())
+            .await
+            .is_ok()
+    }
+
+    /// The transport stops taking the client's messages while too many of rmcp's wait
+    /// to be written or too many requests are served, and opens again as they end —
+    /// at once, whatever rmcp waits for the client to answer.
+    #[tokio::test]
+    async fn the_client_is_paced_by_what_waits() {
+        let flow = Arc::new(Flow::default());
+        assert!(open(&flow).await);
+
+        // Messages waiting to be written.
+        let writing: Vec<_> = (0..MAX_WRITING as u64)
+            .map(|i| Writing::new(&flow, &answer(10_000 + i)))
+            .collect();
+        assert!(!open(&flow).await);
+        drop(writing);
+        assert!(open(&flow).await);
+
+        // Requests being served; an answer written ends one, a cancellation another.
+        for id in 0..MAX_SERVING as u64 {
+            flow.taken(&request(id));
+        }
+        assert!(!open(&flow).await);
+        drop(Writing::new(&flow, &answer(0)));
+        assert!(open(&flow).await);
+        flow.taken(&request(0));
+        assert!(!open(&flow).await);
+        flow.taken(&from_client(json!({"jsonrpc": "2.0",
+            "method": "notifications/cancelled", "params": {"requestId": 1}})));
+        assert!(open(&flow).await);
+        flow.taken(&request(1));
+        assert!(!open(&flow).await);
+
+        // rmcp asks the client: its answer must not wait behind the requests held back.
+        let question = to_client(json!({"jsonrpc": "2.0", "id": 7,
+            "method": "elicitation/create", "params": {"message": "?",
+            "requestedSchema": {"type": "object", "properties": {}}}}));
+        drop(Writing::new(&flow, &question));
+        assert!(open(&flow).await, "held back while waiting for an answer");
+        flow.taken(&from_client(json!({"jsonrpc": "2.0", "id": 7,
+            "result": {"action": "decline"}})));
+        assert!(!open(&flow).await);
+        // A question rmcp gave up on opens nothing either.
+        drop(Writing::new(&flow, &question));
+        assert!(open(&flow).await);
+        drop(Writing::new(
+            &flow,
+            &to_client(json!({"jsonrpc": "2.0",
+            "method": "notifications/cancelled", "params": {"requestId": 7}})),
+        ));
+        assert!(!open(&flow).await);
+    }
+
+    /// A waiter is woken when room comes, not left asleep.
+    #[tokio::test]
+    async fn a_waiting_receive_wakes_when_room_comes() {
+        let flow = Arc::new(Flow::default());
+        let writing: Vec<_> = (0..MAX_WRITING as u64)
+            .map(|i| Writing::new(&flow, &answer(i)))
+            .collect();
+        let waiter = {
+            let flow = flow.clone();
+            tokio::spawn(async move { flow.room().await })
+        };
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(!waiter.is_finished());
+        drop(writing);
+        tokio::time::timeout(Duration::from_secs(5), waiter)
+            .await
+            .expect("the waiter was not woken")
+            .unwrap();
     }
 }
