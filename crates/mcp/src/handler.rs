@@ -141,35 +141,65 @@ fn url_from_path(path: &std::path::Path) -> Option<String> {
     Some(out)
 }
 
+/// How many progress notifications for a token nobody registered are kept.
+const EARLY_KEPT: usize = 64;
+
 /// Routes progress notifications to the request that asked for them.
+///
+/// rmcp picks a request's progress token and queues the request before the caller
+/// can register its sink, and a fast server's first notification can be read in
+/// between; so a notification for a token nobody has registered is kept (the newest
+/// [`EARLY_KEPT`] of them) and handed to the sink registered for it later, before
+/// anything newer. Tokens are never reused on a connection.
 #[derive(Debug, Default)]
 pub(crate) struct ProgressRouter {
-    sinks: Mutex<HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>>,
+    routes: Mutex<Routes>,
+}
+
+#[derive(Debug, Default)]
+struct Routes {
+    sinks: HashMap<ProgressToken, mpsc::UnboundedSender<Progress>>,
+    early: std::collections::VecDeque<(ProgressToken, Progress)>,
 }
 
 impl ProgressRouter {
     pub(crate) fn register(&self, token: ProgressToken, sink: mpsc::UnboundedSender<Progress>) {
-        if let Ok(mut m) = self.sinks.lock() {
-            m.insert(token, sink);
+        if let Ok(mut r) = self.routes.lock() {
+            let early = std::mem::take(&mut r.early);
+            for (t, p) in early {
+                if t == token {
+                    let _ = sink.send(p);
+                } else {
+                    r.early.push_back((t, p));
+                }
+            }
+            r.sinks.insert(token, sink);
         }
     }
     pub(crate) fn unregister(&self, token: &ProgressToken) {
-        if let Ok(mut m) = self.sinks.lock() {
-            m.remove(token);
+        if let Ok(mut r) = self.routes.lock() {
+            r.sinks.remove(token);
         }
     }
     pub(crate) fn route(&self, params: ProgressNotificationParam) {
-        let sink = self
-            .sinks
-            .lock()
-            .ok()
-            .and_then(|m| m.get(&params.progress_token).cloned());
-        if let Some(sink) = sink {
-            let _ = sink.send(Progress {
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
+        let progress = Progress {
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        };
+        let Ok(mut r) = self.routes.lock() else {
+            return;
+        };
+        match r.sinks.get(&params.progress_token) {
+            Some(sink) => {
+                let _ = sink.send(progress);
+            }
+            None => {
+                if r.early.len() == EARLY_KEPT {
+                    r.early.pop_front();
+                }
+                r.early.push_back((params.progress_token, progress));
+            }
         }
     }
 }
@@ -334,5 +364,56 @@ impl ClientHandler for HostHandler {
         self.hooks
             .on_event(&self.server, ServerEvent::PromptsChanged);
         std::future::ready(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rmcp::model::{NumberOrString, ProgressNotificationParam, ProgressToken};
+    use tokio::sync::mpsc;
+
+    use super::{EARLY_KEPT, ProgressRouter};
+
+    fn note(token: i64, progress: f64) -> ProgressNotificationParam {
+        serde_json::from_value(serde_json::json!({
+            "progressToken": token, "progress": progress
+        }))
+        .unwrap()
+    }
+
+    fn token(n: i64) -> ProgressToken {
+        ProgressToken(NumberOrString::Number(n))
+    }
+
+    /// A notification read before its call registered reaches that call first, in
+    /// order; other tokens' wait; a flood of unknown tokens keeps only the newest.
+    #[test]
+    fn progress_read_before_its_sink_is_registered_is_not_lost() {
+        let router = ProgressRouter::default();
+        router.route(note(1, 1.0));
+        router.route(note(2, 9.0));
+        router.route(note(1, 2.0));
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        router.register(token(1), tx);
+        router.route(note(1, 3.0));
+        let seen: Vec<f64> = std::iter::from_fn(|| rx.try_recv().ok())
+            .map(|p| p.progress)
+            .collect();
+        assert_eq!(seen, [1.0, 2.0, 3.0]);
+        // Token 2's notification still waits for its call.
+        let (tx2, mut rx2) = mpsc::unbounded_channel();
+        router.register(token(2), tx2);
+        assert_eq!(rx2.try_recv().unwrap().progress, 9.0);
+
+        // Unknown tokens: only the newest EARLY_KEPT are kept.
+        for n in 0..(EARLY_KEPT as i64 + 10) {
+            router.route(note(100 + n, n as f64));
+        }
+        let (tx3, mut rx3) = mpsc::unbounded_channel();
+        router.register(token(100), tx3);
+        assert!(rx3.try_recv().is_err(), "the oldest was kept");
+        let (tx4, mut rx4) = mpsc::unbounded_channel();
+        router.register(token(100 + EARLY_KEPT as i64 + 9), tx4);
+        assert!(rx4.try_recv().is_ok(), "the newest was dropped");
     }
 }
