@@ -280,14 +280,12 @@ async fn a_flood_on_the_stream_stays_bounded_and_is_heard() {
     let running = serve(Mode::Floods(20_000)).await;
     let heard = Arc::new(Heard::default());
     let conn = connect(&running.url, &heard).await;
-    let got_some = async {
-        while heard.0.load(Ordering::SeqCst) == 0 {
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(10), got_some)
-        .await
-        .expect("the flood's list changes are heard");
+    assert!(
+        until(Duration::from_secs(10), || heard.0.load(Ordering::SeqCst)
+            > 0)
+        .await,
+        "the flood's list changes are heard"
+    );
     still_answers(&conn).await;
     // However the flood went (read in time, or dropped as lagged and asked again),
     // at most one stream is open at a time and the connection is fine.
@@ -295,14 +293,13 @@ async fn a_flood_on_the_stream_stays_bounded_and_is_heard() {
     assert!(running.server.open.load(Ordering::SeqCst) <= 1);
     still_answers(&conn).await;
     conn.close(Duration::from_millis(500)).await;
-    let closed = async {
-        while running.server.open.load(Ordering::SeqCst) != 0 {
-            tokio::time::sleep(Duration::from_millis(25)).await;
-        }
-    };
-    tokio::time::timeout(Duration::from_secs(5), closed)
-        .await
-        .expect("closing the connection ends the server's stream");
+    assert!(
+        until(Duration::from_secs(5), || {
+            running.server.open.load(Ordering::SeqCst) == 0
+        })
+        .await,
+        "closing the connection ends the server's stream"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
