@@ -304,6 +304,27 @@ fn py_modern_driver(plan: Value) -> Value {
     run_driver(cmd)
 }
 
+/// The Python SDK's default client on 2026-07-28, through the stdio gateway started
+/// with `args`, names `uri` in its `subscriptions/listen`, calls the tool `trigger`
+/// names (`name`, `arguments`) and hears the resource updated on that stream.
+fn py_client_hears_on_its_listen(args: &Value, uri: &str, trigger: Value) {
+    let mut listen = trigger;
+    listen["uri"] = json!(uri);
+    let out = py_modern_driver(json!({
+        "transport": "stdio",
+        "command": BIN,
+        "args": args,
+        "listenResource": listen,
+    }));
+    assert_eq!(out["version"], "2026-07-28", "{out}");
+    assert_eq!(out["listenResource"]["honored"], json!([uri]), "{out}");
+    assert_eq!(
+        out["listenResource"]["events"][0],
+        json!(["ResourceUpdated", uri]),
+        "{out}"
+    );
+}
+
 /// Upstreams for a client on 2026-07-28: the demo server, server-everything (it asks for
 /// elicitation and sampling, and reports progress) and the Python SDK server with its
 /// `rug_pull` tool (changes `echo` and says its tools changed) — over stdio on a session,
@@ -931,18 +952,10 @@ fn resource_subscriptions_to_a_2026_07_28_server() {
     assert_eq!(out["updated"], json!([uri]), "{out}");
     assert_eq!(out["updatedAfterUnsubscribe"], json!([]), "{out}");
 
-    let out = py_modern_driver(json!({
-        "transport": "stdio",
-        "command": BIN,
-        "args": args,
-        "listenResource": {"uri": uri, "name": "rug__touch", "arguments": {"id": "7"}},
-    }));
-    assert_eq!(out["version"], "2026-07-28", "{out}");
-    assert_eq!(out["listenResource"]["honored"], json!([uri]), "{out}");
-    assert_eq!(
-        out["listenResource"]["events"][0],
-        json!(["ResourceUpdated", uri]),
-        "{out}"
+    py_client_hears_on_its_listen(
+        &args,
+        uri,
+        json!({"name": "rug__touch", "arguments": {"id": "7"}}),
     );
     drop(py);
 }
@@ -995,17 +1008,9 @@ fn resource_subscriptions_pass_through() {
         "{refused}"
     );
 
-    let out = py_modern_driver(json!({
-        "transport": "stdio",
-        "command": BIN,
-        "args": args,
-        "listenResource": {"uri": uri, "name": "everything__toggle-subscriber-updates"},
-    }));
-    assert_eq!(out["version"], "2026-07-28", "{out}");
-    assert_eq!(out["listenResource"]["honored"], json!([uri]), "{out}");
-    assert_eq!(
-        out["listenResource"]["events"][0],
-        json!(["ResourceUpdated", uri]),
-        "{out}"
+    py_client_hears_on_its_listen(
+        &args,
+        uri,
+        json!({"name": "everything__toggle-subscriber-updates"}),
     );
 }
