@@ -20,7 +20,7 @@ use rmcp::model::{
     ResourceUpdatedNotificationParam, ServerCapabilities, ServerConfig, ServerNotification,
     SubscriptionFilter, ToolListChangedNotification,
 };
-use rmcp::service::{RequestContext, RoleServer, SubscriptionContext};
+use rmcp::service::{RequestContext, RoleServer, SubscriptionContext, SubscriptionSink};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_mcp::{
@@ -41,6 +41,9 @@ enum Mode {
     Resources,
     /// Honours resource subscriptions and sends this many updates of the first URI.
     ResourceFlood(usize),
+    /// Honours resource subscriptions after `ack_delay`; its `touch` tool sends an
+    /// update of its `uri` on every open stream that named it.
+    Touch,
 }
 
 #[derive(Clone)]
@@ -50,7 +53,14 @@ struct Server {
     asked: Arc<AtomicUsize>,
     /// Streams open now.
     open: Arc<AtomicUsize>,
+    /// How long `subscriptions/listen` for resources waits before its acknowledgment.
+    ack_delay: Duration,
+    /// The open streams' URIs and sinks (for `touch`).
+    streams: Arc<std::sync::Mutex<Vec<Stream>>>,
 }
+
+/// An open stream: its number, the URIs it named, where its notifications go.
+type Stream = (u64, Vec<String>, SubscriptionSink);
 
 /// Counts a stream open for as long as it lives.
 struct Open(Arc<AtomicUsize>);
@@ -83,9 +93,33 @@ impl ServerHandler for Server {
 
     async fn call_tool(
         &self,
-        _request: CallToolRequestParams,
+        request: CallToolRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        if request.name == "touch" {
+            let uri = request.arguments.unwrap()["uri"]
+                .as_str()
+                .unwrap()
+                .to_string();
+            let sinks: Vec<SubscriptionSink> = self
+                .streams
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|(_, uris, _)| uris.contains(&uri))
+                .map(|(_, _, sink)| sink.clone())
+                .collect();
+            for sink in &sinks {
+                let note = ServerNotification::ResourceUpdatedNotification(
+                    ResourceUpdatedNotification::new(ResourceUpdatedNotificationParam::new(
+                        uri.clone(),
+                    )),
+                );
+                sink.send(note).await.unwrap();
+            }
+            let text = format!("touched on {} streams", sinks.len());
+            return Ok(CallToolResult::success(vec![ContentBlock::text(text)]).into());
+        }
         Ok(CallToolResult::success(vec![ContentBlock::text("still here")]).into())
     }
 
@@ -94,6 +128,10 @@ impl ServerHandler for Server {
         requested: &SubscriptionFilter,
     ) -> Option<SubscriptionFilter> {
         self.asked.fetch_add(1, Ordering::SeqCst);
+        if requested.resource_subscriptions.is_some() {
+            // Blocks one of the runtime's threads: the other serves the rest meanwhile.
+            std::thread::sleep(self.ack_delay);
+        }
         let mut honoured = requested.clone();
         if let Some(uris) = &mut honoured.resource_subscriptions {
             uris.retain(|u| u != "file:///refused");
@@ -106,6 +144,20 @@ impl ServerHandler for Server {
         let _open = Open(self.open.clone());
         match self.mode {
             Mode::EndsAtOnce | Mode::Refuses => Ok(()),
+            Mode::Touch => {
+                static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+                let id = NEXT.fetch_add(1, Ordering::SeqCst);
+                let uris = sub
+                    .accepted()
+                    .resource_subscriptions
+                    .clone()
+                    .unwrap_or_default();
+                let streams = self.streams.clone();
+                streams.lock().unwrap().push((id, uris, sub.sink().clone()));
+                sub.cancelled().await;
+                streams.lock().unwrap().retain(|(i, _, _)| *i != id);
+                Ok(())
+            }
             Mode::Resources => {
                 for uri in sub.accepted().resource_subscriptions.iter().flatten() {
                     let note = ServerNotification::ResourceUpdatedNotification(
@@ -195,10 +247,17 @@ impl Drop for Running {
 }
 
 async fn serve(mode: Mode) -> Running {
+    serve_acking_after(mode, Duration::ZERO).await
+}
+
+/// [`serve`], with resource streams acknowledged after `ack_delay`.
+async fn serve_acking_after(mode: Mode, ack_delay: Duration) -> Running {
     let server = Server {
         mode,
         asked: Arc::default(),
         open: Arc::default(),
+        ack_delay,
+        streams: Arc::default(),
     };
     let port = free_port();
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
@@ -449,4 +508,81 @@ async fn a_flood_of_resource_updates_stays_bounded() {
     conn.close(Duration::from_millis(500)).await;
     let open = || running.server.open.load(Ordering::SeqCst);
     assert!(until(Duration::from_secs(5), || open() == 0).await);
+}
+
+async fn touch(conn: &Connection, uri: &str) -> String {
+    let args = serde_json::json!({"uri": uri});
+    let r = conn
+        .call_tool("touch", args.as_object().cloned(), &CallOptions::default())
+        .await
+        .expect("touch answers");
+    serde_json::to_string(&r).unwrap()
+}
+
+/// A call sent right after the resource set changed reaches the server after the
+/// stream naming the new resource (which the server takes 400 ms to acknowledge), so
+/// the update it causes is heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_after_a_new_set_reaches_the_server_after_its_stream() {
+    let running = serve_acking_after(Mode::Touch, Duration::from_millis(400)).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let a = "file:///a".to_string();
+    conn.set_resource_subscriptions(vec![a.clone()]);
+    let out = touch(&conn, &a).await;
+    assert!(out.contains("touched on 1 streams"), "{out}");
+    assert!(
+        until(Duration::from_secs(5), || heard
+            .1
+            .lock()
+            .unwrap()
+            .contains(&a))
+        .await
+    );
+    conn.close(Duration::from_millis(500)).await;
+}
+
+/// A new set keeps the old stream until the new one is acknowledged: an update of a
+/// resource in both sets, sent meanwhile (by another client, which does not wait), is
+/// heard.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_update_while_the_set_changes_is_not_lost() {
+    let running = serve_acking_after(Mode::Touch, Duration::from_millis(600)).await;
+    let heard = Arc::new(Heard::default());
+    let conn = connect(&running.url, &heard).await;
+    let other = connect(&running.url, &Arc::new(Heard::default())).await;
+    let a = "file:///a".to_string();
+    let set = conn.set_resource_subscriptions(vec![a.clone()]);
+    conn.resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    let set = conn.set_resource_subscriptions(vec![a.clone(), "file:///b".into()]);
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    let out = touch(&other, &a).await;
+    assert!(
+        out.contains("touched on 1 streams"),
+        "the old stream is still open: {out}"
+    );
+    assert!(
+        until(Duration::from_secs(5), || heard
+            .1
+            .lock()
+            .unwrap()
+            .contains(&a))
+        .await,
+        "the update sent while the set changed is heard"
+    );
+    conn.resource_subscriptions_acked(set, Duration::from_secs(5))
+        .await
+        .unwrap();
+    // Then only the new stream is open: the lists' and the resources'.
+    let open = || running.server.open.load(Ordering::SeqCst);
+    assert!(
+        until(Duration::from_secs(5), || open() == 3).await,
+        "{}",
+        open()
+    );
+    other.close(Duration::from_millis(500)).await;
+    conn.close(Duration::from_millis(500)).await;
 }

@@ -25,6 +25,10 @@ use crate::raw::RawLane;
 use crate::stdio;
 use crate::target::TransportKind;
 
+/// The longest a request waits for the server to acknowledge a changed resource set
+/// (then it goes anyway; a server that never answers gets its own error from the watch).
+const SETTLE_LIMIT: Duration = Duration::from_secs(5);
+
 /// At most this many pages are fetched for one list request.
 pub const MAX_LIST_PAGES: usize = 100;
 
@@ -136,6 +140,12 @@ impl Connection {
         opts: &CallOptions,
     ) -> Result<ServerResult, RequestError> {
         let timeout = opts.timeout.unwrap_or(self.request_timeout);
+        // After a change of the resource set, the server hears this request after the
+        // stream that names the new resources (a call that updates one is heard).
+        let resources = self.resources.lock().ok().and_then(|w| w.clone());
+        if let Some(watch) = resources {
+            watch.settled(timeout.min(SETTLE_LIMIT)).await;
+        }
         let mut options = request_options(timeout);
         options.meta = opts.meta.as_ref().and_then(relayed_meta);
         let handle = self
@@ -358,7 +368,9 @@ impl Connection {
     /// [`ServerEvent::ResourceUpdated`](crate::ServerEvent::ResourceUpdated). The latest
     /// set wins, so callers that change it concurrently must order their calls (compute
     /// and set under one lock). Returns the set's ticket for
-    /// [`Self::resource_subscriptions_acked`].
+    /// [`Self::resource_subscriptions_acked`]. Requests sent after this wait (up to 5 s)
+    /// until the server acknowledged the set, so that an update a call causes is
+    /// heard on its stream.
     pub fn set_resource_subscriptions(&self, uris: Vec<String>) -> super::ResourceSet {
         let watch = self.resources.lock().ok().map(|mut w| {
             w.get_or_insert_with(|| {

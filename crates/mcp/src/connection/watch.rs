@@ -8,8 +8,11 @@
 //!   (`tools`/`prompts`/`resources` `listChanged`, [`filter_for`]), for its life;
 //! - the resource watch, from the first
 //!   [`Connection::set_resource_subscriptions`](super::Connection::set_resource_subscriptions)
-//!   on: the URIs wanted now; a new set replaces the stream (cancelled, then opened with
-//!   the new set), an empty set ends it.
+//!   on: the URIs wanted now; a new set replaces the stream (the new one opened first,
+//!   the old one heard until the new one is acknowledged, then cancelled: an update of a
+//!   URI in both sets is not lost in between), an empty set ends it. Requests sent on
+//!   the connection after a change wait for its acknowledgment ([`Watch::settled`]), so
+//!   an update they cause is heard.
 //!
 //! Both are one [`Watch`]: a task keeping one stream open for the latest filter, each
 //! notification handed to the hooks as the handler would ([`ServerEvent`]). Rules:
@@ -35,7 +38,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rmcp::model::{ErrorCode, ServerCapabilities, ServerNotification, SubscriptionFilter};
-use rmcp::service::{Peer, RoleClient, ServiceError, SubscriptionEnd};
+use rmcp::service::{Peer, RoleClient, ServiceError, Subscription, SubscriptionEnd};
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 
@@ -121,6 +124,22 @@ fn events_of(accepted: &SubscriptionFilter) -> Vec<ServerEvent> {
     out
 }
 
+/// The next notification on `sub` (pending while there is none to read); `None` once
+/// it ended, however.
+async fn next_on(sub: &mut Option<Subscription>) -> Option<ServerNotification> {
+    match sub {
+        Some(s) => s.next().await.ok().flatten(),
+        None => std::future::pending().await,
+    }
+}
+
+/// Cancels `sub`'s stream, if there is one.
+async fn end_stream(sub: &mut Option<Subscription>) {
+    if let Some(mut s) = sub.take() {
+        let _ = s.cancel().await;
+    }
+}
+
 /// Whether `e` says the server does not serve `subscriptions/listen` at all.
 fn refused(e: &ServiceError) -> bool {
     matches!(e, ServiceError::McpError(d)
@@ -192,6 +211,16 @@ impl Watch {
         number
     }
 
+    /// Waits, up to `limit`, until the server answered the latest filter (at once when
+    /// it has): a request sent afterwards reaches the server after the stream it asked
+    /// for, so an update that request causes is heard.
+    pub(crate) async fn settled(&self, limit: Duration) {
+        let latest = self.want.borrow().number;
+        if self.acks.borrow().number < latest {
+            let _ = self.acked(latest, limit).await;
+        }
+    }
+
     /// The server's answer to filter `number` (or to a later one), waiting up to
     /// `limit`.
     pub(crate) async fn acked(
@@ -222,8 +251,8 @@ struct Task {
 
 /// How one stream ended.
 enum Ended {
-    /// The filter changed: open the new one at once.
-    Changed,
+    /// The filter changed: open the new one at once, keeping this stream until then.
+    Changed(Box<Subscription>),
     /// By itself, after living this long.
     After(Duration),
     /// The watch or the connection is gone.
@@ -239,6 +268,14 @@ impl Task {
         self.hooks.on_event(&self.server, event);
     }
 
+    /// How `sub`, open since `opened_at`, ended by itself.
+    fn ended_by_itself(&self, sub: &Subscription, opened_at: Instant) -> Ended {
+        if let Some(SubscriptionEnd::Lagged { capacity }) = sub.end() {
+            tracing::debug!(server = %self.server, "subscriptions/listen: more than {capacity} notifications unread; listening again");
+        }
+        Ended::After(opened_at.elapsed())
+    }
+
     /// Waits for a new filter; `false` when the watch is gone.
     async fn next_filter(&mut self) -> bool {
         tokio::select! {
@@ -252,9 +289,14 @@ impl Task {
         // Whether news may have been missed: set once an attempt fails or a stream ends
         // by itself (what the stream carries was read before it was asked for).
         let mut announce = false;
-        loop {
+        // The stream of the filter before this one, heard until this one's stream is
+        // acknowledged or fails (make before break: what the two share is never
+        // unheard in between).
+        let mut old: Option<Subscription> = None;
+        'filters: loop {
             let wanted = self.want.borrow_and_update().clone();
             let Some(filter) = wanted.filter else {
+                end_stream(&mut old).await;
                 self.answer(wanted.number, Ok(SubscriptionFilter::default()));
                 announce = false;
                 if !self.next_filter().await {
@@ -262,16 +304,39 @@ impl Task {
                 }
                 continue;
             };
-            let opened = tokio::select! {
-                () = self.stop.cancelled() => return,
-                r = self.want.changed() => {
-                    if r.is_err() {
-                        return;
+            let opened = {
+                let listen = tokio::time::timeout(OPEN_LIMIT, self.peer.listen(filter));
+                tokio::pin!(listen);
+                loop {
+                    tokio::select! {
+                        () = self.stop.cancelled() => {
+                            end_stream(&mut old).await;
+                            return;
+                        }
+                        r = self.want.changed() => {
+                            if r.is_err() {
+                                end_stream(&mut old).await;
+                                return;
+                            }
+                            continue 'filters;
+                        }
+                        r = &mut listen => break r,
+                        n = next_on(&mut old), if old.is_some() => match n {
+                            Some(n) => {
+                                if let Some(e) = event_of(n) {
+                                    self.tell(e);
+                                }
+                            }
+                            None => {
+                                // It ended by itself before the new one came.
+                                old = None;
+                                announce = true;
+                            }
+                        },
                     }
-                    continue;
                 }
-                r = tokio::time::timeout(OPEN_LIMIT, self.peer.listen(filter)) => r,
             };
+            end_stream(&mut old).await;
             let ended = match opened {
                 Ok(Ok(mut sub)) => {
                     let accepted = sub.acknowledged().clone();
@@ -291,15 +356,18 @@ impl Task {
                         }
                     }
                     let opened_at = Instant::now();
-                    let ended = loop {
+                    loop {
                         tokio::select! {
                             () = self.stop.cancelled() => {
                                 let _ = sub.cancel().await;
                                 break Ended::Stop;
                             }
                             r = self.want.changed() => {
-                                let _ = sub.cancel().await;
-                                break if r.is_ok() { Ended::Changed } else { Ended::Stop };
+                                if r.is_err() {
+                                    let _ = sub.cancel().await;
+                                    break Ended::Stop;
+                                }
+                                break Ended::Changed(Box::new(sub));
                             }
                             n = sub.next() => match n {
                                 Ok(Some(n)) => {
@@ -307,18 +375,14 @@ impl Task {
                                         self.tell(e);
                                     }
                                 }
-                                Ok(None) => break Ended::After(opened_at.elapsed()),
+                                Ok(None) => break self.ended_by_itself(&sub, opened_at),
                                 Err(e) => {
                                     tracing::debug!(server = %self.server, "subscriptions/listen: {e}");
-                                    break Ended::After(opened_at.elapsed());
+                                    break self.ended_by_itself(&sub, opened_at);
                                 }
                             },
                         }
-                    };
-                    if let Some(SubscriptionEnd::Lagged { capacity }) = sub.end() {
-                        tracing::debug!(server = %self.server, "subscriptions/listen: more than {capacity} notifications unread; listening again");
                     }
-                    ended
                 }
                 Ok(Err(ServiceError::TransportClosed)) => {
                     self.answer(wanted.number, Err("the connection closed".into()));
@@ -355,7 +419,9 @@ impl Task {
             };
             match ended {
                 Ended::Stop => return,
-                Ended::Changed => {
+                Ended::Changed(sub) => {
+                    // Kept until the new filter's stream is acknowledged.
+                    old = Some(*sub);
                     failures = 0;
                     announce = false;
                     continue;
