@@ -87,10 +87,12 @@ GW_SCENARIOS = [
     ("direct", "Direct: TS SDK client → demo server (stdio)", "stdio"),
     ("relay", "Floor: `switchboard-bench relay` (copies bytes, no parsing) → demo server (stdio)", "stdio"),
     ("relay-loop", "Event-loop floor: `switchboard-bench relay --event-loop` (the same copy on one tokio task) → demo server (stdio)", "stdio"),
+    ("direct-http", "HTTP floor: TS SDK client → demo server over Streamable HTTP (`switchboard-demo-server http`, no second process)", "http"),
     ("gateway-stdio", "**`switchboard gateway`** (stdio) → demo server (stdio)", "stdio"),
     ("gateway-http", "**`switchboard gateway --http`** (Streamable HTTP, bearer token) → demo server (stdio)", "http"),
     ("supergateway", "supergateway `--stateful` (stdio→Streamable HTTP) → demo server (stdio)", "http"),
     ("mcp-proxy", "mcp-proxy `--server stream` (Streamable HTTP) → demo server (stdio)", "http"),
+    ("direct-http/rust", "HTTP floor (`switchboard-demo-server http`), Switchboard's Rust client", "http"),
     ("gateway-http/rust", "**`switchboard gateway --http`**, Switchboard's Rust client", "http"),
     ("supergateway/rust", "supergateway `--stateful`, Switchboard's Rust client", "http"),
     ("mcp-proxy/rust", "mcp-proxy `--server stream`, Switchboard's Rust client", "http"),
@@ -154,6 +156,16 @@ def gateway_summary(res):
     if "relay-loop" in sc:
         summary["targets"]["added_p50_us_event_loop_floor"] = {"measured": sc["relay-loop"]["seq"]["added_p50_us"]}
     for client in ("", "/rust"):
+        # The best any HTTP gateway could do against each proxy: the demo server served
+        # over HTTP itself, with no process behind it.
+        if "direct-http" + client in sc:
+            for proxy in ("supergateway", "mcp-proxy"):
+                if proxy + client in sc:
+                    for phase in ("seq", "conc"):
+                        summary["targets"][f"floor_vs_{proxy}{client.replace('/', '_')}_{phase}"] = {
+                            "measured": sc["direct-http" + client][phase]["calls_per_s"]
+                            / sc[proxy + client][phase]["calls_per_s"],
+                        }
         if "gateway-http" + client not in sc:
             continue
         for proxy in ("supergateway", "mcp-proxy"):

@@ -16,7 +16,7 @@
 #   GW_N=2000 GW_WARMUP=200 GW_CONC=32 GW_CONC_N=4000 GW_REPEATS=$BENCH_REPEATS
 #   GW_RSS_SERVERS=20    gateway section: sequential calls, warm-up, calls in flight, their
 #                        total, runs per scenario; upstreams for the gateway's RSS (0: skip)
-#   GW_SCENARIOS="direct relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy"
+#   GW_SCENARIOS="direct direct-http relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy"
 #   GW_RUST_CLIENT=1     gateway section: drive every HTTP scenario with switchboard-bench too
 #   GW_ALT_SBS="base=PATH …"  gateway section: other `switchboard` builds (say, of the commit
 #                        before) run as gateway-stdio@base / gateway-http@base, interleaved
@@ -109,9 +109,10 @@ if [ "${BENCH_SKIP_BUILD:-0}" != "1" ]; then
   cargo build --release -p switchboard-cli -p switchboard-bench -p switchboard-demo-server
 fi
 NEED_BINS=("$SB")
-# The HTTP servers below serve the calls section only; the Rust bench runs in every section
-# (in the gateway section as the relay floor and the second HTTP client).
-if has_section calls || has_section team; then NEED_BINS+=("$DEMO"); fi
+# The demo server's own binary serves HTTP for the calls and team sections and the gateway
+# section's HTTP floor; the Rust bench runs in every section (in the gateway section as
+# the relay floor and the second HTTP client).
+if has_section calls || has_section team || has_section gateway; then NEED_BINS+=("$DEMO"); fi
 NEED_BINS+=("$BENCH")
 for b in "${NEED_BINS[@]}"; do
   [ -x "$b" ] || die "$b is missing: run without BENCH_SKIP_BUILD=1"
@@ -406,6 +407,8 @@ fi
 # sequential `echo` calls, then GW_CONC_N calls with GW_CONC in flight. Scenarios,
 # interleaved GW_REPEATS times (bench/report.py keeps the median of each number):
 #   direct        the client spawns the demo server itself (stdio)
+#   direct-http   the demo server over Streamable HTTP itself (`switchboard-demo-server
+#                 http`): the floor for any HTTP path, with no process behind it
 #   relay         the client spawns `switchboard-bench relay`, which only copies bytes to
 #                 and from the demo server: the floor for any process in the middle
 #   relay-loop    the same copy on one tokio task and its reactor (`relay --event-loop`):
@@ -427,7 +430,7 @@ if has_section gateway; then
   GW_CONC_N="${GW_CONC_N:-4000}"
   GW_REPEATS="${GW_REPEATS:-$REPEATS}"
   GW_RSS_SERVERS="${GW_RSS_SERVERS:-20}"
-  GW_SCENARIOS="${GW_SCENARIOS:-direct relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy}"
+  GW_SCENARIOS="${GW_SCENARIOS:-direct direct-http relay relay-loop gateway-stdio gateway-http supergateway mcp-proxy}"
   GW_RUST_CLIENT="${GW_RUST_CLIENT:-1}"
   PROXIES="$PEERS/clients/node_modules"
   SUPERGATEWAY="$PROXIES/supergateway/dist/index.js"
@@ -546,6 +549,8 @@ print(json.dumps({"label": sys.argv[1], "client": "switchboard", "protocol": d["
       gateway-http@*)
         gw_http "$1" demo__echo env SWITCHBOARD_HOME="$GW_HOME" "$gw" $sub --http \
           --port "{PORT}" --token-file "$WORK/gw-token" ;;
+      direct-http)
+        gw_http direct-http echo "$DEMO" http --host 127.0.0.1 --port "{PORT}" ;;
       direct)
         gw_run direct --transport stdio --command "$SB" --arg demo-server --tool echo --rss ;;
       relay)
