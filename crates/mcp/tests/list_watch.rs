@@ -222,6 +222,16 @@ async fn send_unless_cancelled(sub: &SubscriptionContext, note: ServerNotificati
 #[derive(Default)]
 struct Heard(AtomicUsize, std::sync::Mutex<Vec<String>>);
 
+impl Heard {
+    /// Whether an update of `uri` is heard within 5 s.
+    async fn hears(&self, uri: &str) -> bool {
+        until(Duration::from_secs(5), || {
+            self.1.lock().unwrap().iter().any(|u| u == uri)
+        })
+        .await
+    }
+}
+
 impl ClientHooks for Heard {
     fn on_event(&self, _server: &str, event: ServerEvent) {
         match event {
@@ -420,14 +430,7 @@ async fn resource_subscriptions_live_on_one_stream_that_follows_the_set() {
         .await
         .unwrap();
     assert_eq!(honoured, vec![a.clone()], "the server left one out");
-    assert!(
-        until(Duration::from_secs(5), || heard
-            .1
-            .lock()
-            .unwrap()
-            .contains(&a))
-        .await
-    );
+    assert!(heard.hears(&a).await);
     assert_eq!(open(), 2);
 
     // A new set replaces the stream: still two open, the new URI heard.
@@ -438,14 +441,7 @@ async fn resource_subscriptions_live_on_one_stream_that_follows_the_set() {
         .await
         .unwrap();
     assert_eq!(honoured, [a.clone(), b.clone()]);
-    assert!(
-        until(Duration::from_secs(5), || heard
-            .1
-            .lock()
-            .unwrap()
-            .contains(&b))
-        .await
-    );
+    assert!(heard.hears(&b).await);
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(open(), 2, "the old stream was cancelled");
 
@@ -531,14 +527,7 @@ async fn a_call_after_a_new_set_reaches_the_server_after_its_stream() {
     conn.set_resource_subscriptions(vec![a.clone()]);
     let out = touch(&conn, &a).await;
     assert!(out.contains("touched on 1 streams"), "{out}");
-    assert!(
-        until(Duration::from_secs(5), || heard
-            .1
-            .lock()
-            .unwrap()
-            .contains(&a))
-        .await
-    );
+    assert!(heard.hears(&a).await);
     conn.close(Duration::from_millis(500)).await;
 }
 
@@ -565,12 +554,7 @@ async fn an_update_while_the_set_changes_is_not_lost() {
         "the old stream is still open: {out}"
     );
     assert!(
-        until(Duration::from_secs(5), || heard
-            .1
-            .lock()
-            .unwrap()
-            .contains(&a))
-        .await,
+        heard.hears(&a).await,
         "the update sent while the set changed is heard"
     );
     conn.resource_subscriptions_acked(set, Duration::from_secs(5))

@@ -10,9 +10,9 @@
 //!   [`Connection::set_resource_subscriptions`](super::Connection::set_resource_subscriptions)
 //!   on: the URIs wanted now; a new set replaces the stream (the new one opened first,
 //!   the old one heard until the new one is acknowledged, then cancelled: an update of a
-//!   URI in both sets is not lost in between), an empty set ends it. Requests sent on
-//!   the connection after a change wait for its acknowledgment ([`Watch::settled`]), so
-//!   an update they cause is heard.
+//!   URI in both sets is not lost in between, and may come twice), an empty set ends
+//!   it. Requests sent on the connection after a change wait for its acknowledgment
+//!   ([`Watch::settled`]), so an update they cause is heard.
 //!
 //! Both are one [`Watch`]: a task keeping one stream open for the latest filter, each
 //! notification handed to the hooks as the handler would ([`ServerEvent`]). Rules:
