@@ -6,10 +6,55 @@ use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// A free TCP port on 127.0.0.1 (bound once with port 0, then released).
+/// A free TCP port on 127.0.0.1 for a server a test starts: bound once and released,
+/// and below the kernel's ephemeral range when there is room there. A port from that
+/// range (what binding port 0 gives) can be taken by any outgoing connection of another
+/// test before the server binds it (CI saw a Node server fail with `EADDRINUSE` so);
+/// outgoing connections never take a port below it. Ports are picked at random and
+/// never handed out twice by one process, so tests running at once rarely meet.
 pub fn free_port() -> u16 {
+    use std::collections::HashSet;
+    use std::sync::Mutex;
+    static GIVEN: Mutex<Option<HashSet<u16>>> = Mutex::new(None);
+    let (low, high) = (10_000u16, ephemeral_start());
+    if high > low + 1_000 {
+        let mut given = GIVEN.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(port) = pick_port(low..high, given.get_or_insert_with(HashSet::new)) {
+            return port;
+        }
+    }
     let listener = TcpListener::bind(("127.0.0.1", 0)).expect("bind 127.0.0.1:0");
     listener.local_addr().expect("local_addr").port()
+}
+
+/// A port of `range` at random that is not in `given` and can be bound now (then
+/// added to `given`); `None` after 200 tries.
+fn pick_port(
+    range: std::ops::Range<u16>,
+    given: &mut std::collections::HashSet<u16>,
+) -> Option<u16> {
+    use std::hash::{BuildHasher, Hasher};
+    let random = std::collections::hash_map::RandomState::new();
+    let width = u64::from(range.end - range.start);
+    for attempt in 0u64..200 {
+        let mut h = random.build_hasher();
+        h.write_u64(attempt);
+        let port = range.start + (h.finish() % width) as u16;
+        if given.contains(&port) || TcpListener::bind(("127.0.0.1", port)).is_err() {
+            continue;
+        }
+        given.insert(port);
+        return Some(port);
+    }
+    None
+}
+
+/// The first port of the kernel's ephemeral range (32768 when it cannot be read).
+fn ephemeral_start() -> u16 {
+    std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse().ok())
+        .unwrap_or(32_768)
 }
 
 /// A running peer. Its process is the leader of its own process group; stdout and stderr
@@ -178,5 +223,47 @@ pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
             return false;
         }
         std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn free_ports_are_below_the_ephemeral_range_distinct_and_free() {
+        let start = ephemeral_start();
+        let ports: Vec<u16> = (0..300).map(|_| free_port()).collect();
+        let distinct: std::collections::HashSet<u16> = ports.iter().copied().collect();
+        assert_eq!(distinct.len(), ports.len(), "a port was handed out twice");
+        assert!(
+            ports.iter().all(|p| *p < start),
+            "{ports:?} against {start}"
+        );
+        // Each is free: a server can bind it.
+        for p in &ports[..20] {
+            TcpListener::bind(("127.0.0.1", *p)).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_port_in_use_is_never_handed_out() {
+        // Ten ports of which nine are held: the tenth is the only answer.
+        let (base, held) = (0..50)
+            .find_map(|_| {
+                let base = free_port().min(30_000);
+                let held: Result<Vec<TcpListener>, _> = (base..base + 9)
+                    .map(|p| TcpListener::bind(("127.0.0.1", p)))
+                    .collect();
+                let tenth_free = TcpListener::bind(("127.0.0.1", base + 9)).is_ok();
+                held.ok().filter(|_| tenth_free).map(|h| (base, h))
+            })
+            .expect("nine free ports in a row");
+        let mut given = std::collections::HashSet::new();
+        let port = pick_port(base..base + 10, &mut given);
+        assert_eq!(port, Some(base + 9));
+        // Handed out once: not again, and nothing else is left.
+        assert_eq!(pick_port(base..base + 10, &mut given), None);
+        drop(held);
     }
 }
