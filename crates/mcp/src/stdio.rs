@@ -6,7 +6,9 @@
 //!   started (no orphans): SIGTERM to the group, then SIGKILL after a grace period, both
 //!   on [`ChildGuard::terminate`] and when the guard is dropped;
 //! - stderr is captured line by line, logged at debug level, and the last lines are kept
-//!   so that start-up failures can quote them;
+//!   so that start-up failures can quote them; once the transport is dropped it is read
+//!   for [`STDERR_GRACE`] more (a dying server's last lines), then let go, so a
+//!   grandchild that keeps stderr open cannot keep the reading task;
 //! - a line on stdout that is not JSON-RPC is not fatal: it is logged, remembered (so a
 //!   start-up timeout can say "the server wrote malformed JSON"), and skipped; when it
 //!   is a reply to one of our requests (found by [`EnvelopeScan`]: too deep to parse, say)
@@ -43,6 +45,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStdin;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use crate::error::ConnectError;
 use crate::framing::{self, EnvelopeScan, Frame, LineFramer};
@@ -51,6 +54,8 @@ use crate::raw::RawLane;
 use crate::target::StdioTarget;
 
 const STDERR_LINES_KEPT: usize = 40;
+/// How long stderr is still read after the transport is dropped.
+pub(crate) const STDERR_GRACE: Duration = Duration::from_secs(1);
 const MAX_LINE_CHARS: usize = 500;
 /// How many bytes one read from the server's stdout takes.
 const READ_CHUNK: usize = 64 * 1024;
@@ -217,6 +222,8 @@ pub(crate) struct StdioTransport {
     lane: Arc<RawLane>,
     /// Ends the stdout thread when the transport goes.
     _stop: Stop,
+    /// Ends the stderr task [`STDERR_GRACE`] after the transport goes.
+    _stderr: DropGuard,
     _guard: Arc<ChildGuard>,
 }
 
@@ -256,6 +263,42 @@ fn set_nonblocking(fd: i32, on: bool) -> std::io::Result<()> {
         }
     }
     Ok(())
+}
+
+/// Reads the server's stderr into `diag` (the last [`STDERR_LINES_KEPT`] lines) until it
+/// ends, or until [`STDERR_GRACE`] after `stop` fires.
+async fn read_stderr(
+    stderr: tokio::process::ChildStderr,
+    diag: SharedDiagnostics,
+    server: Arc<str>,
+    stop: CancellationToken,
+) {
+    let keep = |line: &str| {
+        tracing::debug!(target: "switchboard::server_stderr", server = %server, "{line}");
+        if let Ok(mut d) = diag.lock() {
+            if d.stderr.len() == STDERR_LINES_KEPT {
+                d.stderr.pop_front();
+            }
+            d.stderr.push_back(truncate(line));
+        }
+    };
+    let mut lines = BufReader::new(stderr).lines();
+    // `next_line` is cancel-safe: a line cut by `stop` is read whole by the drain below.
+    loop {
+        tokio::select! {
+            line = lines.next_line() => match line {
+                Ok(Some(line)) => keep(&line),
+                _ => return,
+            },
+            () = stop.cancelled() => break,
+        }
+    }
+    let drain = async {
+        while let Ok(Some(line)) = lines.next_line().await {
+            keep(&line);
+        }
+    };
+    let _ = tokio::time::timeout(STDERR_GRACE, drain).await;
 }
 
 /// Tells the stdout thread to end (an `eventfd`), when dropped.
@@ -431,22 +474,13 @@ pub(crate) fn spawn(
     set_nonblocking(stdout.as_raw_fd(), false).map_err(pipes)?;
     let diag: SharedDiagnostics = Arc::default();
     let server: Arc<str> = Arc::from(server);
-    {
-        let diag = diag.clone();
-        let server = server.clone();
-        tokio::spawn(async move {
-            let mut lines = BufReader::new(stderr).lines();
-            while let Ok(Some(line)) = lines.next_line().await {
-                tracing::debug!(target: "switchboard::server_stderr", server = %server, "{line}");
-                if let Ok(mut d) = diag.lock() {
-                    if d.stderr.len() == STDERR_LINES_KEPT {
-                        d.stderr.pop_front();
-                    }
-                    d.stderr.push_back(truncate(&line));
-                }
-            }
-        });
-    }
+    let stderr_stop = CancellationToken::new();
+    tokio::spawn(read_stderr(
+        stderr,
+        diag.clone(),
+        server.clone(),
+        stderr_stop.clone(),
+    ));
     let guard = Arc::new(ChildGuard {
         pgid: pid,
         child: AsyncMutex::new(Some(child)),
@@ -474,6 +508,7 @@ pub(crate) fn spawn(
         server,
         lane: lane.clone(),
         _stop: stop,
+        _stderr: stderr_stop.drop_guard(),
         _guard: guard.clone(),
     };
     Ok(Spawned {

@@ -1,6 +1,7 @@
 //! The thread reading a stdio server's stdout ends with its connection, even when a
 //! grandchild of the server, outside its process group, keeps the pipe open (the
-//! thread waits on a stop descriptor beside stdout, not in `read` alone).
+//! thread waits on a stop descriptor beside stdout, not in `read` alone). So does the
+//! task reading its stderr, a moment after the connection.
 
 use std::time::{Duration, Instant};
 
@@ -67,5 +68,46 @@ async fn the_stdout_thread_ends_with_its_connection_despite_a_grandchild() {
         readers(),
         before,
         "the stdout thread outlived its connection"
+    );
+}
+
+/// A grandchild in its own session keeps the server's stderr open and writes to it 3 s
+/// after the connection is gone: by then nothing reads stderr any more, so its write
+/// fails (the pipe has no reader) and it leaves a mark. While a task still read the
+/// pipe, the write went through and the task lived as long as the grandchild.
+#[tokio::test]
+async fn the_stderr_task_lets_go_of_a_grandchilds_pipe() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let mark = dir.path().join("closed");
+    let _grandchild = Grandchild(pid_file.clone());
+    let (python, args) = bad_peer("die_mid_call");
+    let script = format!(
+        "setsid sh -c 'trap \"\" PIPE; sleep 3; echo late >&2 || echo closed > \"{}\"' \
+         </dev/null >/dev/null & echo $! > '{}'; exec \"$0\" \"$@\"",
+        mark.display(),
+        pid_file.display()
+    );
+    let mut sh_args = vec!["-c".to_string(), script, python];
+    sh_args.extend(args);
+    let target = Target::Stdio(StdioTarget {
+        program: "sh".into(),
+        args: sh_args,
+        env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
+        cwd: None,
+    });
+    let mut opts = ConnectOptions::new("held", target);
+    opts.startup_timeout = Duration::from_secs(30);
+    let conn = Connection::connect(opts).await.expect("connects");
+    assert!(pid_file.exists(), "the grandchild did not start");
+    conn.close(Duration::from_secs(2)).await;
+    drop(conn);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !mark.exists() && Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(
+        mark.exists(),
+        "the grandchild's late write to stderr still had a reader"
     );
 }
