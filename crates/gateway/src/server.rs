@@ -199,6 +199,13 @@ struct Call<'a> {
     arguments: Option<serde_json::Value>,
 }
 
+/// A relayed request's answer ([`GatewayServer::answer`]).
+enum Answer<T> {
+    /// Parked: the client on 2026-07-28 is asked for input.
+    Asked(rmcp::model::InputRequiredResult),
+    Done(Result<T, ErrorData>),
+}
+
 struct Outcome {
     outcome: &'static str,
     error: Option<String>,
@@ -259,6 +266,34 @@ impl GatewayServer {
                 })
             })
             .await
+    }
+
+    /// The end of a relayed `tools/call`, `prompts/get` or `resources/read` (`call`,
+    /// whose route is the server's): audited as parked for the client's input, or as
+    /// done (`is_error` says whether a result reports a failure), with the upstream's
+    /// error in the gateway's words.
+    fn answer<T: serde::Serialize + Completable>(
+        &self,
+        ctx: &RequestContext<RoleServer>,
+        call: Call<'_>,
+        relayed: Result<Relayed<T>, ErrorData>,
+        is_error: impl Fn(&T) -> bool,
+    ) -> Answer<T> {
+        let server = call.route.map(|(server, _)| server).unwrap_or_default();
+        let result = match relayed {
+            Ok(Relayed::InputRequired(asked)) => {
+                self.audit(ctx, call, asked_outcome);
+                return Answer::Asked(asked);
+            }
+            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
+            Err(e) => Err(e),
+        };
+        let failed = result.as_ref().is_ok_and(&is_error);
+        let keep = self.audit_payloads();
+        self.audit(ctx, call, || {
+            outcome_of(&result, failed, ctx.ct.is_cancelled(), keep)
+        });
+        Answer::Done(result)
     }
 
     /// The current catalog, or, when `found` says it lacks what the client named,
@@ -565,34 +600,18 @@ impl ServerHandler for GatewayServer {
                 .await
             }
         };
-        let result = match relayed {
-            Ok(Relayed::InputRequired(asked)) => {
-                let call = Call {
-                    method: "tools/call",
-                    route: Some((server, tool)),
-                    requested: &requested,
-                    started,
-                    arguments: args_value,
-                };
-                self.audit(&context, call, asked_outcome);
-                return Ok(CallToolResponse::InputRequired(asked));
-            }
-            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
-            Err(e) => Err(e),
+        let call = Call {
+            method: "tools/call",
+            route: Some((server, tool)),
+            requested: &requested,
+            started,
+            arguments: args_value,
         };
-        let is_error = result.as_ref().is_ok_and(|r| r.is_error.unwrap_or(false));
-        self.audit(
-            &context,
-            Call {
-                method: "tools/call",
-                route: Some((server, tool)),
-                requested: &requested,
-                started,
-                arguments: args_value,
-            },
-            || outcome_of(&result, is_error, context.ct.is_cancelled(), keep),
-        );
-        result.map(CallToolResponse::from)
+        let is_error = |r: &CallToolResult| r.is_error.unwrap_or(false);
+        match self.answer(&context, call, relayed, is_error) {
+            Answer::Asked(asked) => Ok(CallToolResponse::InputRequired(asked)),
+            Answer::Done(result) => result.map(CallToolResponse::from),
+        }
     }
 
     async fn list_prompts(
@@ -615,7 +634,6 @@ impl ServerHandler for GatewayServer {
         let catalog = self
             .catalog_with(|c| c.prompt_names.resolve(&request.name).is_some())
             .await;
-        let keep = self.audit_payloads();
         let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, prompt)) = catalog.prompt_names.resolve(&request.name) else {
             return Err(ErrorData::invalid_params(
@@ -644,33 +662,17 @@ impl ServerHandler for GatewayServer {
                 .await
             }
         };
-        let result = match relayed {
-            Ok(Relayed::InputRequired(asked)) => {
-                let call = Call {
-                    method: "prompts/get",
-                    route: Some((server, prompt)),
-                    requested: &request.name,
-                    started,
-                    arguments: args_value,
-                };
-                self.audit(&context, call, asked_outcome);
-                return Ok(GetPromptResponse::InputRequired(asked));
-            }
-            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
-            Err(e) => Err(e),
+        let call = Call {
+            method: "prompts/get",
+            route: Some((server, prompt)),
+            requested: &request.name,
+            started,
+            arguments: args_value,
         };
-        self.audit(
-            &context,
-            Call {
-                method: "prompts/get",
-                route: Some((server, prompt)),
-                requested: &request.name,
-                started,
-                arguments: args_value,
-            },
-            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
-        );
-        result.map(GetPromptResponse::from)
+        match self.answer(&context, call, relayed, |_| false) {
+            Answer::Asked(asked) => Ok(GetPromptResponse::InputRequired(asked)),
+            Answer::Done(result) => result.map(GetPromptResponse::from),
+        }
     }
 
     async fn list_resources(
@@ -701,7 +703,6 @@ impl ServerHandler for GatewayServer {
         context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let started = Instant::now();
-        let keep = self.audit_payloads();
         let (server, uri) = self.route_uri(&request.uri).await?;
         let retry = Retry {
             state: request.request_state,
@@ -723,33 +724,17 @@ impl ServerHandler for GatewayServer {
                 .await
             }
         };
-        let result = match relayed {
-            Ok(Relayed::InputRequired(asked)) => {
-                let call = Call {
-                    method: "resources/read",
-                    route: Some((&server, &uri)),
-                    requested: &request.uri,
-                    started,
-                    arguments: None,
-                };
-                self.audit(&context, call, asked_outcome);
-                return Ok(ReadResourceResponse::InputRequired(asked));
-            }
-            Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(&server, e)),
-            Err(e) => Err(e),
+        let call = Call {
+            method: "resources/read",
+            route: Some((&server, &uri)),
+            requested: &request.uri,
+            started,
+            arguments: None,
         };
-        self.audit(
-            &context,
-            Call {
-                method: "resources/read",
-                route: Some((&server, &uri)),
-                requested: &request.uri,
-                started,
-                arguments: None,
-            },
-            || outcome_of(&result, false, context.ct.is_cancelled(), keep),
-        );
-        result.map(ReadResourceResponse::from)
+        match self.answer(&context, call, relayed, |_| false) {
+            Answer::Asked(asked) => Ok(ReadResourceResponse::InputRequired(asked)),
+            Answer::Done(result) => result.map(ReadResourceResponse::from),
+        }
     }
 
     async fn complete(
