@@ -32,16 +32,13 @@ impl Drop for Grandchild {
     }
 }
 
-#[tokio::test]
-async fn the_stdout_thread_ends_with_its_connection_despite_a_grandchild() {
-    let dir = tempfile::tempdir().unwrap();
-    let pid_file = dir.path().join("grandchild.pid");
-    let _grandchild = Grandchild(pid_file.clone());
+/// A connection to the `die_mid_call` peer started by `sh`, which first starts
+/// `grandchild` (a shell command) in a session of its own, so the process-group kill
+/// misses it, with its pid written to `pid_file`.
+async fn with_grandchild(grandchild: &str, pid_file: &std::path::Path) -> Connection {
     let (python, args) = bad_peer("die_mid_call");
-    // The grandchild: its own session (so the process-group kill misses it), holding
-    // the server's stdout, for far longer than the test.
     let script = format!(
-        "setsid sleep 120 </dev/null 2>/dev/null & echo $! > '{}'; exec \"$0\" \"$@\"",
+        "setsid {grandchild} & echo $! > '{}'; exec \"$0\" \"$@\"",
         pid_file.display()
     );
     let mut sh_args = vec!["-c".to_string(), script, python];
@@ -54,8 +51,17 @@ async fn the_stdout_thread_ends_with_its_connection_despite_a_grandchild() {
     });
     let mut opts = ConnectOptions::new("held", target);
     opts.startup_timeout = Duration::from_secs(30);
+    Connection::connect(opts).await.expect("connects")
+}
+
+#[tokio::test]
+async fn the_stdout_thread_ends_with_its_connection_despite_a_grandchild() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("grandchild.pid");
+    let _grandchild = Grandchild(pid_file.clone());
+    // The grandchild holds the server's stdout for far longer than the test.
     let before = readers();
-    let conn = Connection::connect(opts).await.expect("connects");
+    let conn = with_grandchild("sleep 120 </dev/null 2>/dev/null", &pid_file).await;
     assert_eq!(readers(), before + 1, "one reader thread per stdio server");
     assert!(pid_file.exists(), "the grandchild did not start");
     conn.close(Duration::from_secs(2)).await;
@@ -81,24 +87,12 @@ async fn the_stderr_task_lets_go_of_a_grandchilds_pipe() {
     let pid_file = dir.path().join("grandchild.pid");
     let mark = dir.path().join("closed");
     let _grandchild = Grandchild(pid_file.clone());
-    let (python, args) = bad_peer("die_mid_call");
-    let script = format!(
-        "setsid sh -c 'trap \"\" PIPE; sleep 3; echo late >&2 || echo closed > \"{}\"' \
-         </dev/null >/dev/null & echo $! > '{}'; exec \"$0\" \"$@\"",
-        mark.display(),
-        pid_file.display()
+    let grandchild = format!(
+        "sh -c 'trap \"\" PIPE; sleep 3; echo late >&2 || echo closed > \"{}\"' \
+         </dev/null >/dev/null",
+        mark.display()
     );
-    let mut sh_args = vec!["-c".to_string(), script, python];
-    sh_args.extend(args);
-    let target = Target::Stdio(StdioTarget {
-        program: "sh".into(),
-        args: sh_args,
-        env: vec![("PATH".into(), std::env::var("PATH").unwrap_or_default())],
-        cwd: None,
-    });
-    let mut opts = ConnectOptions::new("held", target);
-    opts.startup_timeout = Duration::from_secs(30);
-    let conn = Connection::connect(opts).await.expect("connects");
+    let conn = with_grandchild(&grandchild, &pid_file).await;
     assert!(pid_file.exists(), "the grandchild did not start");
     conn.close(Duration::from_secs(2)).await;
     drop(conn);
