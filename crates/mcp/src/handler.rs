@@ -165,14 +165,13 @@ struct Routes {
 impl ProgressRouter {
     pub(crate) fn register(&self, token: ProgressToken, sink: mpsc::UnboundedSender<Progress>) {
         if let Ok(mut r) = self.routes.lock() {
-            let early = std::mem::take(&mut r.early);
-            for (t, p) in early {
-                if t == token {
-                    let _ = sink.send(p);
-                } else {
-                    r.early.push_back((t, p));
+            r.early.retain(|(t, p)| {
+                let ours = *t == token;
+                if ours {
+                    let _ = sink.send(p.clone());
                 }
-            }
+                !ours
+            });
             r.sinks.insert(token, sink);
         }
     }
