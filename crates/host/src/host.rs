@@ -3,7 +3,19 @@
 //!
 //! Invariants:
 //! - all servers start concurrently; each attempt is bounded by that server's start-up
-//!   timeout, so one slow, hung or broken server never delays the others;
+//!   limit, the smaller of `startupTimeout` (30 s by default) and `timeout`, so one slow,
+//!   hung or broken server never delays the others; a command a person waits on may cap
+//!   it further ([`HostOptions::startup_cap`]) unless the entry sets `startupTimeout`;
+//! - the HTTP transport that worked for a server is remembered, in memory and in the
+//!   transport cache when given, so its next connection skips the probe or the SSE
+//!   fallback;
+//! - with `reconnect`, a dropped connection is re-made after 1, 2, 4, 8, 16, then 30 s,
+//!   giving up after [`HostOptions::max_reconnect_attempts`] (10) failures in a row;
+//! - with [`HostOptions::watch_lists`] (on by default; off for commands that list or call
+//!   once), a server on 2026-07-28 has a `subscriptions/listen` stream kept open for the
+//!   list kinds it declared; a change heard there re-lists it like an older server's
+//!   `list_changed` (so the pins judge it and the gateway passes it on), and a stream
+//!   that ends counts as a change;
 //! - no lock is held across an `.await`: state lives in `std::sync::Mutex`es that are
 //!   locked only to copy in or out, and connections are cloned out as `Arc`s;
 //! - a server that offers no tools, prompts or resources is closed, and says so;

@@ -1,6 +1,11 @@
 //! Errors of one connection: failing to connect, and failing requests.
 //!
 //! Every message names what went wrong and, where there is one, the next step.
+//!
+//! An HTTP 401 is a type, not a text: a request the server answered with 401 is
+//! [`RequestError::Unauthorized`] with the server's `WWW-Authenticate` challenge (found by
+//! type along the transport error's source chain), and `is_unauthorized()` on
+//! [`RequestError`] and [`ConnectError`] tells it, so no caller matches error text.
 
 use std::time::Duration;
 

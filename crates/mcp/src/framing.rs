@@ -15,6 +15,10 @@
 //!   and a `result`/`error` member (or at the end of the message), so the transport can
 //!   fail that request at once with [`error_reply`] instead of letting it time out;
 //! - the framing stays in step: after an oversized message the next one is read normally.
+//!
+//! The limit is the server's `maxMessageBytes` ([`DEFAULT_MAX_MESSAGE_BYTES`], 16 MiB, by
+//! default); a message nested deeper than [`MAX_PARSE_DEPTH`] (128) levels is unreadable
+//! and fails its request the same way, with code [`UNREADABLE_REPLY_CODE`].
 
 use serde_json::{Value, json};
 

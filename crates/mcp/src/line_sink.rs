@@ -17,7 +17,7 @@
 //! - a thread never blocks here: it holds the queue's lock only around a
 //!   non-blocking write;
 //! - [`LineSink::deferred`] counts the queued lines, and [`LineSink::backed_up`] says
-//!   when more than [`BACKED_UP_LINES`] are, so a caller can stop adding lines that
+//!   when more than [`BACKED_UP_LINES`] (16) are, so a caller can stop adding lines that
 //!   would only queue (a peer that does not read). A few lines queued are no sign of
 //!   that: it is what two writers at once look like.
 

@@ -29,8 +29,14 @@
 //!   oversized or unreadable reply to a raw call fails that call at once;
 //! - when the server's stdout ends, every raw call still waiting fails with
 //!   [`RequestError::Closed`] at once; the lane takes no new calls after that;
-//! - the lane never parses a result beyond its JSON-RPC envelope: the result goes back
-//!   as the server wrote it, but only a JSON object is accepted as one;
+//! - the lane never parses a result beyond its JSON-RPC envelope ([`read_raw_reply`]
+//!   locates the `result`): the result goes back as the server wrote it, but only a JSON
+//!   object is accepted as one; a reply with both `result` and `error`, or neither, fails
+//!   its call; a reply to a lane id not waiting (never sent, or answered already) is
+//!   dropped;
+//! - the lane is offered only on a connection below protocol 2026-07-28
+//!   (`Connection::raw_lane`), whose calls cannot be answered with an
+//!   `InputRequiredResult`;
 //! - memory: one entry per call in flight, removed when its callback runs.
 
 use std::collections::HashMap;

@@ -4,8 +4,11 @@
 //! Invariants:
 //! - the child is the leader of a new process group, so stopping it stops everything it
 //!   started (no orphans): SIGTERM to the group, then SIGKILL after a grace period, both
-//!   on [`ChildGuard::terminate`] and when the guard is dropped;
-//! - stderr is captured line by line, logged at debug level, and the last lines are kept
+//!   on [`ChildGuard::terminate`] and when the guard is dropped (then SIGTERM at once and
+//!   SIGKILL after 1 s, from a thread of its own). A closed connection first closes stdin
+//!   and gives the server the grace period to exit on its own, as MCP's stdio shutdown
+//!   asks (`Connection::close`);
+//! - stderr is captured line by line, logged at debug level, and the last 40 lines are kept
 //!   so that start-up failures can quote them; once the transport is dropped it is read
 //!   for [`STDERR_GRACE`] more (a dying server's last lines), then let go, so a
 //!   grandchild that keeps stderr open cannot keep the reading task;

@@ -1,5 +1,7 @@
 //! The pins file on disk: its two-step parse (raw serde shapes, then validated
-//! [`ServerPins`]), its size limit, its lock and its atomic, 0600 replacement.
+//! [`ServerPins`]), its size limit (32 MiB read), its lock (`flock`, waited on up to
+//! 10 s) and its atomic, 0600 replacement: each change re-reads the file under the lock,
+//! so concurrent processes merge.
 
 use std::collections::BTreeMap;
 use std::fs::File;

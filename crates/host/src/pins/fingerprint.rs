@@ -3,7 +3,9 @@
 //! The definition is the part of a tool a model (or person) decides by: `name`,
 //! `title`, `description`, `inputSchema`, `outputSchema` and `annotations`. Object keys
 //! are sorted at every depth and absent and `null` fields are the same, so the
-//! fingerprint does not depend on the order in which a server writes its JSON.
+//! fingerprint does not depend on the order in which a server writes its JSON. A
+//! definition is kept in the pins file whole up to 16 KiB of canonical JSON, else as a
+//! summary (still fingerprinted whole).
 
 use serde_json::{Map, Value};
 use sha2::{Digest, Sha256};

@@ -14,7 +14,15 @@
 //!   rename, withheld the same way;
 //! - a pins file that cannot be read or is not valid withholds every tool of the
 //!   servers it would judge (never "trust everything"), with an error naming the file
-//!   and the fix.
+//!   and the fix;
+//! - at most [`MAX_TOOLS_PER_SERVER`] (512) names are recorded per server; a new name
+//!   past that is withheld, not recorded.
+//!
+//! A server's identity is its command line (and cwd) or its URL without credentials or
+//! query, so a rotated secret keeps the pins. Only `pinTools: false` on the server's
+//! spec skips pinning (`trust` does not); which file may set it is `switchboard-config`'s
+//! rule, and the bundled demo server is exempt (part of the binary). Front ends that call a tool by
+//! name check [`Host::withheld_tool`](crate::Host::withheld_tool) first.
 //!
 //! It must not decide anything else about a tool (filters are the host's, confirmation
 //! the front end's) and never talks to a server: the host hands it the lists.

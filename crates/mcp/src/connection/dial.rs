@@ -3,6 +3,14 @@
 //! the stateless 2026-07-28 revision (`server/discover`) before `initialize`; legacy
 //! SSE refreshes a rejected token once; `Auto` falls back from Streamable HTTP to SSE
 //! only when another transport could help.
+//!
+//! The `server/discover` probe may take 5 s (less when the start-up limit is shorter).
+//! A 401 or a connection that could not be made ends the attempt there; any other
+//! failure, or the probe's timeout, falls back to `initialize` on a fresh transport,
+//! offering 2025-11-25 and accepting an older revision the server answers with. The host
+//! remembers which worked (`ConnectOptions::transport_hint`), so the probe is skipped
+//! for a server known to be older. `Auto` tries legacy SSE after Streamable HTTP unless
+//! the failure was about auth, a bad URL or header, or an unreachable host.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -5,7 +5,8 @@
 //! [`ClientHooks`] — exactly as the same questions sent as requests would be — and the
 //! call is sent again with `inputResponses` and the server's `requestState`, until the
 //! server answers with its result. A result carrying only a `requestState` (the server
-//! is still working) is retried after a short backoff.
+//! is still working) is retried after a backoff of 50 ms, doubling up to 250 ms, and
+//! back to 50 ms after a round that asked something.
 //!
 //! Must not: go on past [`MAX_INPUT_ROUNDS`] rounds (a server that keeps asking gets
 //! an error naming it), keep asking after the caller cancelled, or read the

@@ -2,6 +2,14 @@
 //! capped at [`PROGRESS_CAP`] times), progress routing, cancellation
 //! (`notifications/cancelled`), bounded list pagination, the typed calls, the state
 //! the server declared, and closing.
+//!
+//! Limits: a request's timeout is the server's `timeout` (10 min by default); each
+//! progress notification restarts it, up to [`PROGRESS_CAP`] (10) times the timeout in
+//! all (rmcp's `reset_timeout_on_progress`); past either, or when the caller cancels, the
+//! server is sent `notifications/cancelled`. A list follows at most [`MAX_LIST_PAGES`]
+//! pages. After the resource set changed, a request waits up to 5 s for the server to
+//! acknowledge it, so an update the request causes is heard. A caller's `_meta` goes to
+//! the server without `progressToken` and the keys MCP reserves (`relayed_meta`).
 #![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still used by servers
 
 use std::collections::HashSet;

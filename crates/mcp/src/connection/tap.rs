@@ -4,6 +4,9 @@
 //! the call has removed its sink, not at all). Every transport of a connection is
 //! wrapped in a [`ProgressTap`], which routes a progress notification to its call's
 //! sink as it is read, before the next message — the result included — is handed on.
+//! rmcp queues a request before its caller registers the sink, so a notification read
+//! in between is kept by the handler's `ProgressRouter` (the newest 64 at most) and
+//! handed to that call first, when it registers.
 //!
 //! Must not: change, hold back or drop any message (the notification still goes on to
 //! rmcp, whose own progress handling — request timeouts reset by progress — needs it).

@@ -21,9 +21,9 @@
 //! - a stream that ends by itself (the server closed it, the transport broke it, the
 //!   consumer lagged) is opened again, and everything it carries is announced as
 //!   changed or updated, since news may have been missed in between; the wait before
-//!   opening again doubles with each stream that failed or lived less than [`HEALTHY`],
-//!   up to [`MAX_WAIT`], so a server that closes every stream at once costs one request
-//!   a minute, not a loop;
+//!   opening again starts at 1 s and doubles with each stream that failed or lived less
+//!   than [`HEALTHY`] (30 s), up to [`MAX_WAIT`] (60 s), so a server that closes every
+//!   stream at once costs one request a minute, not a loop;
 //! - a refusal (method not found, invalid request or params), or an acknowledgment
 //!   that honours nothing, is final until the filter changes (for the list watch: for
 //!   the connection's life);
@@ -31,7 +31,7 @@
 //!   [`Connection::close`](super::Connection::close)) and when the transport closes;
 //! - memory: rmcp's buffer of
 //!   [`DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY`](rmcp::service::DEFAULT_SUBSCRIPTION_CHANNEL_CAPACITY)
-//!   notifications per stream; a server that floods it ends the stream as lagged, which
+//!   (64) notifications per stream; a server that floods it ends the stream as lagged, which
 //!   counts as a short-lived stream.
 
 use std::sync::Arc;
