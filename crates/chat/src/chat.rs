@@ -4,7 +4,10 @@
 //! → stream the model's answer → run the function calls it made (in parallel, after
 //! argument checks and confirmations) → append the model's turn *verbatim* (thought
 //! signatures included) and one `user` turn with every function response → repeat
-//! until the model answers without calls (bounded by `max_tool_rounds`).
+//! until the model answers without calls (bounded by `max_tool_rounds`). Confirmations
+//! are asked one at a time, in call order; each call then runs as
+//! `CallContext::run(ToolRun)`, all in parallel. The `user` turn holds one
+//! `functionResponse` per call, in call order, then any sibling `inlineData` parts.
 //!
 //! Invariants:
 //! - the registry is rebuilt from the host's current snapshot before every request,

@@ -17,7 +17,7 @@
 //!   change under it (`Arc::get_mut` refuses while a `Weak` exists; `Arc::make_mut`
 //!   moves the value out instead).
 //! - **Bounded.** Each build stamps the entries it used. After a build, schemas beyond the
-//!   capacity (and identities beyond four times the capacity) are dropped, least recently
+//!   capacity (1,024 by default; identities beyond four times that) are dropped, least recently
 //!   used first, never the ones that build used (a registry larger than the capacity
 //!   stays cached whole until the next build). Identity entries whose `Arc` is gone are
 //!   dropped at every build.

@@ -27,6 +27,9 @@
 //!
 //! This module is the one place that words the marking; the Gemini and the
 //! OpenAI-compatible providers both send what the chat loop built with it.
+//!
+//! The marking makes injected instructions less likely to be obeyed; it is not a
+//! guarantee, which is why tool calls still need confirmation.
 
 use std::collections::hash_map::RandomState;
 use std::hash::BuildHasher;

@@ -1,5 +1,7 @@
 //! What the Gemini API accepts in a `FunctionDeclaration`, checked the way the real API
-//! does: the function-name rule, parameter names, and the schema subset of
+//! does: the function-name rule (a letter or `_`, then letters, digits, `_ . : -`, at
+//! most 64 characters; the chat registry stays one under it, as Gemini CLI does),
+//! parameter names (`[A-Za-z0-9_]{1,64}`), and the schema subset of
 //! `parametersJsonSchema` and of the OpenAPI-form `parameters`.
 //!
 //! This is the one copy of these rules: the chat side's schema normalizer writes to them,

@@ -5,6 +5,14 @@
 //!
 //! A provider supplies only what differs: how the request is authorized and how an
 //! error body is read ([`Transport::post`]'s `authorize` and `parse_error`).
+//!
+//! Limits: a whole answer is read up to 64 MiB and an error body up to 64 KiB (one
+//! streamed event: 32 MiB, in `sse.rs`); past that the request ends with an error naming
+//! the limit, since a local model server is as untrusted as any other answer. Retries: 3
+//! after the first attempt by default, waiting 1 s · 2^n ± 20 %, at most 60 s; a
+//! requested wait (`Retry-After`, `RetryInfo`) longer than that cap ends the request
+//! instead. Without a client of its own, a provider gets `switchboard_net::http_client`
+//! with the `local` policy.
 
 use std::fmt;
 use std::sync::Arc;

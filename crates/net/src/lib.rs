@@ -15,6 +15,12 @@
 //!   a whole body.
 //! - [`no_delay`]: the inbound side, every served HTTP listener with `TCP_NODELAY` on
 //!   its accepted connections.
+//!
+//! One door to the network: outbound sockets, name resolution and HTTP clients come only
+//! from here. The workspace's `clippy.toml` (`disallowed-methods`) fails the build when
+//! other code calls `TcpStream::connect`, `TcpSocket::connect`, `lookup_host`,
+//! `to_socket_addrs` or builds a `reqwest::Client`; this crate allows them where it builds
+//! its client and resolver, and test code that plays a peer allows them per file.
 
 mod blocked;
 mod body;

@@ -1,7 +1,10 @@
 //! Failures in words: rmcp's errors without its Rust type names, an error chain on one
 //! line, the message of a failed handshake, and the diagnosis of a connection that
 //! failed before any answer (blocked by the guard, or unreachable with the I/O cause),
-//! which also decides that another transport would not help.
+//! which also decides that another transport would not help. A refused destination is
+//! [`ConnectError::Blocked`](crate::ConnectError) on every transport and fallback, with
+//! the policy and the fix; an unreachable one is worded by the guard's own verdict and
+//! one guarded `HEAD` of at most 2 s, never by a connection beside the guard.
 
 use std::time::Duration;
 
