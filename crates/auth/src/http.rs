@@ -1,7 +1,8 @@
 //! Every OAuth HTTP request (metadata, registration, token, Google) goes through the
 //! URL guard's [`GuardedClient::send`]: the URL and every redirect hop are checked,
-//! and connections go only to checked addresses. Bodies are capped and every request
-//! has a time limit. Errors name the URL without its query (it may hold secrets).
+//! and connections go only to checked addresses. Bodies are capped (1 MiB) and every
+//! request has a time limit (30 s by default; OpenID sign-in uses 10 s). Errors name the
+//! URL without its query (it may hold secrets).
 
 use std::time::Duration;
 

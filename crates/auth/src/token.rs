@@ -1,7 +1,9 @@
 //! The token endpoint (RFC 6749 §3.2, §5): client authentication chosen from what the
 //! server supports (`client_secret_basic`, `client_secret_post`, `none`,
 //! `private_key_jwt` per RFC 7523 §2.2), requests for every grant, and strict reading
-//! of the answer. Also dynamic client registration (RFC 7591).
+//! of the answer. Also dynamic client registration (RFC 7591). A `private_key_jwt`
+//! assertion's `aud` is the authorization server's issuer (the token URL only when no
+//! metadata named one).
 
 use std::sync::Arc;
 

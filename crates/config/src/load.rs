@@ -1,7 +1,10 @@
 //! Loading settings: layers, merging, validation, policy and trust.
 //!
 //! The rules (layers, folder trust, merging, credentials bound to their destination,
-//! policies that only get stricter) are documented on [`load`].
+//! policies that only get stricter) are documented on [`load`]. Besides `pinTools`,
+//! `registryUrl` too counts only from the user or `--config` file. A broken entry (bad
+//! field, unset variable, two transports) disables only that server, with a reason
+//! naming the file, `mcpServers.<name>.<field>` and the fix; the others still start.
 
 use std::path::{Path, PathBuf};
 

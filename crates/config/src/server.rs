@@ -10,6 +10,11 @@
 //!
 //! Exactly one of `command`, `url`, `httpUrl` must be set. URLs must be `http(s)`.
 //!
+//! # Limits
+//! `timeout` (every request, `initialize` included) defaults to 10 min and
+//! `startupTimeout` to 30 s; `maxMessageBytes` (one message from the server, on every
+//! transport) defaults to 16 MiB and must lie between 64 KiB and 1 GiB.
+//!
 //! # Relative `cwd`
 //! A relative `cwd` is resolved against the directory that holds the settings
 //! file's folder: for a project file `<project>/.switchboard/settings.json` that is

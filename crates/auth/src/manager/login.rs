@@ -2,7 +2,9 @@
 //! configured machine grant), the authorization-code flow with PKCE through the
 //! loopback callback (prepare, open the browser, finish), and the split flow for an
 //! app's own callback page ([`AuthManager::begin_authorization`] →
-//! [`AuthManager::complete_authorization`]) with its [`PendingAuthorizations`].
+//! [`AuthManager::complete_authorization`]) with its [`PendingAuthorizations`]
+//! ([`PENDING_TTL`], 10 min, each taken once). A callback's RFC 9207 `iss` must be the
+//! issuer the login started with, and is required when the server's metadata promises it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

@@ -2,7 +2,10 @@
 //! [`Jwk`] for RSA and P-256 keys only), fetched through the guard with a capped body,
 //! and cached: reloaded when older than [`MAX_AGE`], or when an ID token names a key
 //! the cache lacks, at most once per [`MIN_RELOAD`]. Owns signature verification on
-//! aws-lc-rs; it must not decide anything about claims.
+//! aws-lc-rs; it must not decide anything about claims. Limits: at most [`MAX_KEYS`] (64)
+//! keys, RSA moduli of 2048–8192 bits, P-256 only; reloaded after an hour, or at most
+//! once a minute for an unknown `kid`. A token's key is the one its `kid` names; a token
+//! without `kid` is checked only when exactly one key fits its `alg` (OIDC Core §10.1).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

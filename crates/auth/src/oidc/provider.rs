@@ -3,6 +3,8 @@
 //! limit), read it with the crate's RFC 8414 reader, then validate it into
 //! [`ProviderMetadata`]: the published `issuer` must be the configured one, and the
 //! authorization, token and JWKS endpoints must be there. It must not fetch the keys.
+//! The issuer must be `https` (`http` only on a loopback host); whether it promises RFC
+//! 9207 `iss` in authorization responses is kept, so a callback without it is refused.
 
 use std::time::Duration;
 
