@@ -7,6 +7,9 @@
 //! Every query names `self.user`: another user's session is "not there" (`None` /
 //! `false`), never an error that would confirm it exists.
 //!
+//! At most [`MAX_APP_SESSIONS_PER_USER`] (500) per user; a session goes with its chat.
+//! The app's model context is sealed too, at most [`MAX_APP_CONTEXT_BYTES`] (256 KiB).
+//!
 //! Must not: store the tool's arguments or result in clear, or let a session name a
 //! conversation that is not its user's.
 

@@ -6,6 +6,13 @@
 //! Every query names `self.user`: a conversation, message or confirmation of another
 //! user is "not there" (`None` / `false`), never an error that would confirm it exists.
 //!
+//! Bounds, checked at insert: [`MAX_CHAT_MESSAGES`] (2,000) messages and [`MAX_CHAT_BYTES`]
+//! (32 MiB sealed) per chat, [`MAX_CHATS_PER_USER`] (500) chats per user; past them,
+//! [`StoreError::Full`](crate::StoreError::Full) naming the limit. The team model key is
+//! written only by a user who is an admin, checked again in the statement itself. Each
+//! chat stores the nonce of its untrusted-data marker, so every instance wraps server
+//! text the same way. In clear: titles, server names and the person's decisions.
+//!
 //! Must not: store message content, confirmation arguments or a key in clear, or return
 //! a key anywhere but to the chat that runs with it.
 

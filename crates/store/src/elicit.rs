@@ -1,7 +1,8 @@
 //! One user's chat elicitations, through [`UserStore`] only: a server's request for
 //! input during a chat's tool call, written by the instance running the turn, answered
 //! (accept with content, decline, cancel) through any instance, and read back by the
-//! turn, which then removes it.
+//! turn, which then removes it (answered, timed out, or its turn ended); it also goes
+//! with its chat. An answer's content is at most 64 KiB, a request 256 KiB.
 //!
 //! Every query names `self.user`: another user's elicitation is "not there".
 //!

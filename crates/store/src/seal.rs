@@ -4,6 +4,11 @@
 //! ([`Slot`]: table, column, user id, row key) as associated data. A sealed value copied to
 //! another row or user, or changed by one bit, does not open. [`Secret`] carries plaintext
 //! through the API and never prints it.
+//!
+//! The key comes from `SWITCHBOARD_SECRET_KEY` (or `_FILE`). Rotation: set the new key,
+//! the old one as `SWITCHBOARD_SECRET_KEY_PREVIOUS` (or `_FILE`), run `switchboard db
+//! reencrypt`, then drop the old key. A dump of the database thus shows emails, server
+//! URLs and hashes, never a token, API key, header value, PKCE verifier or session.
 
 use std::fmt;
 use std::os::unix::fs::PermissionsExt;

@@ -4,6 +4,9 @@
 //! instance. The row is found by the SHA-256 of `state` *and* the user it belongs to, so a
 //! callback arriving with another user's session finds nothing and leaves the login in
 //! place. The verifier is sealed for its exact row; the client details are not secret.
+//! A login is bound to the user, the server name and the URL the server had when it
+//! began (a `catalog` flag marks a login to a catalog server), and lives for the `ttl`
+//! the caller gives (team mode: 10 minutes).
 //!
 //! Must not: return a login to anyone but its user, or return one twice or after it
 //! expired.

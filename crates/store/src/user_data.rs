@@ -1,7 +1,9 @@
 //! [`UserStore`]: one user's data — MCP servers (HTTP or SSE only), OAuth tokens per
 //! server (with a lease so that one instance at a time refreshes them), the model API key. Every query here is written against `self.user`: there is
 //! no way to name another user's rows through this type, and no other type reaches these
-//! tables. Secrets are sealed for their exact row (user, server or provider).
+//! tables. Secrets are sealed for their exact row (user, server or provider). Its
+//! [`UserId`](crate::UserId) is made only by the store (a sign-in or a session), so a
+//! `UserStore` exists only for a user the store vouched for.
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -2,8 +2,11 @@
 //! is a name (unique per user) and its YAML source, sealed; a run is a row written when
 //! it starts (so every instance sees it running) and finished with its outcome and its
 //! run log (JSON, sealed, at most [`MAX_RUN_LOG_BYTES`]). Only the newest
-//! [`MAX_RUNS_PER_USER`] finished runs of a user are kept, and at most
-//! [`MAX_RUNNING_PER_USER`] run at once.
+//! [`MAX_RUNS_PER_USER`] (50) finished runs of a user are kept, and at most
+//! [`MAX_RUNNING_PER_USER`] (3) run at once. A run row carries a deadline and a cancel
+//! request; one still running past its deadline (its instance stopped) reads as
+//! `interrupted`. Other caps: a source of [`MAX_WORKFLOW_BYTES`] (256 KiB), a run log of
+//! 1 MiB, [`MAX_WORKFLOWS_PER_USER`] (500) workflows.
 //!
 //! Every query names `self.user`: a workflow or run of another user is "not there"
 //! (`None` / `false`), never an error that would confirm it exists.

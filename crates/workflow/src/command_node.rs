@@ -5,6 +5,10 @@
 //!
 //! The chat's tool rules apply as in GemiHub: no MCP tools in web-search mode
 //! (`ragSetting: __websearch__`) or for Gemma models; the log says so.
+//!
+//! The prompt and system prompt are the author's, but a variable in them that holds a
+//! tool result or an HTTP answer is server text: it reaches the model wrapped as
+//! untrusted data under the conversation's marker (`switchboard_chat::Untrusted`).
 
 use std::sync::Arc;
 
