@@ -4,6 +4,17 @@
 //! turns host events into downstream notifications (`list_changed`, log messages,
 //! status notes).
 //!
+//! The first list a client asks for waits at most [`GatewayOptions::initial_wait`] (5 s by
+//! default, `--wait-ms`) for the servers' first connection attempts; `initialize` never
+//! waits. A server that is down is absent, and named in `instructions` and a log
+//! notification in the gateway's own words (its error text stays local). Each server's
+//! lists are capped at 1,000 items of each kind by default (`crate::catalog`; the status
+//! line says what was left out). An upstream's elicitation or sampling
+//! goes to the client whose call to that server is in flight, inside that call's task (so
+//! Streamable HTTP sends it on that call's stream); a client that did not declare the
+//! capability has it declined with a reason, and an upstream cancelling the question
+//! cancels the forwarded request.
+//!
 //! Roots: upstream servers are told (in `initialize`) that the roots may change; their
 //! `roots/list` is answered by a downstream client (the one whose call is running,
 //! else the latest that declared roots), and an empty list when no client declared

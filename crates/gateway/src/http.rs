@@ -7,6 +7,10 @@
 //! behind it. rmcp also checks `Host` (DNS rebinding). Choosing whether a bind address
 //! is acceptable without a configured token is the caller's decision (the CLI refuses
 //! beyond loopback).
+//!
+//! Clients on 2025-11-25 and older get rmcp sessions; a 2026-07-28 request is served on
+//! its own, and answered as one JSON body when its result is its only message (an event
+//! stream only when progress, a log line or a question comes first).
 
 use std::future::Future;
 use std::io::Read;

@@ -18,7 +18,7 @@
 //!   applies holds: a withheld tool is not in it), its server is connected over stdio
 //!   with a raw lane whose stdin is not backed up, the client reads its stdout (not
 //!   more than `switchboard_mcp::BACKED_UP_LINES` replies wait for room), fewer than
-//!   [`MAX_IN_FLIGHT`] raw calls of the session are in flight (so a client that sends
+//!   [`MAX_IN_FLIGHT`] (256) raw calls of the session are in flight (so a client that sends
 //!   without reading is held to rmcp's pace, and memory stays bounded), and the audit
 //!   log does not keep payloads.
 //!
@@ -28,7 +28,12 @@
 //! answered, as rmcp does), the session's end cancelling what is in flight, the
 //! server's elicitation, sampling and roots requests answered by this client (the call
 //! is registered in flight like a typed one, answered from the hook's own task), the
-//! same error words ([`upstream_error`]), and an audit line.
+//! same error words ([`upstream_error`]), and an audit line. A lying or oversized reply,
+//! or the server's exit, fails only that call, at once. The result goes to the client as
+//! the server wrote it (checked only to be one JSON object within `maxMessageBytes`),
+//! where the typed path rewrites it through rmcp's types; `crates/cli/tests/gateway_raw.rs`
+//! checks both paths answer alike and that the raw one was taken (the server sees
+//! `"sb.N"` ids).
 
 use std::borrow::Cow;
 use std::collections::HashMap;

@@ -11,7 +11,9 @@
 //! - a socket (Node's `child_process.spawn` gives its children socketpairs, so this is
 //!   what the TS SDK, Gemini CLI and MCP Inspector hand us): a duplicate of the
 //!   descriptor written with `MSG_DONTWAIT`, so the open file's flags are never
-//!   changed, watched by the reactor only while a write waits for room;
+//!   changed, watched by the reactor only while a write waits for room (watched always,
+//!   Linux reports the room each read of the client frees as a new edge: one wasted
+//!   wake-up per reply);
 //! - a pipe or FIFO (Python's `subprocess`, shells): reopened through `/proc/self/fd`
 //!   with `O_NONBLOCK`, which gives the gateway its own open file description; the
 //!   process's fd 1 (and anything that shares it) stays blocking;

@@ -19,7 +19,7 @@
 //! so a client that sends without reading (or faster than the servers answer) would
 //! have rmcp hold requests and replies without end. The transport counts both, and
 //! hands rmcp nothing more from the client while [`MAX_WRITING`] messages wait to be
-//! written or [`MAX_SERVING`] requests are being served: the client's own writes then
+//! written or [`MAX_SERVING`] requests are being served (64 and 128): the client's own writes then
 //! wait (the stdin thread stops reading), and the gateway's memory stays bounded. The
 //! second limit is lifted while rmcp waits for the client's answer to a question (an
 //! upstream's elicitation, say), which would otherwise queue behind the requests it

@@ -22,16 +22,18 @@
 //!
 //! A second subscriber to a resource whose upstream subscription is still being made
 //! waits for it, and is refused with it when it fails (before, it was told yes and then
-//! heard nothing); a subscriber that goes away mid-way takes its entry with it.
+//! heard nothing); a subscriber that goes away mid-way takes its entry with it. A
+//! `resources/subscribe` the client cancelled while it was being made is undone (rmcp lets
+//! the handler run on after a cancellation).
 //!
 //! A server that floods updates costs bounded memory: a session has at most one update
 //! per resource on its way (another for the same resource meanwhile is the same news),
-//! and a listen request's queue holds at most [`MAX_PER_SUBSCRIBER`] (more are dropped:
+//! and a listen request's queue holds at most [`MAX_PER_SUBSCRIBER`] (256; more are dropped:
 //! the client already has that many to act on).
 //!
 //! Must not: send an update to a client that did not subscribe to that resource,
 //! hold the table's lock across an `.await`, or grow without bound (at most
-//! [`MAX_PER_SUBSCRIBER`] per subscriber and [`MAX_SUBSCRIPTIONS`] in all).
+//! [`MAX_PER_SUBSCRIBER`] per subscriber and [`MAX_SUBSCRIPTIONS`] (4096) in all).
 
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
