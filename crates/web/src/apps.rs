@@ -14,6 +14,11 @@
 //!   `/api/mcp/tool-call` and `/api/mcp/resource-read` with `appId`: the server is the
 //!   session's, never one the browser names, and a tool must have `"app"` in its
 //!   `_meta.ui.visibility` (default `["model","app"]`).
+//! - The CSP ([`build_csp`]) is the spec's default, widened only by the *origins* the
+//!   resource declares in `_meta.ui.csp` (`scheme://host[:port]`, a DNS name optionally
+//!   led by one `*.` wildcard: [`csp_origin`]); every other entry (a bare scheme, `*`, a
+//!   path) is dropped with a warning naming the app. `frame-ancestors` is the page that
+//!   opened the session.
 
 use std::time::Instant;
 

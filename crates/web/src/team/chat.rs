@@ -25,6 +25,15 @@
 //! instance's client cache; a call runs after the person's confirmation unless this chat
 //! has an "always" answer for the tool or server.
 //!
+//! Across instances: the running turn polls the store every [`POLL_EVERY`] (250 ms) for
+//! a confirmation or a cancel, and a confirmation unanswered for [`CONFIRM_TIMEOUT`]
+//! (600 s) counts as "cancel". One turn runs at a time in a chat: the turn holds a lease
+//! in the store (`conversations.turn_holder`/`turn_until`, 15 s, renewed every 5 s), a
+//! send on any instance meanwhile gets 409, and a lease left by a killed instance runs
+//! out. The model key is the user's own, else the team key; provider and base URL come
+//! only from the operator (`model_key`'s `TeamModel`), so a user cannot point the team
+//! key at another host. Bounds: 20 tool rounds a turn, 120 s a tool call.
+//!
 //! Must not: keep anything a turn on another instance needs in memory (the local set of
 //! running turns only answers 409 to a second send here), reach a conversation except
 //! through `Store::for_user` for the signed-in user (another user's is a 404), or send a

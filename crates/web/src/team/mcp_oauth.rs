@@ -16,7 +16,9 @@
 //!   .put_oauth_tokens`. The answer is a small page that posts
 //!   `{type:"mcp-oauth-result", server, ok, error?}` to its opener (target origin: the
 //!   app's) and closes, or, with no opener (mobile, popup blocked), goes back to the app
-//!   (`/?mcpOAuth=ok|error&server=…`). No token is in any answer. RFC 9207 (mix-up
+//!   (`/?mcpOAuth=ok|error&server=…`). The page allows its one script by hash (CSP
+//!   `default-src 'none'`, `frame-ancestors 'none'`) and is sent `no-store` and
+//!   `no-referrer`. No token is in any answer. RFC 9207 (mix-up
 //!   defence, [`check_issuer`]): an `iss` in the response must be exactly the issuer
 //!   the login started with, and is required when that server's metadata says
 //!   `authorization_response_iss_parameter_supported`; otherwise the login is used up

@@ -17,7 +17,9 @@
 //!   or the database did not answer as it should).
 //!
 //! Who may read them: only a scraper presenting `Authorization: Bearer <token>` with the
-//! token the operator configured ([`MetricsToken`], `SWITCHBOARD_METRICS_TOKEN`); without
+//! token the operator configured ([`MetricsToken`], `SWITCHBOARD_METRICS_TOKEN` or a file
+//! named by `SWITCHBOARD_METRICS_TOKEN_FILE`; at least [`METRICS_TOKEN_MIN_LEN`] (24)
+//! characters, compared in constant time), never a session; without
 //! a configured token `/metrics` answers 404. Not "loopback only": behind a reverse proxy
 //! on the same machine every request arrives from loopback.
 //!

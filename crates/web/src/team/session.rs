@@ -6,6 +6,10 @@
 //! memory: any instance answers), into [`SignedIn`]. No cookie, or one the store does not
 //! know or that expired: 401 JSON.
 //!
+//! The session cookie is `HttpOnly` and `SameSite=Lax` (the issuer's redirect back is a
+//! cross-site navigation), with `Secure` and the `__Host-` prefix behind https. Sessions
+//! are stored as SHA-256 hashes, expire, and end on one device or all from any instance.
+//!
 //! Must not: accept a user from anywhere but the store's answer for the cookie.
 
 use std::fmt;

@@ -20,7 +20,9 @@
 //! uses), the team's URL guard for every HTTP request (servers, `http` nodes, one-off
 //! `mcp` URLs, the model), bearer tokens from [`StoreTokens`] (the caller's own, asked
 //! for on every request, refreshed under the store's lease), and the caller's model key
-//! or the team key for `command` nodes. A run takes at most [`MAX_RUN_TIME`]; its row
+//! or the team key for `command` nodes. A run takes at most [`MAX_RUN_TIME`] (10 min); the
+//! running instance checks the store for a cancel every 500 ms and keeps at most 5,000
+//! live events; its row
 //! is in the store from its start (so another instance shows it running, and a run
 //! left by a stopped instance shows as interrupted after its deadline) and its log is
 //! saved when it ends.
