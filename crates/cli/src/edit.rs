@@ -1,6 +1,11 @@
 //! Commands that edit settings: `mcp add/remove/enable/disable`, `mcp get` (read-only,
 //! secrets masked) and `trust`. Files are rewritten atomically and keep every field
 //! Switchboard does not know (the file is shared with other tools).
+//!
+//! `mcp remove` of a server that runs from an installed bundle
+//! (`$SWITCHBOARD_HOME/bundles/NAME-SHA12/`) also deletes that folder, once no entry in
+//! the user, project or `--config` file runs from it; only a direct child of `bundles/`
+//! counts, so a path with `..` that leads out of it deletes nothing.
 
 use std::path::PathBuf;
 use std::process::ExitCode;

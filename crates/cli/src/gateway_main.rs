@@ -5,6 +5,9 @@
 //! team store, chat, models or workflows: fewer executable pages touched, so a
 //! smaller resident set for a process that may run once per MCP client.
 //!
+//! `tests/gateway_lean.rs` checks both: the binary's symbols (no web, store, chat or
+//! workflow code) and that its flags equal `switchboard gateway`'s.
+//!
 //! Must not: grow commands of its own. Anything but the gateway belongs in
 //! `switchboard`; the hidden `demo-server` is there because the default server (no
 //! settings file) is this very executable run as `demo-server`.

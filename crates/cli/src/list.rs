@@ -1,9 +1,10 @@
 //! `switchboard mcp list`: the `/mcp` view. Starts every server concurrently, reports
 //! each one's status, what it offers and why it failed, then stops them all. Exits 0
-//! whenever it could report, whatever the servers' states.
+//! whenever it could report, whatever the servers' states. With `--json` each status is
+//! exactly one of `connected`, `connecting`, `disconnected`, `blocked`, `disabled`.
 //!
 //! A person waits on this command, so each server's start-up is capped at
-//! [`LIST_STARTUP_CAP`] unless its settings set `startupTimeout`; the servers given up on
+//! [`LIST_STARTUP_CAP`] (10 s) unless its settings set `startupTimeout`; the servers given up on
 //! are named at the end. On a terminal (not with `--json`) each server's start is shown
 //! live on stderr while it happens (see [`crate::progress::ServerLines`]) and cleared
 //! before the report, so the report is the same whether or not it was shown.

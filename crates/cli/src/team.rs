@@ -8,6 +8,8 @@
 //! (`--chat-provider`, `--chat-model`, the base URL from `GEMINI_BASE_URL` /
 //! `OPENAI_BASE_URL`; keys only from the store). Migrations run at start. Messages to
 //! the operator go through `logging::notice` (JSON lines with `--log-format json`).
+//! The URL policy defaults to `strict` (a weaker `--url-policy` is warned about), and
+//! `--allow-catalog-stdio` (stdio catalog servers run on this instance) warns at start.
 //!
 //! Must not: take a secret (key, client secret) from the command line, where other
 //! users of the machine can read it.
