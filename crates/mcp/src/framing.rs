@@ -4,7 +4,9 @@
 //! A server is not trusted: it may send a line that never ends, an event of gigabytes, or
 //! a reply nested so deep that no parser accepts it. The framers here are pure state
 //! machines fed with whatever chunks the transport reads, so they are easy to fuzz
-//! (`fuzz/fuzz_targets/stdio_framing.rs`, `sse.rs`) and to test without a socket.
+//! (`fuzz/fuzz_targets/stdio_framing.rs`, `sse.rs`) and to test without a socket. They
+//! are ours because the line and SSE crates we know keep a whole line or event in memory,
+//! without a limit.
 //!
 //! Invariants:
 //! - **bounded memory**: at most `max` bytes of one message are ever buffered. Past the

@@ -3,6 +3,9 @@
 //! order.
 //!
 //! Only `data` fields matter to the model APIs; comments and other fields are skipped.
+//! One event holds at most 32 MiB (room for a generated image in base64); past that the
+//! stream ends with an error naming the limit. Ours, like `switchboard-mcp`'s framers,
+//! because the SSE crates we know buffer an event without a limit.
 
 use std::collections::VecDeque;
 use std::pin::Pin;

@@ -1,6 +1,7 @@
 //! Address classes: every IPv4 and IPv6 special-purpose range (IANA registries), with
 //! IPv4 addresses embedded in IPv6 (mapped, translated, NAT64, 6to4) judged as the IPv4
-//! address they stand for.
+//! address they stand for. Written by hand: no crate we found covers every
+//! special-purpose range and embedded IPv4 form.
 
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 

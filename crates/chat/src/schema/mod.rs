@@ -24,7 +24,8 @@
 //! fake Gemini server and the schema corpus test use too.
 //!
 //! The argument check before a call ([`crate::args`]) always uses the server's original
-//! schema, so lossy steps here never let a bad argument through.
+//! schema, so lossy steps here never let a bad argument through. Written by hand: no
+//! crate maps JSON Schema to Gemini's subset.
 //!
 //! Where each part lives:
 //!

@@ -34,6 +34,10 @@
 //! only from the operator (`model_key`'s `TeamModel`), so a user cannot point the team
 //! key at another host. Bounds: 20 tool rounds a turn, 120 s a tool call.
 //!
+//! Why a loop of its own: `switchboard_chat::Chat` keeps its history in memory on a
+//! personal `Host`; this loop reuses its registry, argument checks, result mapping and
+//! untrusted marking. A tool-source trait that lets both share one loop is the next step.
+//!
 //! Must not: keep anything a turn on another instance needs in memory (the local set of
 //! running turns only answers 409 to a second send here), reach a conversation except
 //! through `Store::for_user` for the signed-in user (another user's is a 404), or send a
