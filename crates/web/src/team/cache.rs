@@ -11,6 +11,9 @@
 //! `:`); a stdio catalog server is one process per user who uses it, closed by the same
 //! idle sweep and cap.
 //!
+//! Its connections keep no list watch (`ConnectOptions::watch_lists` stays off): the team
+//! gateway lists afresh instead of listening for a 2026-07-28 server's changes.
+//!
 //! Must not: hold its lock across `.await` (connecting happens outside it), or print a
 //! key (its digest covers secrets).
 

@@ -13,7 +13,8 @@
 //!   cookie arrives: the pending login is taken for that user (another user's, an
 //!   unknown or a used `state` finds nothing and uses nothing up), the code is exchanged
 //!   at the token endpoint and the tokens are saved through `for_user(..)
-//!   .put_oauth_tokens`. The answer is a small page that posts
+//!   .put_oauth_tokens`, only if the server is still there (enabled, for a catalog
+//!   server) at the URL the login began with. The answer is a small page that posts
 //!   `{type:"mcp-oauth-result", server, ok, error?}` to its opener (target origin: the
 //!   app's) and closes, or, with no opener (mobile, popup blocked), goes back to the app
 //!   (`/?mcpOAuth=ok|error&server=…`). The page allows its one script by hash (CSP
