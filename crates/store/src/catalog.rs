@@ -12,7 +12,8 @@
 //! layer; the store only keeps what the admin published.
 //!
 //! A user's tokens for a catalog server go when that user disables it, when an admin
-//! unpublishes it, and for every user when its URL or command changes. Per entry: at
+//! unpublishes it, and for every user when its transport, URL, command, arguments or
+//! working folder changes. Per entry: at
 //! most 64 arguments, environment variables or headers, each value at most 4096 bytes.
 //!
 //! Must not: let a non-admin write the catalog; return one user's enablement or tokens
