@@ -408,6 +408,23 @@ impl GuardedClient {
         self.execute(request).await
     }
 
+    /// Build and send a request through the guard (the same checks as
+    /// [`GuardedClient::execute`] on the request's URL) **without following redirects**:
+    /// a 3xx answer is returned as it is. For fetches a specification forbids to follow,
+    /// such as an OAuth client's metadata document (draft-ietf-oauth-client-id-metadata-
+    /// document: the authorization server must not follow redirects).
+    pub async fn send_without_redirects(
+        &self,
+        request: RequestBuilder,
+    ) -> Result<Response, NetError> {
+        let request = request.build().map_err(NetError::from_reqwest)?;
+        self.preflight_parsed(request.url()).await?;
+        self.manual
+            .execute(request)
+            .await
+            .map_err(NetError::from_reqwest)
+    }
+
     /// Whether requests to `url` go through a proxy.
     pub fn is_proxied(&self, url: &Url) -> bool {
         match url.as_str().parse::<http::Uri>() {

@@ -428,3 +428,29 @@ async fn guarded_inner_and_preflight() {
     let resp = c.inner().get(a.url("/echo")).send().await.unwrap();
     assert_eq!(resp.status(), 200);
 }
+
+/// `send_without_redirects`: a 3xx comes back as it is and its target is never
+/// requested; the request's own URL still passes the guard.
+#[tokio::test]
+async fn send_without_redirects_returns_the_redirect_unfollowed() {
+    let a = redirect_server().await;
+    let c = client(UrlPolicy::Local);
+    let resp = c
+        .send_without_redirects(c.get(&a.url("/chain/2")))
+        .await
+        .unwrap();
+    assert!(resp.status().is_redirection(), "{}", resp.status());
+    assert_eq!(a.log.paths(), ["/chain/2"]);
+    let err = c
+        .send_without_redirects(c.get("http://169.254.169.254/latest/meta-data/"))
+        .await
+        .unwrap_err();
+    assert_eq!(blocked_rule(&err), Some("metadata"), "{err}");
+    let strict = client(UrlPolicy::Strict);
+    let err = strict
+        .send_without_redirects(strict.get(&a.url("/chain/0")))
+        .await
+        .unwrap_err();
+    assert!(err.blocked().is_some(), "{err}");
+    assert_eq!(a.log.paths(), ["/chain/2"]);
+}
