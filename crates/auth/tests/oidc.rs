@@ -107,6 +107,7 @@ async fn alice_signs_in_with_rs256_and_es256_id_tokens() {
         assert_eq!(
             id,
             Identity {
+                issuer: peer.issuer.clone(),
                 subject: "alice".into(),
                 email: "alice@example.com".into(),
                 email_verified: true,

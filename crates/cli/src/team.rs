@@ -65,8 +65,10 @@ pub struct TeamArgs {
     /// An address that may sign in (repeat for more).
     #[arg(long = "allow-email", value_name = "EMAIL", requires = "team")]
     pub allow_emails: Vec<String>,
-    /// An address that signs in as an admin (repeat for more).
-    #[arg(long = "admin", value_name = "EMAIL", requires = "team")]
+    /// Who signs in as an admin (repeat for more): a verified address (the rights go
+    /// with it if the issuer gives it to another account), or `sub:<id>` for the
+    /// issuer's account `<id>` whatever its email.
+    #[arg(long = "admin", value_name = "EMAIL|sub:ID", requires = "team")]
     pub admins: Vec<String>,
     /// The model API chats use: gemini, or openai for an OpenAI-compatible server
     /// (base URL from GEMINI_BASE_URL / OPENAI_BASE_URL; keys are set per user or by

@@ -274,6 +274,7 @@ pub(crate) fn check_claims(payload: &[u8], want: &Expected<'_>) -> Result<Identi
         });
     }
     Ok(Identity {
+        issuer: want.issuer.to_string(),
         subject,
         email,
         email_verified: true,
@@ -324,6 +325,7 @@ mod tests {
     #[test]
     fn a_good_token_gives_the_identity() {
         let id = check(&good()).unwrap();
+        assert_eq!(id.issuer, "https://issuer.example");
         assert_eq!(id.subject, "42");
         assert_eq!(id.email, "Alice@Example.com");
         assert!(id.email_verified);

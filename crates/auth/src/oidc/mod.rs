@@ -222,9 +222,13 @@ impl SignInCallback {
 /// Who signed in, as the issuer vouches in a valid ID token.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Identity {
+    /// The issuer that vouches, exactly as it publishes itself (the configured issuer,
+    /// checked against its discovery document; with `subject`, the account's key).
+    pub issuer: String,
     /// The issuer's stable id of the account (`sub`).
     pub subject: String,
-    /// The email, as the issuer gave it.
+    /// The email, as the issuer gave it: a display attribute the issuer may later give
+    /// to another account, never the account's key.
     pub email: String,
     /// Always true: an unverified email is refused.
     pub email_verified: bool,

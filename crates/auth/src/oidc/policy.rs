@@ -1,7 +1,13 @@
 //! Who may sign in ([`SignInPolicy::decide`]): admins always, then allowed emails and
 //! allowed domains; empty lists admit nobody unless `allow_any` is set. Emails are
 //! compared in lower case; a domain matches exactly the part after the last `@` (no
-//! subdomains). Decides only from a verified [`Identity`]; it must not fetch anything.
+//! subdomains). Decides only from a verified [`Identity`] (an unverified email never
+//! gets here: the ID token check refuses it); it must not fetch anything.
+//!
+//! An admin is named by email, or by account as `sub:<id>` (the issuer's `sub`, compared
+//! exactly). Rights by email go with the address: if the issuer gives it to another
+//! account, that account is the admin. An account named by `sub` stays the admin
+//! whatever its email, and no other account becomes one through an address.
 
 use super::Identity;
 
@@ -13,12 +19,16 @@ pub struct SignInPolicy {
     pub allowed_domains: Vec<String>,
     /// Addresses that may sign in.
     pub allowed_emails: Vec<String>,
-    /// Addresses that sign in as admins (always allowed).
+    /// Who signs in as an admin (always allowed): an address, or `sub:<id>` for the
+    /// issuer's account `<id>` whatever its email.
     pub admins: Vec<String>,
     /// Admit every verified email the issuer vouches for (the lists above only pick
     /// admins then). Off unless set explicitly.
     pub allow_any: bool,
 }
+
+/// How [`SignInPolicy::admins`] names an account rather than an address.
+const ADMIN_SUB_PREFIX: &str = "sub:";
 
 /// A sign-in the policy admits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,8 +67,18 @@ impl SignInPolicy {
     /// A [`Refusal`] naming the email and what an admin must configure to let them in.
     pub fn decide(&self, who: &Identity) -> Result<Access, Refusal> {
         let email = who.email.trim().to_lowercase();
-        let admins = normalize(&self.admins, false);
-        if admins.contains(&email) {
+        let (by_sub, by_email): (Vec<&String>, Vec<&String>) = self
+            .admins
+            .iter()
+            .partition(|a| a.trim().starts_with(ADMIN_SUB_PREFIX));
+        let admin_account = by_sub.iter().any(|a| {
+            a.trim()
+                .strip_prefix(ADMIN_SUB_PREFIX)
+                .is_some_and(|sub| !sub.is_empty() && sub == who.subject)
+        });
+        let by_email: Vec<String> = by_email.into_iter().cloned().collect();
+        let admins = normalize(&by_email, false);
+        if admin_account || admins.contains(&email) {
             return Ok(Access { is_admin: true });
         }
         let emails = normalize(&self.allowed_emails, false);
@@ -70,7 +90,7 @@ impl SignInPolicy {
         {
             return Ok(Access { is_admin: false });
         }
-        let message = if emails.is_empty() && domains.is_empty() && admins.is_empty() {
+        let message = if emails.is_empty() && domains.is_empty() && self.admins.is_empty() {
             format!(
                 "`{email}` may not sign in: this team admits no one yet (no allowed email domains, allowed emails or admins are configured); an admin must add the domain `{domain}`, the address, or list it among the admins (or admit any account explicitly)"
             )
@@ -89,6 +109,7 @@ mod tests {
 
     fn who(email: &str) -> Identity {
         Identity {
+            issuer: "https://issuer.example".into(),
             subject: "s".into(),
             email: email.into(),
             email_verified: true,
@@ -138,6 +159,31 @@ mod tests {
             let r = p.decide(&who(refused)).unwrap_err();
             assert!(r.to_string().contains(&refused.to_lowercase()), "{r}");
             assert!(r.to_string().contains("allowed domains"), "{r}");
+        }
+    }
+
+    #[test]
+    fn an_admin_named_by_sub_is_that_account_whatever_its_email() {
+        let p = SignInPolicy {
+            allowed_domains: list(&["example.com"]),
+            admins: list(&["sub:acct-1", "sub:"]),
+            ..Default::default()
+        };
+        let mut root = who("root@example.com");
+        root.subject = "acct-1".into();
+        assert_eq!(p.decide(&root), Ok(Access { is_admin: true }));
+        root.email = "moved@elsewhere.net".into();
+        assert_eq!(
+            p.decide(&root),
+            Ok(Access { is_admin: true }),
+            "the account, not its address"
+        );
+        // Another account with root's old address is no admin; `sub` is compared exactly
+        // and an empty one names nobody.
+        for sub in ["acct-2", "ACCT-1", ""] {
+            let mut other = who("root@example.com");
+            other.subject = sub.into();
+            assert_eq!(p.decide(&other), Ok(Access { is_admin: false }), "{sub:?}");
         }
     }
 
