@@ -1,6 +1,8 @@
 //! Switchboard settings: Gemini-CLI-style `settings.json` layers, validation,
 //! variable expansion, folder trust, the stdio environment rule and safe writes, and
-//! reading other MCP hosts' settings for `mcp import` ([`read_import`]).
+//! reading other MCP hosts' settings for `mcp import` ([`read_import`]); and the one rule
+//! for showing text Switchboard does not control ([`visible`]: controls and bidi
+//! overrides made visible, in the terminal and on the team server's pages).
 //!
 //! Start with [`load`]; edit files with [`SettingsDoc`].
 
@@ -18,6 +20,7 @@ mod replace;
 mod server;
 mod suggest;
 mod trust;
+mod visible;
 
 pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
 pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
@@ -38,3 +41,4 @@ pub use server::{
 pub use trust::{
     Revoked, is_trusted, revoke_folder, trust_folder, trusted_folders, trusted_folders_path,
 };
+pub use visible::{is_unsafe_to_show, visible};
