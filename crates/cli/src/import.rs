@@ -4,6 +4,13 @@
 //! kept). A name that already exists is a conflict and is skipped, never replaced.
 //! With no `--from`, it lists what it found and imports only when exactly one host
 //! has servers (the choice is then clear); otherwise it says which `--from` to use.
+//!
+//! A folder's own files came with the folder, so they go only into the project scope
+//! (where folder trust guards them): a host's project files are read only for
+//! `--scope project`, and a file named by path is judged by where it is
+//! (`switchboard_config::import_file_owner`: inside the project folder, or a host's
+//! folder file anywhere, however the path was written, symlinks followed): with no
+//! `--scope` it goes into the project's settings, and `--scope user` is refused.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -12,8 +19,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Map, Value, json};
 use switchboard_config::{
-    ImportHost, ImportSource, ImportedFile, SettingsDoc, import_sources, is_secret_name,
-    mask_secret, read_import,
+    ImportFileOwner, ImportHost, ImportSource, ImportedFile, SettingsDoc, import_file_owner,
+    import_sources, is_secret_name, mask_secret, read_import,
 };
 
 use crate::ctx::{self, Globals};
@@ -35,11 +42,45 @@ pub struct ImportArgs {
     pub json: bool,
 }
 
-fn sources(host: ImportHost, home: &Path, project: &Path) -> Vec<ImportSource> {
-    let codex_home = std::env::var_os("CODEX_HOME")
+fn codex_home() -> Option<PathBuf> {
+    std::env::var_os("CODEX_HOME")
         .filter(|h| !h.is_empty())
-        .map(PathBuf::from);
-    import_sources(host, home, project, codex_home.as_deref())
+        .map(PathBuf::from)
+}
+
+fn sources(host: ImportHost, home: &Path, project: &Path) -> Vec<ImportSource> {
+    import_sources(host, home, project, codex_home().as_deref())
+}
+
+/// The scope a file named by path goes into: a folder's own file only into the
+/// project's (see the module doc); `Err` when `--scope user` was asked for one.
+fn scope_for_file(path: &Path, project: &Path, asked: Option<&str>) -> Result<String> {
+    let home = ctx::user_home()?;
+    let owner = import_file_owner(path, &home, project, codex_home().as_deref())
+        .with_context(|| format!("cannot resolve {}", path.display()))?;
+    if !owner.is_folders() {
+        return Ok(asked.unwrap_or("user").to_owned());
+    }
+    let why = match &owner {
+        ImportFileOwner::InProject(dir) => {
+            format!("it is inside this project folder ({})", dir.display())
+        }
+        ImportFileOwner::FolderFile(rel) => {
+            format!("it is a folder's `{}`", rel.display())
+        }
+        ImportFileOwner::User => String::new(),
+    };
+    match asked {
+        Some("user") => bail!(
+            "{} is a folder's own file ({why}): it came with the folder, so it is imported \
+             only into the project's settings, which apply once you `switchboard trust` the \
+             folder. Run the import again with --scope project (or without --scope); to use \
+             its servers everywhere, add each with `switchboard mcp add` after reading it",
+            path.display()
+        ),
+        Some(other) => Ok(other.to_owned()),
+        None => Ok("project".to_owned()),
+    }
 }
 
 /// A file that was read, with what it gave.
@@ -98,7 +139,7 @@ fn shown(entry: &Map<String, Value>) -> Map<String, Value> {
 
 pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
     let project = ctx::project_dir()?;
-    let scope = a.scope.clone().unwrap_or_else(|| "user".into());
+    let mut scope = a.scope.clone().unwrap_or_else(|| "user".into());
     let mut left_out = Vec::new();
     let reads: Vec<Read> = match a.from.as_deref() {
         Some(from) => match ImportHost::from_id(from) {
@@ -125,6 +166,13 @@ pub fn run(g: &Globals, a: ImportArgs) -> Result<ExitCode> {
                     bail!(
                         "`{from}` is neither a host ({}) nor an existing file",
                         hosts.join(", ")
+                    );
+                }
+                scope = scope_for_file(&path, &project, a.scope.as_deref())?;
+                if a.scope.is_none() && scope == "project" && !a.json {
+                    outln!(
+                        "{} is a folder's own file, so it goes into this project's settings.",
+                        path.display()
                     );
                 }
                 let text = std::fs::read_to_string(&path)

@@ -481,3 +481,94 @@ fn the_same_name_in_two_files_of_one_import_is_a_conflict_too() {
     .unwrap();
     assert_eq!(p["mcpServers"]["remote"]["url"], "https://example.com/mcp");
 }
+
+/// The project settings file's servers (`Null` when there is no file).
+fn project_servers(env: &Env) -> Value {
+    let p = env.project.path().join(".switchboard/settings.json");
+    match std::fs::read_to_string(p) {
+        Ok(text) => serde_json::from_str::<Value>(&text).unwrap()["mcpServers"].clone(),
+        Err(_) => Value::Null,
+    }
+}
+
+/// A folder's own file named by its path goes only into the project scope, whatever
+/// the path looks like: relative, absolute, through `..`, through a symlink from
+/// outside the folder, any file under the folder, another folder's `.mcp.json`. An
+/// explicit `--scope user` is refused and says why and what to do; with no `--scope`
+/// it goes into the project's settings. The user's own files (under HOME, outside the
+/// folder) still go into the user scope.
+#[test]
+fn a_folders_own_file_named_by_path_goes_only_into_the_project_scope() {
+    let env = Env::new();
+    let project = env.project.path();
+    write(&project.join(".mcp.json"), &fixture("dot-mcp.json"));
+    write(&project.join("sub/servers.json"), &fixture("dot-mcp.json"));
+    let outside = env.home.path().join("linked.json");
+    std::os::unix::fs::symlink(project.join(".mcp.json"), &outside).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    write(
+        &other.path().join(".cursor/mcp.json"),
+        &fixture("dot-mcp.json"),
+    );
+    let abs = project.join(".mcp.json");
+    let named = [
+        "./.mcp.json".to_owned(),
+        ".mcp.json".to_owned(),
+        abs.display().to_string(),
+        "./sub/../.mcp.json".to_owned(),
+        "sub/servers.json".to_owned(),
+        outside.display().to_string(),
+        other.path().join(".cursor/mcp.json").display().to_string(),
+    ];
+    for from in &named {
+        let out = env.run(&["mcp", "import", "--from", from, "--scope", "user"]);
+        assert!(!out.status.success(), "{from}: {}", stdout(&out));
+        let err = stderr(&out);
+        assert!(err.contains("folder's own file"), "{from}: {err}");
+        assert!(err.contains("--scope project"), "{from}: {err}");
+        assert!(err.contains("switchboard trust"), "{from}: {err}");
+        assert!(
+            !env.user_settings().exists(),
+            "{from} reached the user settings"
+        );
+        // With no --scope: into the project's settings, never the user's.
+        let out = env.run(&["mcp", "import", "--from", from, "--json"]);
+        assert!(out.status.success(), "{from}: {}", stderr(&out));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(
+            v["target"]
+                .as_str()
+                .unwrap()
+                .ends_with(".switchboard/settings.json"),
+            "{from}: {v:#}"
+        );
+        assert!(
+            project_servers(&env)["api-server"].is_object(),
+            "{from}: {v:#}"
+        );
+        assert!(
+            !env.user_settings().exists(),
+            "{from} reached the user settings"
+        );
+        std::fs::remove_file(project.join(".switchboard/settings.json")).unwrap();
+    }
+    // The user's own files stay importable into the user scope, by path too.
+    let mine = home_file(&env, ".cursor/mcp.json", "cursor-mcp.json");
+    let exported = env.home.path().join("exported.json");
+    write(&exported, &fixture("dot-mcp.json"));
+    for from in [&mine, &exported] {
+        let out = env.run(&[
+            "mcp",
+            "import",
+            "--from",
+            from.to_str().unwrap(),
+            "--scope",
+            "user",
+        ]);
+        assert!(out.status.success(), "{}: {}", from.display(), stderr(&out));
+    }
+    let s = env.settings();
+    assert!(s["mcpServers"]["remote"].is_object(), "{s:#}");
+    assert!(s["mcpServers"]["api-server"].is_object(), "{s:#}");
+    assert_eq!(project_servers(&env), Value::Null);
+}

@@ -27,8 +27,8 @@ pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out}
 pub use error::ConfigError;
 pub use expand::{ExpandError, expand_vars};
 pub use import::{
-    ImportError, ImportHost, ImportSource, ImportedFile, ImportedServer, SkippedServer,
-    import_sources, parse_import, read_import,
+    ImportError, ImportFileOwner, ImportHost, ImportSource, ImportedFile, ImportedServer,
+    SkippedServer, import_file_owner, import_sources, parse_import, read_import,
 };
 pub use load::{EntryState, IgnoredProject, LoadOptions, Origin, ServerEntry, Settings, load};
 pub use mask::{is_secret_name, mask_secret};

@@ -190,6 +190,96 @@ pub fn import_sources(
         .collect()
 }
 
+/// Whose a file named for import is ([`import_file_owner`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ImportFileOwner {
+    /// The user's: one of their hosts' own user files, or a file outside the project
+    /// folder that is no folder's own file.
+    User,
+    /// A folder's own file: it lies inside the project folder `.0` (by its path as
+    /// named or by where it really is).
+    InProject(PathBuf),
+    /// A folder's own file: the file a host keeps in a folder (`.0`, e.g.
+    /// `.cursor/mcp.json`), in some other folder.
+    FolderFile(PathBuf),
+}
+
+impl ImportFileOwner {
+    /// Whether the file came with a folder (so it goes only into the project scope).
+    pub fn is_folders(&self) -> bool {
+        !matches!(self, Self::User)
+    }
+}
+
+/// `path` made absolute against `base`, with `.` and `..` resolved by the names alone.
+fn lexical_absolute(path: &Path, base: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for c in base.join(path).components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whose the file `path` (as the user named it, relative to `project_dir`, the current
+/// folder) is, by where it is, not by how it was named: its path made absolute with
+/// `..` resolved, and its real location (symlinks followed), are both checked. A host's
+/// user file (the user's own, under `home` or `codex_home`) is the user's, even when
+/// the project folder holds it (a project folder that is the home directory); else a
+/// file inside the project folder, or one at a host's folder path (`.mcp.json`,
+/// `.vscode/mcp.json`, …) anywhere, is a folder's own.
+///
+/// # Errors
+/// `path` cannot be resolved (it does not exist, or a folder on the way is unreadable).
+pub fn import_file_owner(
+    path: &Path,
+    home: &Path,
+    project_dir: &Path,
+    codex_home: Option<&Path>,
+) -> std::io::Result<ImportFileOwner> {
+    let named = lexical_absolute(path, project_dir);
+    let real = std::fs::canonicalize(project_dir.join(path))?;
+    let all = |project: &Path| -> Vec<ImportSource> {
+        ImportHost::ALL
+            .into_iter()
+            .flat_map(|h| import_sources(h, home, project, codex_home))
+            .collect()
+    };
+    let users_own = all(project_dir)
+        .into_iter()
+        .filter(|s| !s.project)
+        .filter_map(|s| std::fs::canonicalize(&s.path).ok())
+        .any(|p| p == real);
+    if users_own {
+        return Ok(ImportFileOwner::User);
+    }
+    let mut roots = vec![lexical_absolute(Path::new(""), project_dir)];
+    if let Ok(p) = std::fs::canonicalize(project_dir) {
+        roots.push(p);
+    }
+    if let Some(root) = roots
+        .iter()
+        .find(|r| named.starts_with(r) || real.starts_with(r))
+    {
+        return Ok(ImportFileOwner::InProject(root.clone()));
+    }
+    let folder_file = all(Path::new(""))
+        .into_iter()
+        .filter(|s| s.project)
+        .map(|s| s.path)
+        .find(|rel| named.ends_with(rel) || real.ends_with(rel));
+    Ok(match folder_file {
+        Some(rel) => ImportFileOwner::FolderFile(rel),
+        None => ImportFileOwner::User,
+    })
+}
+
 /// One server read from another host, as a Switchboard entry.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ImportedServer {

@@ -257,3 +257,48 @@ fn usual_paths_cover_linux_and_macos() {
     let codex = import_sources(ImportHost::Codex, home, proj, Some(Path::new("/c")));
     assert_eq!(codex[0].path, Path::new("/c/config.toml"));
 }
+
+#[test]
+fn a_file_is_judged_by_where_it_is_not_how_it_is_named() {
+    let root = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(root.path()).unwrap();
+    let (home, project, other) = (root.join("home"), root.join("proj"), root.join("other"));
+    let put = |p: &Path| {
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, "{}").unwrap();
+    };
+    put(&project.join(".mcp.json"));
+    put(&project.join("sub/servers.json"));
+    put(&other.join(".vscode/mcp.json"));
+    put(&home.join(".cursor/mcp.json"));
+    put(&home.join("exported.json"));
+    std::os::unix::fs::symlink(project.join(".mcp.json"), home.join("link.json")).unwrap();
+    let owner = |p: &str, cwd: &Path| import_file_owner(Path::new(p), &home, cwd, None).unwrap();
+    let in_project = ImportFileOwner::InProject(project.clone());
+    for p in [
+        ".mcp.json",
+        "./.mcp.json",
+        "sub/../.mcp.json",
+        "sub/servers.json",
+    ] {
+        assert_eq!(owner(p, &project), in_project, "{p}");
+    }
+    let abs = project.join(".mcp.json").display().to_string();
+    assert_eq!(owner(&abs, &project), in_project);
+    // A symlink outside the folder to a file inside it: where it really is counts.
+    let link = home.join("link.json").display().to_string();
+    assert_eq!(owner(&link, &project), in_project);
+    // Another folder's own file.
+    let theirs = other.join(".vscode/mcp.json").display().to_string();
+    assert_eq!(
+        owner(&theirs, &project),
+        ImportFileOwner::FolderFile(PathBuf::from(".vscode/mcp.json"))
+    );
+    // The user's own files, even with the home directory as the project folder.
+    let mine = home.join(".cursor/mcp.json").display().to_string();
+    assert_eq!(owner(&mine, &project), ImportFileOwner::User);
+    assert_eq!(owner(".cursor/mcp.json", &home), ImportFileOwner::User);
+    let exported = home.join("exported.json").display().to_string();
+    assert_eq!(owner(&exported, &project), ImportFileOwner::User);
+    assert!(import_file_owner(Path::new("nowhere.json"), &home, &project, None).is_err());
+}
