@@ -1,7 +1,23 @@
-//! Who is signed in: users (found or created at sign-in by email), sessions (found by the
-//! SHA-256 of the cookie value, which is never stored), and OpenID Connect logins in
-//! flight (found by the SHA-256 of `state`, taken once, PKCE verifier sealed), so that a
-//! login started on one instance completes on any other.
+//! Who is signed in: users (found or created at sign-in by issuer and `sub`), sessions
+//! (found by the SHA-256 of the cookie value, which is never stored), and OpenID Connect
+//! logins in flight (found by the SHA-256 of `state`, taken once, PKCE verifier sealed),
+//! so that a login started on one instance completes on any other.
+//!
+//! A user is the account an issuer vouches for: the pair (issuer, `sub`) from the
+//! verified ID token ([`SignInIdentity`]). The email is a display attribute, stored in
+//! lower case and rewritten at each sign-in; issuers may give an address to another
+//! account later, and that account becomes a new user with nothing of the first one's
+//! (servers, tokens, chats, sessions). Emails are not unique: two users may show the same.
+//!
+//! Users from before schema version 15 were keyed by email and have no issuer or `sub`.
+//! Such a row is claimed — given the issuer and `sub` — by the first sign-in that
+//! (1) has no user of its own yet (an (issuer, `sub`) already stored always signs in as
+//! that user), (2) carries the row's email (compared in lower case) and (3) whose issuer
+//! says the email is verified (`email_verified` true; an unverified one gets a new user
+//! and the row stays unclaimed). The issuer is the one the team is configured with (the
+//! sign-in accepts ID tokens from no other). After the claim only that (issuer, `sub`)
+//! reaches the row; the email no longer does. The rule trusts the email once more, at
+//! the claim, exactly as the email keying did before.
 
 use std::fmt;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
@@ -10,7 +26,7 @@ use aws_lc_rs::digest;
 use aws_lc_rs::rand::{SecureRandom, SystemRandom};
 use base64::Engine as _;
 use sqlx::Row;
-use sqlx::any::AnyRow;
+use sqlx::any::{AnyArguments, AnyRow};
 
 use crate::error::{Result, StoreError};
 use crate::seal::Secret;
@@ -26,6 +42,14 @@ impl UserId {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// The id of a user row a test wrote itself (a user of a schema older than
+    /// [`Store::sign_in_user`] writes). Only with the `test-support` feature, which no
+    /// shipped crate enables.
+    #[cfg(feature = "test-support")]
+    pub fn from_stored(id: &str) -> Self {
+        Self(id.to_owned())
+    }
 }
 
 impl fmt::Display for UserId {
@@ -39,7 +63,13 @@ impl fmt::Display for UserId {
 pub struct User {
     /// The id every per-user row carries.
     pub id: UserId,
-    /// The email the issuer vouched for (lower case).
+    /// The issuer that vouched for the user; `None` for a row from before schema
+    /// version 15 that no sign-in has claimed yet.
+    pub issuer: Option<String>,
+    /// The issuer's id of the account (`sub`); `None` exactly when `issuer` is.
+    pub subject: Option<String>,
+    /// The email the issuer gave at the last sign-in (lower case; a display attribute,
+    /// not unique).
     pub email: String,
     /// The display name.
     pub name: String,
@@ -49,6 +79,21 @@ pub struct User {
     pub created_at: i64,
     /// When the user last signed in or used a session (unix seconds).
     pub last_seen_at: i64,
+}
+
+/// Who signed in, as the sign-in hands it to the store: the issuer and its `sub` from a
+/// verified ID token (the user's key), and the email with the issuer's `email_verified`
+/// (display; and, verified, what may claim a user from before schema version 15).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SignInIdentity<'a> {
+    /// The issuer, exactly as it publishes itself.
+    pub issuer: &'a str,
+    /// The issuer's stable id of the account (`sub`).
+    pub subject: &'a str,
+    /// The email the issuer gave.
+    pub email: &'a str,
+    /// Whether the issuer says the email is verified.
+    pub email_verified: bool,
 }
 
 /// A new session's cookie value. Shown once to be set as the cookie; the store keeps only
@@ -108,7 +153,7 @@ pub(crate) fn hash_hex(value: &str) -> String {
         .collect()
 }
 
-const USER_COLUMNS: &str = "id, email, name, is_admin, created_at, last_seen_at";
+const USER_COLUMNS: &str = "id, email, name, is_admin, created_at, last_seen_at, issuer, subject";
 
 fn user_from(row: &AnyRow) -> Result<User> {
     let get = || StoreError::query("reading a user");
@@ -120,36 +165,116 @@ fn user_from(row: &AnyRow) -> Result<User> {
         is_admin: is_admin != 0,
         created_at: row.try_get(4).map_err(get())?,
         last_seen_at: row.try_get(5).map_err(get())?,
+        issuer: row.try_get(6).map_err(get())?,
+        subject: row.try_get(7).map_err(get())?,
     })
 }
 
+/// The values every sign-in statement binds, in order: $1 email (lower case), $2 name,
+/// $3 admin flag, $4 now, $5 issuer, $6 `sub`.
+struct SignInFields {
+    email: String,
+    name: String,
+    is_admin: i64,
+    now: i64,
+    issuer: String,
+    subject: String,
+}
+
+impl SignInFields {
+    fn bind<'q>(&self, sql: &'q str) -> sqlx::query::Query<'q, sqlx::Any, AnyArguments<'q>> {
+        sqlx::query(sql)
+            .bind(self.email.clone())
+            .bind(self.name.clone())
+            .bind(self.is_admin)
+            .bind(self.now)
+            .bind(self.issuer.clone())
+            .bind(self.subject.clone())
+    }
+}
+
 impl Store {
-    /// Record a sign-in: the user with this email (compared in lower case), created on
-    /// first sign-in, with name, admin flag and last-seen time updated.
+    /// Record a sign-in: the user with this (issuer, `sub`); else, when the email is
+    /// verified, the unclaimed user from before schema version 15 with this email, now
+    /// claimed; else a new user. Email, name, admin flag and last-seen time are updated.
+    /// The rule is in the module docs.
     ///
     /// # Errors
-    /// An empty email, or a database failure.
-    pub async fn sign_in_user(&self, email: &str, name: &str, is_admin: bool) -> Result<User> {
-        let email = email.trim().to_lowercase();
+    /// An empty issuer or `sub`, an email without `@`, or a database failure.
+    pub async fn sign_in_user(
+        &self,
+        who: &SignInIdentity<'_>,
+        name: &str,
+        is_admin: bool,
+    ) -> Result<User> {
+        let email = who.email.trim().to_lowercase();
         if email.is_empty() || !email.contains('@') {
             return Err(StoreError::Invalid(format!(
                 "`{email}` is not an email address: the issuer must provide a verified email"
             )));
         }
-        let t = now();
-        let sql = format!(
-            "INSERT INTO users (id, email, name, is_admin, created_at, last_seen_at) \
-             VALUES ($1, $2, $3, $4, $5, $5) \
-             ON CONFLICT (email) DO UPDATE SET name = excluded.name, is_admin = excluded.is_admin, \
+        if who.issuer.is_empty() || who.subject.is_empty() {
+            return Err(StoreError::Invalid(
+                "the sign-in names no issuer or no account (`sub`): the ID token must carry both"
+                    .into(),
+            ));
+        }
+        let fields = SignInFields {
+            email,
+            name: name.to_owned(),
+            is_admin: i64::from(is_admin),
+            now: now(),
+            issuer: who.issuer.to_owned(),
+            subject: who.subject.to_owned(),
+        };
+        // The account's own user, if it has one.
+        let known = format!(
+            "UPDATE users SET email = $1, name = $2, is_admin = $3, last_seen_at = $4 \
+             WHERE issuer = $5 AND subject = $6 RETURNING {USER_COLUMNS}"
+        );
+        if let Some(row) = fields
+            .bind(&known)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("recording a sign-in"))?
+        {
+            return user_from(&row);
+        }
+        // An unclaimed user from before version 15 with this email (one at most, by a
+        // unique index), claimed in one statement: of two sign-ins racing, one matches.
+        if who.email_verified {
+            let claim = format!(
+                "UPDATE users SET issuer = $5, subject = $6, email = $1, name = $2, \
+                 is_admin = $3, last_seen_at = $4 \
+                 WHERE subject IS NULL AND email = $1 RETURNING {USER_COLUMNS}"
+            );
+            if let Some(row) = fields
+                .bind(&claim)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::query("claiming a user from before schema 15"))?
+            {
+                let user = user_from(&row)?;
+                tracing::info!(
+                    user = %user.id,
+                    "sign-in: a user from before schema version 15 is now keyed by its issuer and account"
+                );
+                return Ok(user);
+            }
+        }
+        // A new user (or the one this account's sign-in on another instance made
+        // meanwhile).
+        let create = format!(
+            "INSERT INTO users (email, name, is_admin, created_at, last_seen_at, issuer, subject, id) \
+             VALUES ($1, $2, $3, $4, $4, $5, $6, $7) \
+             ON CONFLICT (issuer, subject) DO UPDATE SET email = excluded.email, \
+             name = excluded.name, is_admin = excluded.is_admin, \
              last_seen_at = excluded.last_seen_at \
              RETURNING {USER_COLUMNS}"
         );
-        let row = sqlx::query(&sql)
+        let row = fields
+            .bind(&create)
             .bind(random_token(16)?)
-            .bind(email)
-            .bind(name.to_owned())
-            .bind(i64::from(is_admin))
-            .bind(t)
             .fetch_one(&self.pool)
             .await
             .map_err(StoreError::query("recording a sign-in"))?;

@@ -5,7 +5,9 @@
 //! - [`Store::open`] a `sqlite://` or `postgres://` URL ([`DatabaseUrl`]; the password is
 //!   never shown), then [`Store::migrate`] (embedded migrations, idempotent, locked);
 //!   [`Store::ping`] for readiness probes.
-//! - Sign-in: [`Store::sign_in_user`], sessions ([`Store::create_session`],
+//! - Sign-in: [`Store::sign_in_user`] (a user is the issuer's account, issuer + `sub`;
+//!   the email only shows; users from before schema 15 are claimed once, by a verified
+//!   email: `account`'s docs), sessions ([`Store::create_session`],
 //!   [`Store::session_user`], [`Store::end_all_sessions`]) stored as hashes, and OpenID
 //!   logins in flight ([`Store::put_pending_login`] / [`Store::take_pending_login`]).
 //! - Per user, only through [`Store::for_user`] ([`UserStore`]): MCP servers (HTTP/SSE),
@@ -44,7 +46,7 @@ mod store;
 mod user_data;
 mod workflows;
 
-pub use account::{PendingLogin, SessionToken, User, UserId};
+pub use account::{PendingLogin, SessionToken, SignInIdentity, User, UserId};
 pub use app_session::{
     AppSession, MAX_APP_CONTEXT_BYTES, MAX_APP_INIT_BYTES, MAX_APP_SESSIONS_PER_USER, NewAppSession,
 };

@@ -1,4 +1,6 @@
-//! The schema: migrations embedded in the binary (`migrations/*.sql`), applied in order
+//! The schema: migrations embedded in the binary (`migrations/*.sql`; where SQLite and
+//! PostgreSQL cannot share one text, a `.sqlite.sql` and a `.postgres.sql` of the same
+//! version, SQLite's run with foreign keys off as its table rebuild needs), applied in order
 //! under sqlx's migration lock (a PostgreSQL advisory lock, so replicas starting together
 //! take turns; on SQLite, which has none, a migration another process applied first is
 //! skipped) and recorded in `_sqlx_migrations`. Applying is idempotent; a database
@@ -10,75 +12,116 @@ use sqlx::AnyConnection;
 use sqlx::migrate::{Migrate, Migration, MigrationType};
 
 use crate::error::{Result, StoreError};
+use crate::location::Backend;
+
+/// A migration's SQL: one text for both databases, or one each where they cannot share
+/// one (SQLite cannot drop a constraint, so it rebuilds the table). A split migration
+/// runs on SQLite with foreign keys off ([`apply`]), as SQLite's table rebuild requires.
+#[derive(Debug, Clone, Copy)]
+enum Sql {
+    Both(&'static str),
+    Split {
+        sqlite: &'static str,
+        postgres: &'static str,
+    },
+}
+
+impl Sql {
+    fn text(self, backend: Backend) -> &'static str {
+        match (self, backend) {
+            (Self::Both(sql), _) => sql,
+            (Self::Split { sqlite, .. }, Backend::Sqlite) => sqlite,
+            (Self::Split { postgres, .. }, Backend::Postgres) => postgres,
+        }
+    }
+}
 
 /// The embedded migrations: (version, description, SQL).
-const MIGRATIONS: &[(i64, &str, &str)] = &[
+const MIGRATIONS: &[(i64, &str, Sql)] = &[
     (
         1,
         "users sessions",
-        include_str!("../migrations/0001_users_sessions.sql"),
+        Sql::Both(include_str!("../migrations/0001_users_sessions.sql")),
     ),
     (
         2,
         "servers tokens",
-        include_str!("../migrations/0002_servers_tokens.sql"),
+        Sql::Both(include_str!("../migrations/0002_servers_tokens.sql")),
     ),
     (
         3,
         "token refresh",
-        include_str!("../migrations/0003_token_refresh.sql"),
+        Sql::Both(include_str!("../migrations/0003_token_refresh.sql")),
     ),
     (
         4,
         "pending server logins",
-        include_str!("../migrations/0004_pending_server_logins.sql"),
+        Sql::Both(include_str!("../migrations/0004_pending_server_logins.sql")),
     ),
-    (5, "chat", include_str!("../migrations/0005_chat.sql")),
-    (6, "catalog", include_str!("../migrations/0006_catalog.sql")),
+    (
+        5,
+        "chat",
+        Sql::Both(include_str!("../migrations/0005_chat.sql")),
+    ),
+    (
+        6,
+        "catalog",
+        Sql::Both(include_str!("../migrations/0006_catalog.sql")),
+    ),
     (
         7,
         "gateway oauth",
-        include_str!("../migrations/0007_gateway_oauth.sql"),
+        Sql::Both(include_str!("../migrations/0007_gateway_oauth.sql")),
     ),
     (
         8,
         "chat turn lease",
-        include_str!("../migrations/0008_chat_turn_lease.sql"),
+        Sql::Both(include_str!("../migrations/0008_chat_turn_lease.sql")),
     ),
     (
         9,
         "workflows",
-        include_str!("../migrations/0009_workflows.sql"),
+        Sql::Both(include_str!("../migrations/0009_workflows.sql")),
     ),
     (
         10,
         "chat elicitations",
-        include_str!("../migrations/0010_chat_elicitations.sql"),
+        Sql::Both(include_str!("../migrations/0010_chat_elicitations.sql")),
     ),
     (
         11,
         "app sessions",
-        include_str!("../migrations/0011_app_sessions.sql"),
+        Sql::Both(include_str!("../migrations/0011_app_sessions.sql")),
     ),
     (
         12,
         "gateway grant use",
-        include_str!("../migrations/0012_gateway_grant_use.sql"),
+        Sql::Both(include_str!("../migrations/0012_gateway_grant_use.sql")),
     ),
     (
         13,
         "gateway inputs",
-        include_str!("../migrations/0013_gateway_inputs.sql"),
+        Sql::Both(include_str!("../migrations/0013_gateway_inputs.sql")),
     ),
     (
         14,
         "gateway input progress",
-        include_str!("../migrations/0014_gateway_input_progress.sql"),
+        Sql::Both(include_str!(
+            "../migrations/0014_gateway_input_progress.sql"
+        )),
+    ),
+    (
+        15,
+        "user identity",
+        Sql::Split {
+            sqlite: include_str!("../migrations/0015_user_identity.sqlite.sql"),
+            postgres: include_str!("../migrations/0015_user_identity.postgres.sql"),
+        },
     ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 14;
+pub const LATEST_VERSION: i64 = 15;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,18 +141,19 @@ pub struct MigrationReport {
     pub version: i64,
 }
 
-fn migrations(up_to: i64) -> Vec<Migration> {
+fn migrations(up_to: i64, backend: Backend) -> Vec<(Migration, Sql)> {
     MIGRATIONS
         .iter()
         .filter(|(v, _, _)| *v <= up_to)
         .map(|(version, description, sql)| {
-            Migration::new(
+            let m = Migration::new(
                 *version,
                 Cow::Borrowed(*description),
                 MigrationType::Simple,
-                Cow::Borrowed(*sql),
+                Cow::Borrowed(sql.text(backend)),
                 false,
-            )
+            );
+            (m, *sql)
         })
         .collect()
 }
@@ -119,23 +163,27 @@ fn fail(e: impl std::fmt::Display) -> StoreError {
 }
 
 /// Apply every embedded migration up to `up_to` that the database lacks.
-pub(crate) async fn run(conn: &mut AnyConnection, up_to: i64) -> Result<MigrationReport> {
+pub(crate) async fn run(
+    conn: &mut AnyConnection,
+    up_to: i64,
+    backend: Backend,
+) -> Result<MigrationReport> {
     conn.lock().await.map_err(fail)?;
-    let result = apply(conn, up_to).await;
+    let result = apply(conn, up_to, backend).await;
     let unlocked = conn.unlock().await.map_err(fail);
     let report = result?;
     unlocked?;
     Ok(report)
 }
 
-async fn apply(conn: &mut AnyConnection, up_to: i64) -> Result<MigrationReport> {
+async fn apply(conn: &mut AnyConnection, up_to: i64, backend: Backend) -> Result<MigrationReport> {
     conn.ensure_migrations_table().await.map_err(fail)?;
     if let Some(version) = conn.dirty_version().await.map_err(fail)? {
         return Err(StoreError::Migrate(format!(
             "migration {version} started but did not finish: restore the database from a backup, or fix it by hand and delete that row from _sqlx_migrations"
         )));
     }
-    let known = migrations(up_to);
+    let known = migrations(up_to, backend);
     let applied = conn.list_applied_migrations().await.map_err(fail)?;
     for a in &applied {
         match MIGRATIONS.iter().find(|(v, _, _)| *v == a.version) {
@@ -146,7 +194,7 @@ async fn apply(conn: &mut AnyConnection, up_to: i64) -> Result<MigrationReport> 
                 )));
             }
             Some(_) => {
-                if let Some(m) = known.iter().find(|m| m.version == a.version)
+                if let Some((m, _)) = known.iter().find(|(m, _)| m.version == a.version)
                     && m.checksum != a.checksum
                 {
                     return Err(StoreError::Migrate(format!(
@@ -161,11 +209,11 @@ async fn apply(conn: &mut AnyConnection, up_to: i64) -> Result<MigrationReport> 
         applied: Vec::new(),
         version: applied.iter().map(|a| a.version).max().unwrap_or(0),
     };
-    for m in &known {
+    for (m, sql) in &known {
         if applied.iter().any(|a| a.version == m.version) {
             continue;
         }
-        if let Err(e) = conn.apply(m).await {
+        if let Err(e) = apply_one(conn, m, *sql, backend).await {
             // SQLite has no migration lock: another process may have applied this one
             // first (each migration is one transaction, so it is all there or not at all).
             let now_applied = conn.list_applied_migrations().await.map_err(fail)?;
@@ -185,4 +233,31 @@ async fn apply(conn: &mut AnyConnection, up_to: i64) -> Result<MigrationReport> 
         report.version = report.version.max(m.version);
     }
     Ok(report)
+}
+
+/// Apply one migration in its own transaction. A split migration on SQLite rebuilds a
+/// table, which needs foreign keys off (else dropping the old table would cascade into
+/// every row that refers to it); the switch works only outside a transaction, so it is
+/// flipped around the migration's and turned back on whatever the outcome.
+async fn apply_one(
+    conn: &mut AnyConnection,
+    m: &Migration,
+    sql: Sql,
+    backend: Backend,
+) -> std::result::Result<(), sqlx::migrate::MigrateError> {
+    let rebuild = backend == Backend::Sqlite && matches!(sql, Sql::Split { .. });
+    if !rebuild {
+        return conn.apply(m).await.map(drop);
+    }
+    sqlx::query("PRAGMA foreign_keys = OFF")
+        .execute(&mut *conn)
+        .await?;
+    let applied = conn.apply(m).await.map(drop);
+    let restored = sqlx::query("PRAGMA foreign_keys = ON")
+        .execute(&mut *conn)
+        .await
+        .map(drop);
+    applied?;
+    restored?;
+    Ok(())
 }

@@ -305,7 +305,15 @@ impl Store {
             .acquire()
             .await
             .map_err(StoreError::query("taking a connection to migrate"))?;
-        migrate::run(&mut conn, version).await
+        let report = migrate::run(&mut conn, version, self.backend()).await;
+        if report.is_err() {
+            // A failed migration may leave the connection in a state the pool's other
+            // users must not inherit (e.g. SQLite's foreign keys off): close it.
+            if let Err(e) = conn.close().await {
+                tracing::warn!("closing the connection of a failed migration: {e}");
+            }
+        }
+        report
     }
 
     /// One cheap query (`SELECT 1`): whether the database answers (readiness probes).

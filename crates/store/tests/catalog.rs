@@ -8,11 +8,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::identity::{legacy_user, who};
 use sqlx::Row;
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use switchboard_store::{
-    CatalogLaunch, CatalogServer, NewServerLogin, Secret, SecretKeys, ServerLoginClient,
-    ServerRecord, ServerRef, Store, StoreError, Transport,
+    CatalogLaunch, CatalogServer, LATEST_VERSION, NewServerLogin, Secret, SecretKeys,
+    ServerLoginClient, ServerRecord, ServerRef, Store, StoreError, Transport,
 };
 use switchboard_testkit::PgCluster;
 
@@ -119,15 +120,15 @@ async fn only_admins_publish_and_each_user_has_their_own_enablement_and_tokens(d
         .with_keys(keys(&SecretKeys::generate_base64().unwrap(), None));
     store.migrate().await.unwrap();
     let admin = store
-        .sign_in_user("admin@example.com", "Admin", true)
+        .sign_in_user(&who("admin@example.com"), "Admin", true)
         .await
         .unwrap();
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
 
@@ -153,7 +154,7 @@ async fn only_admins_publish_and_each_user_has_their_own_enablement_and_tokens(d
     ));
     // Admin rights are checked in the database at the write: a demoted admin is refused.
     store
-        .sign_in_user("admin@example.com", "Admin", false)
+        .sign_in_user(&who("admin@example.com"), "Admin", false)
         .await
         .unwrap();
     assert!(matches!(
@@ -163,7 +164,7 @@ async fn only_admins_publish_and_each_user_has_their_own_enablement_and_tokens(d
         Err(StoreError::Forbidden(_))
     ));
     store
-        .sign_in_user("admin@example.com", "Admin", true)
+        .sign_in_user(&who("admin@example.com"), "Admin", true)
         .await
         .unwrap();
 
@@ -371,15 +372,15 @@ async fn a_catalog_login_and_refresh_are_the_users_and_the_catalogs(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     let admin = one
-        .sign_in_user("admin@example.com", "Admin", true)
+        .sign_in_user(&who("admin@example.com"), "Admin", true)
         .await
         .unwrap();
     let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = one
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     one.publish_catalog_server(&admin.id, &http_entry("docs", "https://docs.example/mcp"))
@@ -523,7 +524,7 @@ async fn secrets_are_sealed_and_reencrypted(db: Db) {
         .with_keys(keys(&old, None));
     store.migrate().await.unwrap();
     let admin = store
-        .sign_in_user("admin@example.com", "Admin", true)
+        .sign_in_user(&who("admin@example.com"), "Admin", true)
         .await
         .unwrap();
     store
@@ -599,10 +600,7 @@ async fn upgrading_from_schema_4_keeps_rows(db: Db) {
         .unwrap()
         .with_keys(keys(&SecretKeys::generate_base64().unwrap(), None));
     assert_eq!(store.migrate_to(4).await.unwrap().version, 4);
-    let ann = store
-        .sign_in_user("ann@example.com", "Ann", true)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", true).await;
     let a = store.for_user(&ann.id);
     a.put_server(&ServerRecord {
         name: "s".into(),
@@ -637,8 +635,8 @@ async fn upgrading_from_schema_4_keeps_rows(db: Db) {
     );
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
-    assert_eq!(report.version, 14);
+    assert_eq!(versions, (5..=LATEST_VERSION).collect::<Vec<i64>>());
+    assert_eq!(report.version, LATEST_VERSION);
     assert!(
         a.oauth_tokens("s")
             .await

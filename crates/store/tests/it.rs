@@ -7,4 +7,5 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod catalog;
+mod identity;
 mod store;

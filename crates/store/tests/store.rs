@@ -6,11 +6,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::identity::{legacy_user, who};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 use switchboard_store::{
-    Backend, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
-    ServerLoginClient, ServerRecord, ServerRef, Store, StoreError, Transport,
+    Backend, LATEST_VERSION, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
+    ServerLoginClient, ServerRecord, ServerRef, SignInIdentity, Store, StoreError, Transport,
 };
 use switchboard_testkit::{PG_PASSWORD, PgCluster};
 
@@ -164,11 +165,11 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
         .unwrap()
         .with_keys(keys(&k, None));
     let ann = running
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = running
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let call = call_hash("tools/call everything__trigger-elicitation-request");
@@ -373,14 +374,8 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(one.migrate_to(3).await.unwrap().version, 3);
-    let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
-    let bob = one
-        .sign_in_user("bob@example.com", "Bob", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
+    let bob = legacy_user(db.url(), "bob@example.com", "Bob", false).await;
     one.for_user(&ann.id)
         .put_server(&server("s", "https://x.example/mcp", "h"))
         .await
@@ -388,7 +383,7 @@ async fn a_server_login_is_its_users_once_on_any_instance(db: Db) {
     let report = one.migrate().await.unwrap();
     assert_eq!(
         report.applied.iter().map(|m| m.version).collect::<Vec<_>>(),
-        [4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]
+        (4..=LATEST_VERSION).collect::<Vec<i64>>()
     );
     let two = db.store(keys(&k, None)).await;
     let new = NewServerLogin {
@@ -517,12 +512,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     assert_eq!(store.backend(), db.backend());
     let first = store.migrate().await.unwrap();
     let versions: Vec<i64> = first.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
+    assert_eq!(versions, (1..=LATEST_VERSION).collect::<Vec<i64>>());
     assert_eq!(first.applied[0].description, "users sessions");
-    assert_eq!(first.version, 14);
+    assert_eq!(first.version, LATEST_VERSION);
     let again = store.migrate().await.unwrap();
     assert!(again.applied.is_empty(), "{again:?}");
-    assert_eq!(again.version, 14);
+    assert_eq!(again.version, LATEST_VERSION);
 
     // Two instances starting at once on a fresh database take turns.
     let fresh = match &db {
@@ -535,8 +530,12 @@ async fn migrations_from_empty_are_idempotent(db: Db) {
     );
     let (ra, rb) = tokio::join!(a.migrate(), b.migrate());
     let (ra, rb) = (ra.unwrap(), rb.unwrap());
-    assert_eq!(ra.applied.len() + rb.applied.len(), 14, "{ra:?} {rb:?}");
-    assert_eq!((ra.version, rb.version), (14, 14));
+    assert_eq!(
+        ra.applied.len() + rb.applied.len(),
+        usize::try_from(LATEST_VERSION).unwrap(),
+        "{ra:?} {rb:?}"
+    );
+    assert_eq!((ra.version, rb.version), (LATEST_VERSION, LATEST_VERSION));
     let raw = db.raw().await;
     for table in [
         "users",
@@ -578,10 +577,7 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
         .with_keys(keys(&key(), None));
     let first = store.migrate_to(1).await.unwrap();
     assert_eq!(first.version, 1);
-    let ann = store
-        .sign_in_user("Ann@Example.com", "Ann", true)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "Ann@Example.com", "Ann", true).await;
     let token = store
         .create_session(&ann.id, Duration::from_secs(600))
         .await
@@ -597,8 +593,8 @@ async fn migrating_from_the_previous_schema_keeps_rows(db: Db) {
 
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
-    assert_eq!(versions, [2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14]);
-    assert_eq!(report.version, 14);
+    assert_eq!(versions, (2..=LATEST_VERSION).collect::<Vec<i64>>());
+    assert_eq!(report.version, LATEST_VERSION);
     let back = store
         .session_user(token.expose())
         .await
@@ -637,16 +633,23 @@ async fn a_newer_schema_is_refused(db: Db) {
 async fn sessions_are_hashed_expire_and_end_everywhere(db: Db) {
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     // A second sign-in finds the same user and updates what the issuer says.
     let again = store
-        .sign_in_user(" ANN@example.com ", "Ann B.", true)
+        .sign_in_user(
+            &SignInIdentity {
+                email: " ANN@example.com ",
+                ..who("ann@example.com")
+            },
+            "Ann B.",
+            true,
+        )
         .await
         .unwrap();
     assert_eq!(
@@ -787,11 +790,11 @@ async fn a_login_started_on_one_instance_completes_on_another_once(db: Db) {
 async fn users_never_see_each_others_rows(db: Db) {
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
@@ -904,7 +907,7 @@ async fn users_never_see_each_others_rows(db: Db) {
 async fn changing_a_server_url_drops_its_tokens(db: Db) {
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let a = store.for_user(&ann.id);
@@ -941,11 +944,11 @@ async fn changing_a_server_url_drops_its_tokens(db: Db) {
 async fn copied_or_tampered_ciphertext_is_refused(db: Db) {
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
@@ -1048,7 +1051,7 @@ async fn rotation_then_reencrypt_moves_everything_to_the_new_key(db: Db) {
     let (old, new) = (key(), key());
     let before = db.store(keys(&old, None)).await;
     let ann = before
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let a = before.for_user(&ann.id);
@@ -1125,7 +1128,7 @@ async fn rotation_then_reencrypt_moves_everything_to_the_new_key(db: Db) {
 async fn a_raw_dump_holds_no_secret_in_clear(db: Db) {
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let session = store
@@ -1296,7 +1299,7 @@ async fn secrets_need_a_key() {
     let store = Store::open(db.url()).await.unwrap();
     store.migrate().await.unwrap();
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let err = store
@@ -1317,14 +1320,8 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(one.migrate_to(2).await.unwrap().version, 2);
-    let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
-    let bob = one
-        .sign_in_user("bob@example.com", "Bob", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
+    let bob = legacy_user(db.url(), "bob@example.com", "Bob", false).await;
     let raw = db.raw().await;
     for user in [&ann.id, &bob.id] {
         one.for_user(user)
@@ -1341,7 +1338,10 @@ async fn one_instance_at_a_time_refreshes_tokens(db: Db) {
         .await
         .unwrap();
     }
-    assert_eq!(one.migrate().await.unwrap().applied.len(), 12);
+    assert_eq!(
+        one.migrate().await.unwrap().applied.len(),
+        usize::try_from(LATEST_VERSION - 2).unwrap()
+    );
     let kept: (i64, Option<String>) = {
         let row =
             sqlx::query("SELECT expires_at, refresh_holder FROM oauth_tokens WHERE user_id = $1")
@@ -1481,11 +1481,11 @@ async fn chats_are_their_users_and_sealed(db: Db) {
     use switchboard_store::{Approvals, KeySource, MessageRole};
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", true)
+        .sign_in_user(&who("ann@example.com"), "Ann", true)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
@@ -1707,10 +1707,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(store.migrate_to(4).await.unwrap().version, 4);
-    let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
     let a = store.for_user(&ann.id);
     a.put_model_key("gemini", &Secret::new("AIza-kept"))
         .await
@@ -1723,7 +1720,7 @@ async fn chats_migrate_from_schema_4(db: Db) {
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![5, 6, 7, 8, 9, 10, 11, 12, 13, 14], 14)
+        ((5..=LATEST_VERSION).collect::<Vec<i64>>(), LATEST_VERSION)
     );
     assert_eq!(
         a.model_key().await.unwrap().unwrap().key.expose(),
@@ -1768,7 +1765,7 @@ async fn gateway_grants_are_hashed_single_use_rotated_and_end_with_their_session
     let one = db.store(keys(&k, None)).await;
     let two = db.store(keys(&k, None)).await;
     let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let session = one
@@ -1907,11 +1904,11 @@ async fn gateway_tokens_are_revoked_by_their_client_and_grants_by_their_user(db:
     let one = db.store(keys(&k, None)).await;
     let two = db.store(keys(&k, None)).await;
     let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = one
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let session = one
@@ -2069,11 +2066,11 @@ async fn one_turn_at_a_time_in_a_chat_on_any_instance(db: Db) {
     let one = db.store(keys(&k, None)).await;
     let two = db.store(keys(&k, None)).await;
     let ann = one
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = one
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let (a1, a2) = (one.for_user(&ann.id), two.for_user(&ann.id));
@@ -2119,21 +2116,15 @@ async fn workflows_and_runs_are_their_users_sealed_and_capped(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(store.migrate_to(8).await.unwrap().version, 8);
-    let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
-    let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
+    let bob = legacy_user(db.url(), "bob@example.com", "Bob", false).await;
     let (a, b) = (store.for_user(&ann.id), store.for_user(&bob.id));
     assert!(a.put_workflow("w", "x").await.is_err(), "no tables at 8");
     let report = store.migrate().await.unwrap();
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![9, 10, 11, 12, 13, 14], 14)
+        ((9..=LATEST_VERSION).collect::<Vec<i64>>(), LATEST_VERSION)
     );
 
     let source = "name: w\nnodes:\n  - id: a\n    type: http\n    url: https://x.example/?key=wf-source-secret-1\n";
@@ -2348,14 +2339,8 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(store.migrate_to(8).await.unwrap().version, 8);
-    let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
-    let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
+    let bob = legacy_user(db.url(), "bob@example.com", "Bob", false).await;
     let a = store.for_user(&ann.id);
     let b = store.for_user(&bob.id);
     let chat = a.create_conversation("kept").await.unwrap();
@@ -2370,7 +2355,7 @@ async fn app_sessions_are_their_users_sealed_and_migrate_from_8(db: Db) {
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![9, 10, 11, 12, 13, 14], 14)
+        ((9..=LATEST_VERSION).collect::<Vec<i64>>(), LATEST_VERSION)
     );
     assert_eq!(a.messages(&chat.id).await.unwrap().unwrap().len(), 1);
 
@@ -2487,14 +2472,8 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
         .unwrap()
         .with_keys(keys(&k, None));
     assert_eq!(turn_side.migrate_to(8).await.unwrap().version, 8);
-    let ann = turn_side
-        .sign_in_user("ann@example.com", "Ann", false)
-        .await
-        .unwrap();
-    let bob = turn_side
-        .sign_in_user("bob@example.com", "Bob", false)
-        .await
-        .unwrap();
+    let ann = legacy_user(db.url(), "ann@example.com", "Ann", false).await;
+    let bob = legacy_user(db.url(), "bob@example.com", "Bob", false).await;
     let a = turn_side.for_user(&ann.id);
     let chat = a.create_conversation("before 10").await.unwrap();
     a.append_message(
@@ -2514,7 +2493,7 @@ async fn elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_
     let versions: Vec<i64> = report.applied.iter().map(|m| m.version).collect();
     assert_eq!(
         (versions, report.version),
-        (vec![9, 10, 11, 12, 13, 14], 14)
+        ((9..=LATEST_VERSION).collect::<Vec<i64>>(), LATEST_VERSION)
     );
     assert_eq!(
         a.messages(&chat.id).await.unwrap().unwrap()[0].content["parts"][0]["text"],
@@ -2658,11 +2637,11 @@ async fn a_chat_stops_at_its_message_cap(db: Db) {
     use switchboard_store::{MAX_CHAT_MESSAGES, MessageRole};
     let store = db.store(keys(&key(), None)).await;
     let ann = store
-        .sign_in_user("ann@example.com", "Ann", false)
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
         .await
         .unwrap();
     let bob = store
-        .sign_in_user("bob@example.com", "Bob", false)
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
         .await
         .unwrap();
     let a = store.for_user(&ann.id);

@@ -8,7 +8,8 @@
 //! `switchboard` (client_secret_basic, RS256 ID tokens), `switchboard-es`
 //! (client_secret_post, ES256), `other-client` (client_secret_basic, RS256).
 //! Accounts: `alice` (alice@example.com, verified), `bob` (bob@other.org, verified),
-//! `carol` (carol@example.com, not verified), `dave` (no email).
+//! `carol` (carol@example.com, not verified), `dave` (no email), `alice-next`
+//! (alice@example.com again, verified: an address the provider gave to another account).
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -127,7 +128,7 @@ pub async fn spawn_oidc_provider_with(options: OidcPeerOptions) -> OidcPeer {
 }
 
 impl OidcPeer {
-    /// Logs `account` in (`alice`, `bob`, `carol`, `dave`) at `authorize_url`, as a
+    /// Logs `account` in (`alice`, `bob`, `carol`, `dave`, `alice-next`) at `authorize_url`, as a
     /// browser whose user approves at once: adds `login_hint=<account>`, follows the
     /// redirects (at most 20) keeping cookies, and returns the redirect to a redirect
     /// URI (without following it).

@@ -151,7 +151,11 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     // An admin published the OAuth-protected server in the team catalog.
     let store = db.store().await;
     let admin = store
-        .sign_in_user("admin@example.com", "Admin", true)
+        .sign_in_user(
+            &team_support::provider_account(&peer, "admin", "admin@example.com"),
+            "Admin",
+            true,
+        )
         .await
         .unwrap();
     store
@@ -187,7 +191,11 @@ async fn team_browser_sign_in_add_test_call_and_sign_out() {
     // tokens for the catalog server, and no session of hers left after "sign out
     // everywhere".
     let alice = store
-        .sign_in_user("alice@example.com", "Alice Example", false)
+        .sign_in_user(
+            &team_support::provider_account(&peer, "alice", "alice@example.com"),
+            "Alice Example",
+            false,
+        )
         .await
         .unwrap();
     let server = store

@@ -455,7 +455,11 @@ async fn gateway_flow(db: Db, n: usize) {
         "{code_redirect}"
     );
     let alice = store
-        .sign_in_user("alice@example.com", "alice", false)
+        .sign_in_user(
+            &team_support::provider_account(&peer, "alice", "alice@example.com"),
+            "alice",
+            false,
+        )
         .await
         .unwrap();
     store

@@ -4,7 +4,9 @@
 //! the cookie's flags; the policy (a domain outside the allowed ones is refused, the
 //! admin list makes admins); an unverified email and the provider's refusal sign nobody
 //! in; a replayed callback, and a callback in a browser that did not start the login
-//! (login CSRF), are refused. The same suite on SQLite with one instance.
+//! (login CSRF), are refused. The same suite on SQLite with one instance. A user is the
+//! provider's account (issuer + `sub`): an email the provider gives to another account
+//! signs that account in as a new user with none of the first one's servers.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -260,4 +262,105 @@ async fn signs_in(db: Db, n: usize) {
     for app in apps {
         app.stop().await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_the_issuer_gives_to_another_account_reaches_nothing_of_the_first_postgres() {
+    reassigned_email(Db::postgres()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_email_the_issuer_gives_to_another_account_reaches_nothing_of_the_first_sqlite() {
+    reassigned_email(Db::sqlite()).await;
+}
+
+/// Signs `account` in at `base` through the provider; the session cookie's value.
+async fn provider_sign_in(
+    anonymous: &Browser,
+    base: &str,
+    peer: &switchboard_testkit::OidcPeer,
+    account: &str,
+) -> String {
+    let (authorize, login) = start_login(anonymous, base, "/auth/login").await;
+    let back = peer.drive_login(&authorize, account).await;
+    let r = callback(anonymous, base, &back.query, Some(&login)).await;
+    let status = r.status();
+    let (_, cookie) = redirect_and_cookie(&r);
+    assert_eq!(status, 303, "{account}: {:?}", r.text().await);
+    cookie
+        .expect("a session cookie")
+        .strip_prefix(&format!("{COOKIE}="))
+        .and_then(|rest| rest.split(';').next())
+        .unwrap()
+        .to_owned()
+}
+
+/// The user is the provider's account (issuer + `sub`), not its email: alice signs in
+/// and adds a server with a secret header; the provider then gives alice@example.com to
+/// another account (`alice-next`, same verified email, another `sub`), which signs in as
+/// a new user and sees none of alice's servers, while alice keeps hers.
+async fn reassigned_email(db: Db) {
+    let origin = format!("http://127.0.0.1:{}", switchboard_testkit::free_port());
+    let peer = oidc_provider_for(&format!("{origin}/auth/callback")).await;
+    let app = Instance::start(
+        &db,
+        InstanceOptions {
+            public_origin: Some(origin.clone()),
+            sign_in: Some(sign_in_options(&peer, "bob@other.org")),
+            ..Default::default()
+        },
+    )
+    .await;
+    let anonymous = Browser::new(&origin, None);
+
+    let alice = Browser::new(
+        &origin,
+        Some(&provider_sign_in(&anonymous, &app.base, &peer, "alice").await),
+    );
+    let secret = "Bearer alice-only-7f3a";
+    let (status, v) = alice
+        .post(
+            &app.base,
+            "/api/servers",
+            &serde_json::json!({"name": "alices", "url": "http://127.0.0.1:9/mcp",
+                                "headers": {"Authorization": secret}}),
+        )
+        .await;
+    assert_eq!(status, 201, "{v}");
+    let (_, mine) = alice.get(&app.base, "/api/servers").await;
+    assert_eq!(mine["servers"][0]["name"], "alices", "{mine}");
+
+    let next = Browser::new(
+        &origin,
+        Some(&provider_sign_in(&anonymous, &app.base, &peer, "alice-next").await),
+    );
+    let (status, me) = next.get(&app.base, "/api/me").await;
+    assert_eq!(status, 200, "{me}");
+    assert_eq!(
+        me,
+        serde_json::json!({"email": "alice@example.com", "name": "Alice Next", "admin": false})
+    );
+    let (status, theirs) = next.get(&app.base, "/api/servers").await;
+    assert_eq!(status, 200, "{theirs}");
+    assert_eq!(
+        theirs["servers"],
+        serde_json::json!([]),
+        "the account the email went to sees alice's servers: {theirs}"
+    );
+    let (status, v) = next.delete(&app.base, "/api/servers/alices").await;
+    assert_eq!(status, 404, "{v}");
+
+    // Alice is still alice, with her server, after the other account signed in; and
+    // signing in again brings her back to it.
+    let (_, mine) = alice.get(&app.base, "/api/servers").await;
+    assert_eq!(mine["servers"][0]["name"], "alices", "{mine}");
+    let again = Browser::new(
+        &origin,
+        Some(&provider_sign_in(&anonymous, &app.base, &peer, "alice").await),
+    );
+    let (_, mine) = again.get(&app.base, "/api/servers").await;
+    assert_eq!(mine["servers"][0]["name"], "alices", "{mine}");
+    let (_, me) = again.get(&app.base, "/api/me").await;
+    assert_eq!(me["name"], "Alice Example", "{me}");
+    app.stop().await;
 }

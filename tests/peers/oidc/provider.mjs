@@ -13,7 +13,8 @@
 // Clients: `switchboard` (client_secret_basic, ID tokens RS256), `switchboard-es`
 // (client_secret_post, ID tokens ES256), `other-client` (client_secret_basic, RS256).
 // Accounts: alice (alice@example.com, verified), bob (bob@other.org, verified),
-// carol (carol@example.com, NOT verified), dave (no email at all).
+// carol (carol@example.com, NOT verified), dave (no email at all), alice-next
+// (alice@example.com again, verified: an address the provider gave to another account).
 //
 // Login is non-interactive: the interaction page signs in the account named by the
 // authorization request's `login_hint` (or OIDC_DEFAULT_ACCOUNT) and grants what was
@@ -47,6 +48,9 @@ const accounts = {
   bob: { email: 'bob@other.org', email_verified: true, name: 'Bob Other' },
   carol: { email: 'carol@example.com', email_verified: false, name: 'Carol Unverified' },
   dave: { name: 'Dave No-Email' },
+  // Another account the provider later gave alice's address to (a reassigned email:
+  // the same verified `email`, another `sub`).
+  'alice-next': { email: 'alice@example.com', email_verified: true, name: 'Alice Next' },
 };
 const numbered = Number(process.env.OIDC_NUMBERED_USERS ?? 0);
 if (!Number.isInteger(numbered) || numbered < 0 || numbered > 100000) {

@@ -17,10 +17,17 @@
 //! keeps the cookie off cross-site POSTs, subrequests and frames, and every request that
 //! changes something must carry the app's own `Origin` (`session`).
 //!
+//! The user is the issuer's account: the issuer and `sub` of the verified ID token, never
+//! the email, which the issuer may give to another account later (that account signs in
+//! as a new user with nothing of the first one's). The email is shown, matched against
+//! the policy (allowed domains and emails, admins: only a verified email gets this far,
+//! as the OIDC client refuses an unverified one), and claims a user from before schema
+//! 15 once (`switchboard_store`'s `account` docs).
+//!
 //! Must not: trust the callback's query beyond what the OIDC client checks (`code`,
-//! `state`, `iss`, `error`; the user comes from the issuer's verified ID token), accept a
-//! `state` twice or from a browser that did not start it, or send the browser anywhere
-//! but a path on this app afterwards.
+//! `state`, `iss`, `error`; the user comes from the issuer's verified ID token), key a
+//! user by email, accept a `state` twice or from a browser that did not start it, or
+//! send the browser anywhere but a path on this app afterwards.
 
 use std::time::Duration;
 
@@ -35,7 +42,7 @@ use switchboard_auth::{
     SignInPolicy,
 };
 use switchboard_net::GuardedClient;
-use switchboard_store::{PendingLogin, Secret};
+use switchboard_store::{PendingLogin, Secret, SignInIdentity};
 use url::Url;
 
 use super::session::{
@@ -276,9 +283,17 @@ async fn finish_callback(
         .clone()
         .filter(|n| !n.trim().is_empty())
         .unwrap_or_else(|| identity.email.clone());
+    // The user is the issuer's account (issuer + `sub`); the email only shows, and
+    // claims a user from before schema 15 once (the store's `account` docs).
+    let who = SignInIdentity {
+        issuer: &identity.issuer,
+        subject: &identity.subject,
+        email: &identity.email,
+        email_verified: identity.email_verified,
+    };
     let user = state
         .store()
-        .sign_in_user(&identity.email, &name, access.is_admin)
+        .sign_in_user(&who, &name, access.is_admin)
         .await
         .map_err(|e| match e {
             switchboard_store::StoreError::Invalid(why) => ApiError::forbidden(why),

@@ -12,7 +12,7 @@ use std::time::Duration;
 use reqwest::Method;
 use serde_json::Value;
 use switchboard_net::UrlPolicy;
-use switchboard_store::{SecretKeys, Store, UserId};
+use switchboard_store::{SecretKeys, SignInIdentity, Store, UserId};
 use switchboard_testkit::PgCluster;
 use switchboard_web::{
     CacheLimits, MetricsToken, RunningTeam, SignInOptions, TeamOptions, start_team,
@@ -123,10 +123,20 @@ pub fn gemini_at(base_url: &str) -> switchboard_web::TeamModel {
     switchboard_web::TeamModel::new(cfg, Some("gemini-2.5-flash".into())).unwrap()
 }
 
-/// A user signed in through the store, as the callback does: the cookie value.
+/// The issuer of the users [`sign_in`] makes (no provider runs there).
+pub const STORE_ISSUER: &str = "https://issuer.test";
+
+/// A user signed in through the store, as the callback does: the account of
+/// [`STORE_ISSUER`] whose `sub` is `email` (verified). The cookie value.
 pub async fn sign_in(store: &Store, email: &str, admin: bool) -> (UserId, String) {
+    let who = SignInIdentity {
+        issuer: STORE_ISSUER,
+        subject: email,
+        email,
+        email_verified: true,
+    };
     let user = store
-        .sign_in_user(email, email.split('@').next().unwrap(), admin)
+        .sign_in_user(&who, email.split('@').next().unwrap(), admin)
         .await
         .unwrap();
     let token = store
@@ -248,6 +258,21 @@ pub async fn oidc_provider_for(redirect_uri: &str) -> switchboard_testkit::OidcP
         ..Default::default()
     })
     .await
+}
+
+/// The identity `peer` vouches for its test `account` (`alice`, `bob`, …: the `sub`)
+/// with `email`, as the callback hands it to the store.
+pub fn provider_account<'a>(
+    peer: &'a switchboard_testkit::OidcPeer,
+    account: &'a str,
+    email: &'a str,
+) -> SignInIdentity<'a> {
+    SignInIdentity {
+        issuer: &peer.issuer,
+        subject: account,
+        email,
+        email_verified: true,
+    }
 }
 
 /// Sign-in with `peer` for the team: `example.com` addresses may enter, `admin` is an admin.
