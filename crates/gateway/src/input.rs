@@ -18,10 +18,22 @@
 //! cancelled), or one parked for another call (method and name) or another owner is
 //! refused with a message saying to call again.
 //!
-//! Must not: keep more than [`MAX_PARKED`] calls parked (a question beyond that is
-//! answered `decline`, or an error for sampling), keep a parked call past its deadline,
-//! or ask a client for what it did not declare (elicitation and sampling are then
-//! declined as before; roots are answered with an empty list).
+//! Limits: at most [`MAX_PARKED`] calls parked in one table (the instance's bound: a
+//! question beyond it is answered `decline`, or an error for sampling, and the call goes
+//! on), and at most [`MAX_PARKED_PER_USER`] of one user's (one [`CallKey::owner`]: the
+//! one user of `switchboard gateway --http`, each member of a team). A user at their own
+//! limit does not take the instance's places from the others: the call that would park
+//! is refused with [`user_limit_error`] (their limit, how many wait, answer or cancel
+//! them), its question declined and its upstream request cancelled. The same holds for a
+//! retry that asks again (it gave its place back while it ran). A team counts the user's
+//! calls across its instances in the store too (`switchboard-web`'s `gateway_input`),
+//! with the same limit and error, and gives a call refused there back with
+//! [`InputTable::refuse`].
+//!
+//! Must not: keep more than [`MAX_PARKED`] calls parked, or more than
+//! [`MAX_PARKED_PER_USER`] of one owner's, keep a parked call past its deadline, or ask a
+//! client for what it did not declare (elicitation and sampling are then declined as
+//! before; roots are answered with an empty list).
 #![allow(deprecated)] // sampling and roots: deprecated by SEP-2577, still in use
 
 use std::any::Any;
@@ -45,6 +57,12 @@ use crate::server::send_progress;
 
 /// At most this many calls parked at once in one table.
 pub const MAX_PARKED: usize = 256;
+/// At most this many calls of one user ([`CallKey::owner`]) parked at once, in one
+/// table and (for a team) across its instances. An eighth of [`MAX_PARKED`]: a person
+/// answers questions one at a time and an agent's client answers each at once, so 32
+/// waiting at once is far beyond honest use, while one member (or one leaked token) can
+/// hold at most an eighth of an instance's places.
+pub const MAX_PARKED_PER_USER: usize = 32;
 /// At most this many progress notifications kept for a call while it is parked (the
 /// newest beyond that are dropped: a server that floods cannot grow memory).
 const PROGRESS_BACKLOG: usize = 64;
@@ -166,6 +184,40 @@ impl std::fmt::Debug for InputTable {
     }
 }
 
+/// What a user's call is answered when `waiting` of their calls already wait for their
+/// client's input (at least [`MAX_PARKED_PER_USER`]); those wait at most `timeout`.
+pub fn user_limit_error(waiting: usize, timeout: Duration) -> ErrorData {
+    ErrorData::invalid_request(
+        format!(
+            "{waiting} calls of yours already wait for your client's input, your own limit \
+             on this gateway is {MAX_PARKED_PER_USER} (other users have theirs): answer or \
+             cancel the waiting calls (retry each with its requestState and \
+             inputResponses; an elicitation answered `cancel` ends its call), or let them \
+             time out after {} s, then call again",
+            timeout.as_secs()
+        ),
+        None,
+    )
+}
+
+/// Why [`InputTable::park`] gave a call back.
+enum Full {
+    /// The table holds [`MAX_PARKED`] calls.
+    Table,
+    /// This many calls of the owner's are parked (at least [`MAX_PARKED_PER_USER`]).
+    Owner(usize),
+}
+
+/// What [`InputTable::park_asking`] did with a call that asked.
+enum Parking {
+    /// Parked: the client is asked.
+    Asked(InputRequiredResult),
+    /// The table is full: the question was declined, the call goes on.
+    GoOn(Box<Parked>),
+    /// The owner is at their own limit: the call ended, the client gets this.
+    Refused(ErrorData),
+}
+
 fn no_state(why: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!("requestState {why}: call again without requestState and inputResponses"),
@@ -201,16 +253,21 @@ impl InputTable {
 
     /// Parks `p` under a fresh `requestState`, dropped (its upstream request
     /// cancelled) if the client does not come back in time; `Err` gives it back when
-    /// the table is full.
-    fn park(self: &Arc<Self>, p: Box<Parked>) -> Result<String, Box<Parked>> {
+    /// the table is full, or its owner's share of it.
+    fn park(self: &Arc<Self>, p: Box<Parked>) -> Result<String, (Box<Parked>, Full)> {
         let Ok(id) = crate::http::generate_token() else {
-            return Err(p);
+            return Err((p, Full::Table));
         };
         let id = id[..32].to_owned();
         {
             let mut map = self.lock();
             if map.len() >= MAX_PARKED {
-                return Err(p);
+                return Err((p, Full::Table));
+            }
+            let owner = &p.key.owner;
+            let mine = map.values().filter(|q| q.key.owner == *owner).count();
+            if mine >= MAX_PARKED_PER_USER {
+                return Err((p, Full::Owner(mine)));
             }
             map.insert(id.clone(), p);
         }
@@ -255,25 +312,53 @@ impl InputTable {
         self.lock().contains_key(state)
     }
 
-    /// Parks `parked` after it asked `requests`: the client's answer, or declined when
-    /// the table is full (`Err` gives the call back to go on).
-    fn park_asking(
-        self: &Arc<Self>,
-        parked: Box<Parked>,
-        requests: InputRequests,
-    ) -> Result<InputRequiredResult, Box<Parked>> {
+    /// How many calls of `owner`'s are parked here.
+    pub fn parked_of(&self, owner: &str) -> usize {
+        self.lock()
+            .values()
+            .filter(|p| p.key.owner == owner)
+            .count()
+    }
+
+    /// Ends the call parked under `state` (its owner's limit was found reached
+    /// elsewhere, e.g. across a team's instances): its questions are declined and its
+    /// upstream request cancelled. `false` when no call is parked under `state`.
+    pub fn refuse(&self, state: &str) -> bool {
+        let gone = self.lock().remove(state);
+        match gone {
+            Some(mut p) => {
+                p.refuse_waiting();
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Parks `parked` after it asked `requests` (see [`Parking`]).
+    fn park_asking(self: &Arc<Self>, parked: Box<Parked>, requests: InputRequests) -> Parking {
         match self.park(parked) {
-            Ok(state) => Ok(InputRequiredResult::new(Some(requests), Some(state))),
-            Err(mut p) => {
+            Ok(state) => Parking::Asked(InputRequiredResult::new(Some(requests), Some(state))),
+            Err((mut p, Full::Table)) => {
                 tracing::warn!("{MAX_PARKED} calls already wait for input: declined");
                 p.refuse_waiting();
-                Err(p)
+                Parking::GoOn(p)
+            }
+            Err((mut p, Full::Owner(waiting))) => {
+                tracing::warn!(
+                    "{waiting} calls of one user already wait for input (the most one user \
+                     may have): this one refused"
+                );
+                p.refuse_waiting();
+                drop(p);
+                Parking::Refused(user_limit_error(waiting, self.timeout))
             }
         }
     }
 
     /// Relays one upstream request for a client on 2026-07-28 (see the module doc):
     /// a first call starts `start()`'s request, a retry takes its parked call back.
+    /// `Err`: a retry naming no call parked for it, or a call that asked with its
+    /// owner at their own limit ([`user_limit_error`]).
     pub async fn relay<T: Send + serde::Serialize + 'static>(
         self: &Arc<Self>,
         ctx: &RequestContext<RoleServer>,
@@ -295,8 +380,9 @@ impl InputTable {
             match parked.drive(To::Client(ctx)).await {
                 Step::Finished(r) => return Ok(Relayed::Done(downcast(r, &parked.key))),
                 Step::Asked(requests) => match self.park_asking(parked, requests) {
-                    Ok(asked) => return Ok(Relayed::InputRequired(asked)),
-                    Err(p) => parked = p,
+                    Parking::Asked(asked) => return Ok(Relayed::InputRequired(asked)),
+                    Parking::GoOn(p) => parked = p,
+                    Parking::Refused(e) => return Err(e),
                 },
             }
         }
@@ -325,8 +411,9 @@ impl InputTable {
                     return Some(Detached::Done(encode(r, &parked.key)));
                 }
                 Step::Asked(requests) => match self.park_asking(parked, requests) {
-                    Ok(asked) => return Some(Detached::InputRequired(asked)),
-                    Err(p) => parked = p,
+                    Parking::Asked(asked) => return Some(Detached::InputRequired(asked)),
+                    Parking::GoOn(p) => parked = p,
+                    Parking::Refused(e) => return Some(Detached::Refused(e)),
                 },
             }
         }
@@ -339,6 +426,8 @@ pub enum Detached {
     Done(Result<serde_json::Value, RequestError>),
     /// It asked again: parked under the result's new `requestState`.
     InputRequired(InputRequiredResult),
+    /// It asked again with its owner at their limit ([`user_limit_error`]): ended.
+    Refused(ErrorData),
 }
 
 /// Where [`Parked::drive`] stops.
@@ -692,17 +781,58 @@ mod tests {
     #[tokio::test]
     async fn a_full_table_gives_the_call_back() {
         let table = InputTable::new(Duration::from_secs(60));
-        for _ in 0..MAX_PARKED {
-            let (p, _) = parked("", "tools/call x");
+        for i in 0..MAX_PARKED {
+            let (p, _) = parked(&format!("user{}", i % 8), "tools/call x");
             assert!(table.park(Box::new(p)).is_ok());
         }
-        let (p, cancel) = parked("", "tools/call x");
+        let (p, cancel) = parked("another", "tools/call x");
         let back = table.park(Box::new(p));
-        assert!(back.is_err(), "the 257th is refused");
+        assert!(
+            matches!(back, Err((_, Full::Table))),
+            "the 257th is refused"
+        );
         assert!(
             !cancel.is_cancelled(),
             "and given back alive, to be answered as declined"
         );
+    }
+
+    #[tokio::test]
+    async fn one_owner_at_their_limit_leaves_the_others_their_places() {
+        let table = InputTable::new(Duration::from_secs(60));
+        for _ in 0..MAX_PARKED_PER_USER {
+            let (p, _) = parked("alice", "tools/call x");
+            assert!(table.park(Box::new(p)).is_ok());
+        }
+        assert_eq!(table.parked_of("alice"), MAX_PARKED_PER_USER);
+        let (p, _) = parked("alice", "tools/call x");
+        let back = table.park(Box::new(p));
+        assert!(
+            matches!(back, Err((_, Full::Owner(n))) if n == MAX_PARKED_PER_USER),
+            "alice's next call is refused as over her own limit"
+        );
+        let (p, _) = parked("bob", "tools/call x");
+        assert!(table.park(Box::new(p)).is_ok(), "bob's still parks");
+        // Through `park_asking`: alice's call ends, with an error saying why.
+        let (p, cancel) = parked("alice", "tools/call x");
+        match table.park_asking(Box::new(p), InputRequests::new()) {
+            Parking::Refused(e) => {
+                let m = e.message;
+                assert!(m.contains("32 calls of yours"), "{m}");
+                assert!(m.contains("your own limit"), "{m}");
+                assert!(m.contains("answer or cancel"), "{m}");
+                assert!(m.contains("60 s"), "{m}");
+            }
+            _ => panic!("refused"),
+        }
+        assert!(cancel.is_cancelled(), "its upstream request ends");
+        // A call refused elsewhere (a team's store) is given back and ended.
+        let (p, cancel) = parked("bob", "tools/call y");
+        let state = table.park(Box::new(p)).ok().unwrap();
+        assert!(table.refuse(&state));
+        assert!(cancel.is_cancelled());
+        assert!(!table.holds(&state));
+        assert!(!table.refuse(&state));
     }
 
     #[test]

@@ -36,7 +36,8 @@ pub use error::GatewayError;
 pub use gateway::{Forwarded, Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};
 pub use input::{
-    CallKey, Detached, InputTable, MAX_PARKED, Relayed, Retry, Upstream, takes_input_required,
+    CallKey, Detached, InputTable, MAX_PARKED, MAX_PARKED_PER_USER, Relayed, Retry, Upstream,
+    takes_input_required, user_limit_error,
 };
 pub use listen::{ListsChanged, list_filter, notify_listener, serve_listen};
 pub use server::{

@@ -13,8 +13,17 @@
 //! Every query names `self.user` and, where a retry is involved, the call's hash: a
 //! state of another user or another call is "not there".
 //!
+//! A user's calls waiting across all instances are bounded: [`UserStore::open_gateway_input`]
+//! opens a row only while the user has fewer than the limit it is given waiting
+//! (unexpired rows with no outcome yet, counted and inserted in one statement; a row
+//! the call replaces, its previous question, is not counted), else answers
+//! [`InputRow::Full`] with how many wait. On PostgreSQL, opens of one user racing at
+//! the same instant may each see the count below the limit (at most one row over per
+//! racing open); rows of an instance that stopped count until they expire.
+//!
 //! Must not: store the answer or the outcome in clear (both sealed), or the call's name
-//! (only its SHA-256), take an answer twice, or outlive its expiry (`purge_expired`).
+//! (only its SHA-256), take an answer twice, outlive its expiry (`purge_expired`), or
+//! open a row for a user already at the limit.
 
 use std::time::Duration;
 
@@ -35,6 +44,16 @@ pub const MAX_GATEWAY_ANSWER_BYTES: usize = 1024 * 1024;
 pub const MAX_GATEWAY_OUTCOME_BYTES: usize = 8 * 1024 * 1024;
 /// Largest progress (JSON bytes) the store takes.
 pub const MAX_GATEWAY_PROGRESS_BYTES: usize = 16 * 1024;
+
+/// Whether [`UserStore::open_gateway_input`] opened the row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum InputRow {
+    Opened,
+    /// Not opened: this many of the user's calls already wait (at least the limit).
+    Full {
+        waiting: usize,
+    },
+}
 
 /// What a row stores for the call `call` (method and name): its SHA-256, hex.
 pub fn call_hash(call: &str) -> String {
@@ -76,26 +95,58 @@ impl UserStore {
     }
 
     /// Open the row for the call `call_hash` waiting under `id` (its `requestState`),
-    /// valid for `ttl`.
+    /// valid for `ttl`, unless this user already has `at_most` calls waiting (not
+    /// counting the row `replacing`: the same call's previous question). See the
+    /// module doc.
     ///
     /// # Errors
     /// A database failure (an `id` already used included).
-    pub async fn open_gateway_input(&self, id: &str, call_hash: &str, ttl: Duration) -> Result<()> {
+    pub async fn open_gateway_input(
+        &self,
+        id: &str,
+        call_hash: &str,
+        ttl: Duration,
+        at_most: usize,
+        replacing: Option<&str>,
+    ) -> Result<InputRow> {
         let t = now();
-        sqlx::query(
-            "INSERT INTO gateway_inputs \
-             (id, user_id, call_hash, answer, taken_at, outcome, created_at, expires_at) \
-             VALUES ($1, $2, $3, NULL, NULL, NULL, $4, $5)",
+        let at_most = i64::try_from(at_most).unwrap_or(i64::MAX);
+        let replacing = replacing.unwrap_or_default().to_owned();
+        let done = sqlx::query(
+            "INSERT INTO gateway_inputs (id, user_id, call_hash, created_at, expires_at) \
+             SELECT $1, $2, $3, $4, $5 \
+             WHERE (SELECT COUNT(*) FROM gateway_inputs WHERE user_id = $2 \
+             AND outcome IS NULL AND expires_at > $4 AND id <> $6) < $7",
         )
         .bind(id.to_owned())
         .bind(self.uid())
         .bind(call_hash.to_owned())
         .bind(t)
         .bind(t.saturating_add(secs(ttl)))
+        .bind(replacing.clone())
+        .bind(at_most)
         .execute(&self.store.pool)
         .await
         .map_err(StoreError::query("saving a gateway call waiting for input"))?;
-        Ok(())
+        if done.rows_affected() > 0 {
+            return Ok(InputRow::Opened);
+        }
+        let doing = "counting a user's gateway calls waiting for input";
+        let waiting: i64 = sqlx::query(
+            "SELECT COUNT(*) FROM gateway_inputs WHERE user_id = $1 AND outcome IS NULL \
+             AND expires_at > $2 AND id <> $3",
+        )
+        .bind(self.uid())
+        .bind(t)
+        .bind(replacing)
+        .fetch_one(&self.store.pool)
+        .await
+        .map_err(StoreError::query(doing))?
+        .try_get(0)
+        .map_err(StoreError::query(doing))?;
+        Ok(InputRow::Full {
+            waiting: usize::try_from(waiting).unwrap_or(usize::MAX),
+        })
     }
 
     /// Whether the call `call_hash` waits under `id` (unexpired, this user's).

@@ -62,7 +62,8 @@ pub use elicit::{
 };
 pub use error::{Result, StoreError};
 pub use gateway_input::{
-    MAX_GATEWAY_ANSWER_BYTES, MAX_GATEWAY_OUTCOME_BYTES, MAX_GATEWAY_PROGRESS_BYTES, call_hash,
+    InputRow, MAX_GATEWAY_ANSWER_BYTES, MAX_GATEWAY_OUTCOME_BYTES, MAX_GATEWAY_PROGRESS_BYTES,
+    call_hash,
 };
 pub use gateway_oauth::{
     GatewayAccess, GatewayApproval, GatewayClient, GatewayGrant, GrantId, IssuedTokens,

@@ -10,7 +10,7 @@ use crate::identity::{legacy_user, who};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 use switchboard_store::{
-    Backend, LATEST_VERSION, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
+    Backend, InputRow, LATEST_VERSION, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
     ServerLoginClient, ServerRecord, ServerRef, SignInIdentity, Store, StoreError, Transport,
 };
 use switchboard_testkit::{PG_PASSWORD, PgCluster};
@@ -145,7 +145,85 @@ on_both!(
     elicitations_migrate_from_schema_8_are_sealed_their_users_and_answered_once,
     a_chat_stops_at_its_message_cap,
     gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call,
+    a_users_waiting_gateway_calls_are_bounded_across_instances,
 );
+
+/// A user's team-gateway calls waiting for input are counted in the store, whichever
+/// instance opened them: at the limit the next row is refused with how many wait; another
+/// user has their own count; a row with its outcome written, an expired row and the row
+/// a call's next question replaces do not count; a finished row frees its place.
+async fn a_users_waiting_gateway_calls_are_bounded_across_instances(db: Db) {
+    use switchboard_store::call_hash;
+    let k = key();
+    let one = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    one.migrate().await.unwrap();
+    let two = Store::open(db.url())
+        .await
+        .unwrap()
+        .with_keys(keys(&k, None));
+    let ann = one
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
+        .await
+        .unwrap();
+    let bob = one
+        .sign_in_user(&who("bob@example.com"), "Bob", false)
+        .await
+        .unwrap();
+    let call = call_hash("tools/call s__ask");
+    let ttl = Duration::from_secs(60);
+    let (a1, a2) = (one.for_user(&ann.id), two.for_user(&ann.id));
+    for i in 0..3 {
+        let on = if i % 2 == 0 { &a1 } else { &a2 };
+        let opened = on
+            .open_gateway_input(&format!("s{i}"), &call, ttl, 3, None)
+            .await
+            .unwrap();
+        assert_eq!(opened, InputRow::Opened, "row {i}");
+    }
+    let full = a2
+        .open_gateway_input("s3", &call, ttl, 3, None)
+        .await
+        .unwrap();
+    assert_eq!(full, InputRow::Full { waiting: 3 });
+    assert!(!a2.gateway_input_waiting("s3", &call).await.unwrap());
+    // Bob has his own.
+    let bob_row = two
+        .for_user(&bob.id)
+        .open_gateway_input("b0", &call, ttl, 3, None)
+        .await
+        .unwrap();
+    assert_eq!(bob_row, InputRow::Opened);
+    // The same call asking again replaces its row: not counted against itself.
+    let next = a1
+        .open_gateway_input("s0-next", &call, ttl, 3, Some("s0"))
+        .await
+        .unwrap();
+    assert_eq!(next, InputRow::Opened);
+    // Its old row has its outcome now: no longer waiting.
+    a1.put_gateway_input_outcome("s0", &serde_json::json!({"inputRequired": {}}))
+        .await
+        .unwrap();
+    assert_eq!(
+        a2.open_gateway_input("s4", &call, ttl, 3, None)
+            .await
+            .unwrap(),
+        InputRow::Full { waiting: 3 }
+    );
+    // An expired row does not count; a finished one frees its place.
+    a1.finish_gateway_input("s1").await.unwrap();
+    a1.open_gateway_input("gone", &call, Duration::ZERO, 3, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        a2.open_gateway_input("s5", &call, ttl, 3, None)
+            .await
+            .unwrap(),
+        InputRow::Opened
+    );
+}
 
 /// A team-gateway call waiting for input: opened by the running instance, answered
 /// through another (once, only for the same user and call), the answer taken once, the
@@ -175,9 +253,11 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
     let call = call_hash("tools/call everything__trigger-elicitation-request");
     let other_call = call_hash("tools/call everything__echo");
     let a = running.for_user(&ann.id);
-    a.open_gateway_input("state-1", &call, Duration::from_secs(60))
+    let opened = a
+        .open_gateway_input("state-1", &call, Duration::from_secs(60), 32, None)
         .await
         .unwrap();
+    assert_eq!(opened, InputRow::Opened);
     let a2 = retrying.for_user(&ann.id);
     let b2 = retrying.for_user(&bob.id);
     assert!(a2.gateway_input_waiting("state-1", &call).await.unwrap());
@@ -329,7 +409,7 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
     );
 
     // Expired: not waiting, not answerable, purged.
-    n.open_gateway_input("state-2", &call, Duration::ZERO)
+    n.open_gateway_input("state-2", &call, Duration::ZERO, 32, None)
         .await
         .unwrap();
     assert!(!n.gateway_input_waiting("state-2", &call).await.unwrap());
@@ -347,7 +427,7 @@ async fn gateway_inputs_cross_instances_once_sealed_and_bound_to_their_call(db: 
         .unwrap();
     assert_eq!(left, 0);
     // Finished by the running instance when the retry came back to it.
-    n.open_gateway_input("state-3", &call, Duration::from_secs(60))
+    n.open_gateway_input("state-3", &call, Duration::from_secs(60), 32, None)
         .await
         .unwrap();
     n.finish_gateway_input("state-3").await.unwrap();

@@ -30,6 +30,7 @@ mod team_isolation;
 mod team_metrics;
 mod team_oauth;
 mod team_oauth_login;
+mod team_parking;
 mod team_replicas;
 mod team_secrets;
 mod team_signin;

@@ -424,7 +424,7 @@ impl TeamGatewayServer {
         if let Relayed::InputRequired(asked) = &relayed
             && let Some(rs) = &asked.request_state
         {
-            gateway_input::offer(&self.state, user, rs.clone(), key, server.to_owned()).await;
+            gateway_input::offer(&self.state, user, rs.clone(), key, server.to_owned()).await?;
         }
         Ok(relayed)
     }

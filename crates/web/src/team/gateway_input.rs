@@ -18,8 +18,17 @@
 //!   with no outcome yet it answers an `InputRequiredResult` carrying only the
 //!   `requestState`, which the client's SDK retries after a short backoff.
 //!
+//! A user's calls waiting across the instances are bounded by the same
+//! [`MAX_PARKED_PER_USER`] as each instance's table: [`offer`] opens the row only while
+//! the user has fewer waiting in the store (counted there), else the call parked here is
+//! given back ([`InputTable::refuse`](switchboard_gateway::InputTable::refuse)) and the
+//! client answered [`user_limit_error`]; a call that asks again while relaying here for
+//! a retry elsewhere is bounded the same way (its previous row not counted), its outcome
+//! then that error.
+//!
 //! Must not: take a state of another user or another call (every row query names the
-//! token's user and the call's hash), or wait past the call's own timeout.
+//! token's user and the call's hash), wait past the call's own timeout, or let one user
+//! hold more than [`MAX_PARKED_PER_USER`] waiting calls across the instances.
 
 use std::time::{Duration, Instant};
 
@@ -27,9 +36,12 @@ use rmcp::model::{ErrorData, InputRequiredResult, InputResponses};
 use rmcp::service::{RequestContext, RoleServer};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use switchboard_gateway::{CallKey, Detached, Relayed, send_progress, upstream_error};
+use switchboard_gateway::{
+    CallKey, Detached, MAX_PARKED_PER_USER, Relayed, send_progress, upstream_error,
+    user_limit_error,
+};
 use switchboard_mcp::Progress;
-use switchboard_store::{UserId, UserStore, call_hash};
+use switchboard_store::{InputRow, UserId, UserStore, call_hash};
 use tokio::sync::watch;
 
 use super::progress::with_message_cut;
@@ -50,20 +62,35 @@ fn unavailable(e: switchboard_store::StoreError) -> ErrorData {
 
 /// Opens the row of a call parked here under `request_state` and watches it (see the
 /// module doc). A row that cannot be written leaves the call reachable from this
-/// instance only.
+/// instance only. `Err` (the client's answer) when the user already has
+/// [`MAX_PARKED_PER_USER`] calls waiting across the instances: the call is then ended.
 pub(crate) async fn offer(
     state: &TeamState,
     user: &UserId,
     request_state: String,
     key: CallKey,
     server: String,
-) {
+) -> Result<(), ErrorData> {
     let us = state.store().for_user(user);
     let hash = call_hash(&key.call);
     let ttl = state.inputs().timeout();
-    if let Err(e) = us.open_gateway_input(&request_state, &hash, ttl).await {
-        tracing::warn!("team store (gateway input): {e}: a retry must reach this instance");
-        return;
+    match us
+        .open_gateway_input(&request_state, &hash, ttl, MAX_PARKED_PER_USER, None)
+        .await
+    {
+        Ok(InputRow::Opened) => {}
+        Ok(InputRow::Full { waiting }) => {
+            tracing::warn!(
+                "{waiting} calls of one user already wait for input across the instances: \
+                 this one refused"
+            );
+            state.inputs().refuse(&request_state);
+            return Err(user_limit_error(waiting, ttl));
+        }
+        Err(e) => {
+            tracing::warn!("team store (gateway input): {e}: a retry must reach this instance");
+            return Ok(());
+        }
     }
     let inputs = state.inputs().clone();
     tokio::spawn(async move {
@@ -99,15 +126,26 @@ pub(crate) async fn offer(
             let (outcome, next) = match step {
                 Detached::Done(Ok(result)) => (json!({"result": result}), None),
                 Detached::Done(Err(e)) => (json!({"error": upstream_error(&server, e)}), None),
-                Detached::InputRequired(asked) => {
-                    let next = asked.request_state.clone();
-                    if let Some(n) = &next
-                        && let Err(e) = us.open_gateway_input(n, &hash, ttl).await
-                    {
-                        tracing::warn!("team store (gateway input): {e}");
+                Detached::Refused(e) => (json!({"error": e}), None),
+                Detached::InputRequired(asked) => match asked.request_state.clone() {
+                    Some(n) => {
+                        let opened = us
+                            .open_gateway_input(&n, &hash, ttl, MAX_PARKED_PER_USER, Some(&watched))
+                            .await;
+                        match opened {
+                            Ok(InputRow::Full { waiting }) => {
+                                inputs.refuse(&n);
+                                (json!({"error": user_limit_error(waiting, ttl)}), None)
+                            }
+                            Ok(InputRow::Opened) => (json!({"inputRequired": asked}), Some(n)),
+                            Err(e) => {
+                                tracing::warn!("team store (gateway input): {e}");
+                                (json!({"inputRequired": asked}), Some(n))
+                            }
+                        }
                     }
-                    (json!({"inputRequired": asked}), next)
-                }
+                    None => (json!({"inputRequired": asked}), None),
+                },
             };
             put_outcome(&us, &watched, &outcome).await;
             match next {
@@ -119,6 +157,7 @@ pub(crate) async fn offer(
             }
         }
     });
+    Ok(())
 }
 
 /// Writes each progress `heard` to the row of `request_state`, at most every
