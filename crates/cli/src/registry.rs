@@ -3,7 +3,12 @@
 //! are `switchboard-registry`'s; this module picks the registry URL and the URL policy
 //! from the flags and settings, prints results (terminal-safe), takes `--env` /
 //! `--header` values, asks on a terminal for the required ones (secrets without echo),
-//! words errors with the CLI's flags, and writes the entry. An mcpb package (when it is
+//! words errors with the CLI's flags, prints the exact command line the entry runs
+//! (`-e NAME` flags included; `switchboard_registry::command_line`) or the URL it
+//! contacts, with the names (not the values) of its variables or headers, and then
+//! writes the entry. What the registry may put in the command is checked by
+//! `switchboard-registry` (`check.rs`); a refusal is printed with the exact command to
+//! add by hand. An mcpb package (when it is
 //! the first stdio package) is installed here only: downloaded through the guarded
 //! client, its SHA-256 checked, unpacked into `$SWITCHBOARD_HOME/bundles/NAME-SHA12/`
 //! and its manifest's command written (the terminal user chose to run it; the web app
@@ -17,8 +22,8 @@ use clap::Args;
 use serde_json::{Value, json};
 use switchboard_registry::{
     BUNDLE_TIMEOUT, BundleError, Choice, DEFAULT_REGISTRY, Input, InputKind, Limits, Package,
-    PackageKind, Plan, Registry, RegistryError, ServerJson, check_sha256, download_bundle,
-    read_manifest, split_id, unpack,
+    PackageKind, Plan, Registry, RegistryError, ServerJson, check_sha256, command_line,
+    download_bundle, read_manifest, split_id, unpack,
 };
 
 use crate::ctx::{self, Globals};
@@ -310,7 +315,30 @@ async fn add_bundle(
     finish(g, a, server, entry, "stdio")
 }
 
-/// Adds `--timeout`, `--trust` and the description, and writes the entry.
+/// Prints what the entry will run (its exact command line, `-e NAME` flags included) or
+/// contact, and the names of its environment variables or headers (never the values),
+/// before it is written.
+fn show(entry: &serde_json::Map<String, Value>) {
+    if let Some(line) = command_line(entry) {
+        outln!("Runs: {line}");
+    } else if let Some(url) = entry
+        .get("httpUrl")
+        .or_else(|| entry.get("url"))
+        .and_then(Value::as_str)
+    {
+        outln!("Connects to: {}", url.replace("$$", "$"));
+    }
+    for (field, label) in [("env", "Environment variables"), ("headers", "Headers")] {
+        if let Some(m) = entry.get(field).and_then(Value::as_object)
+            && !m.is_empty()
+        {
+            let names: Vec<&str> = m.keys().map(String::as_str).collect();
+            outln!("{label}: {} (values not shown)", names.join(", "));
+        }
+    }
+}
+
+/// Adds `--timeout`, `--trust` and the description, shows the entry, and writes it.
 fn finish(
     g: &Globals,
     a: &AddArgs,
@@ -331,6 +359,7 @@ fn finish(
     if let Some(d) = description {
         entry.insert("description".into(), json!(d));
     }
+    show(&entry);
     edit::write_entry(
         g,
         &a.name,

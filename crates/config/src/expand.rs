@@ -33,7 +33,10 @@ fn is_name_char(c: char) -> bool {
     c == '_' || c.is_ascii_alphanumeric()
 }
 
-fn valid_name(s: &str) -> bool {
+/// Whether `s` is an environment variable name as references and `-e NAME` use it:
+/// `[A-Za-z_][A-Za-z0-9_]*`. The one definition; every writer that takes a name from
+/// someone else (a registry, a bundle, a person) checks it here.
+pub fn is_var_name(s: &str) -> bool {
     let mut chars = s.chars();
     chars.next().is_some_and(is_name_start) && chars.all(is_name_char)
 }
@@ -62,7 +65,7 @@ pub fn expand_vars(
                     Some(i) => (&body[..i], Some(&body[i + 2..])),
                     None => (body, None),
                 };
-                if !valid_name(name) {
+                if !is_var_name(name) {
                     return Err(ExpandError::BadReference(body.to_string()));
                 }
                 match (env(name), default) {

@@ -25,7 +25,7 @@ mod visible;
 pub use doc::{SettingsDoc, project_settings_path, user_settings_path};
 pub use env_policy::{EnvPolicy, child_env, describe_env_policy, is_filtered_out};
 pub use error::ConfigError;
-pub use expand::{ExpandError, expand_vars};
+pub use expand::{ExpandError, expand_vars, is_var_name};
 pub use import::{
     ImportError, ImportFileOwner, ImportHost, ImportSource, ImportedFile, ImportedServer,
     SkippedServer, import_file_owner, import_sources, parse_import, read_import,

@@ -2,12 +2,24 @@
 //! ([`Choice`]) and works out its command line; [`Plan::inputs`] are the environment
 //! variables or headers it declares, for the front end to ask about; [`Plan::entry`]
 //! takes the person's values and gives the entry (`command`/`args`/`env`, or
-//! `httpUrl` / `url` + `type: "sse"` with `headers`).
+//! `httpUrl` / `url` + `type: "sse"` with `headers`); [`Plan::preview`] and
+//! [`command_line`] are the exact command a front end shows before it writes.
 //!
 //! npm runs through `npx -y id@version`, pypi through `uvx id==version`, oci through
 //! `docker run -i --rm … -e NAME image`, each unless the package's `runtimeHint` names
-//! another runner; an mcpb bundle is not planned here (`bundle.rs` installs it for the
-//! CLI; the message says how, and how by hand with its SHA-256).
+//! another known runner (`check.rs`: `pnpm dlx`, `yarn dlx`, `bun x`, `npm exec … --`,
+//! `uv tool run`, `pipx run`, `podman run`); an mcpb bundle is not planned here
+//! (`bundle.rs` installs it for the CLI; the message says how, and how by hand with its
+//! SHA-256).
+//!
+//! Before anything is planned, every registry string is checked for its role
+//! (`check.rs`): declared environment variable names and header names, the identifier
+//! and version against the package registry's grammar (an image reference for oci),
+//! and the runtime arguments against the runner's allow-list (no operands). A refusal
+//! names the field or option, the value (escaped, cut) and why, and for a runner option
+//! the exact `switchboard mcp add NAME …` line that adds it by hand. The names the
+//! person gives get the same name check in [`Plan::entry`], so an oci `-e` argument
+//! only ever carries a variable name.
 //!
 //! Every string that comes from the registry is written with `$` escaped
 //! (`switchboard_config::escape_vars`), so a registry cannot make an entry expand this
@@ -18,6 +30,7 @@
 use serde_json::{Map, Value, json};
 use switchboard_config::escape_vars;
 
+use crate::check::{self, shown};
 use crate::error::RegistryError;
 use crate::server_json::{Argument, Input, Package, PackageKind, Remote, ServerJson};
 
@@ -137,8 +150,9 @@ fn substitute(value: &str, arg: &Argument) -> Result<String, RegistryError> {
     Ok(out)
 }
 
-/// Argument values (escaped): `{var}` variables filled from their defaults; a required
-/// one without a value is an error, except a package argument when `given_after`.
+/// Argument tokens as the registry wrote them (escaped where they land): `{var}`
+/// variables filled from their defaults; a required one without a value is an error,
+/// except a package argument when `given_after`.
 fn arguments(
     list: &[Argument],
     package: bool,
@@ -164,9 +178,9 @@ fn arguments(
         if a.named
             && let Some(n) = &a.name
         {
-            out.push(escape_vars(n));
+            out.push(n.clone());
         }
-        out.push(escape_vars(&value));
+        out.push(value);
     }
     Ok(out)
 }
@@ -181,69 +195,176 @@ pub fn image(identifier: &str, version: Option<&str>) -> String {
     }
 }
 
-/// The runners a package's `runtimeHint` may name, per registry type: a registry
-/// cannot make an entry run any other program.
-pub fn known_runners(kind: &PackageKind) -> &'static [&'static str] {
-    match kind {
-        PackageKind::Npm => &["npx", "bunx", "pnpx", "pnpm", "yarn", "bun", "deno", "npm"],
-        PackageKind::Pypi => &["uvx", "uv", "pipx"],
-        PackageKind::Oci => &["docker", "podman"],
-        PackageKind::Mcpb | PackageKind::Other(_) => &[],
+/// The runners a package's `runtimeHint` may name, per registry type, the default
+/// first: a registry cannot make an entry run any other program.
+pub fn known_runners(kind: &PackageKind) -> Vec<&'static str> {
+    check::runners(kind.as_str())
+        .iter()
+        .map(|r| r.name)
+        .collect()
+}
+
+/// A registry string that does not fit its role.
+fn bad(field: &'static str, value: &str, what: &'static str) -> RegistryError {
+    RegistryError::BadField {
+        field,
+        value: shown(value),
+        what,
     }
+}
+
+/// Every declared environment variable (package) or header (remote) name checked.
+fn check_names(inputs: &[Input], kind: InputKind) -> Result<(), RegistryError> {
+    for i in inputs {
+        match kind {
+            InputKind::Env if !check::is_env_name(&i.name) => {
+                return Err(bad(
+                    "environmentVariables[].name",
+                    &i.name,
+                    "an environment variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                ));
+            }
+            InputKind::Header if !check::is_header_name(&i.name) => {
+                return Err(bad(
+                    "headers[].name",
+                    &i.name,
+                    "an HTTP header name (an RFC 9110 token)",
+                ));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// What runs the package: the identifier (and version) checked against its
+/// registry's grammar, as the runner takes it.
+fn target(p: &Package) -> Result<String, RegistryError> {
+    let ident = p.identifier.as_str();
+    let version = p.version.as_deref();
+    if let Some(v) = version
+        && p.registry_type != PackageKind::Oci
+        && !check::is_version(v)
+    {
+        return Err(bad("version", v, "a package version"));
+    }
+    Ok(match p.registry_type {
+        PackageKind::Npm => {
+            if !check::is_npm_name(ident) {
+                return Err(bad("identifier", ident, "an npm package name"));
+            }
+            match version {
+                Some(v) => format!("{ident}@{v}"),
+                None => ident.to_string(),
+            }
+        }
+        PackageKind::Pypi => {
+            if !check::is_pypi_name(ident) {
+                return Err(bad("identifier", ident, "a PyPI package name"));
+            }
+            match version {
+                Some(v) => format!("{ident}=={v}"),
+                None => ident.to_string(),
+            }
+        }
+        _ => {
+            let reference = image(ident, version);
+            if !check::is_image_ref(&reference) {
+                return Err(bad(
+                    "identifier and version",
+                    &reference,
+                    "an OCI image reference (host[:port]/path[:tag][@sha256:digest])",
+                ));
+            }
+            reference
+        }
+    })
 }
 
 fn package_plan<'a>(p: &'a Package, extra_args: &[String]) -> Result<Chosen<'a>, RegistryError> {
     package_support(p).map_err(|why| RegistryError::Unsupported { skipped: vec![why] })?;
-    let hint = p.runtime_hint.as_deref();
-    if let Some(h) = hint
-        && !known_runners(&p.registry_type).contains(&h)
-    {
+    let kind = p.registry_type.as_str();
+    let runner = match p.runtime_hint.as_deref() {
+        None => check::runners(kind).first().copied(),
+        Some(h) => check::runner(kind, h),
+    };
+    let Some(runner) = runner else {
         return Err(RegistryError::UnknownRunner {
-            kind: p.registry_type.as_str().to_string(),
-            hint: h.to_string(),
+            kind: kind.to_string(),
+            hint: shown(p.runtime_hint.as_deref().unwrap_or_default()),
             known: known_runners(&p.registry_type).join(", "),
         });
-    }
-    let mut args = arguments(&p.runtime_arguments, false, false)?;
-    let ident = p.identifier.as_str();
-    let version = p.version.as_deref();
-    let mut tail = Vec::new();
-    let command = match p.registry_type {
-        PackageKind::Npm => {
-            let cmd = hint.unwrap_or("npx");
-            if cmd == "npx" && !args.iter().any(|a| a == "-y" || a == "--yes") {
-                args.insert(0, "-y".into());
-            }
-            args.push(escape_vars(&match version {
-                Some(v) => format!("{ident}@{v}"),
-                None => ident.to_string(),
-            }));
-            cmd
-        }
-        PackageKind::Pypi => {
-            args.push(escape_vars(&match version {
-                Some(v) => format!("{ident}=={v}"),
-                None => ident.to_string(),
-            }));
-            hint.unwrap_or("uvx")
-        }
-        _ => {
-            let mut run: Vec<String> = vec!["run".into(), "-i".into(), "--rm".into()];
-            run.append(&mut args);
-            args = run;
-            tail.push(escape_vars(&image(ident, version)));
-            hint.unwrap_or("docker")
-        }
     };
-    let mut pkg_args = arguments(&p.package_arguments, true, !extra_args.is_empty())?;
-    tail.append(&mut pkg_args);
+    check_names(&p.environment_variables, InputKind::Env)?;
+    let target = target(p)?;
+    let runtime = arguments(&p.runtime_arguments, false, false)?;
+    let mut tail = vec![target];
+    tail.extend(arguments(
+        &p.package_arguments,
+        true,
+        !extra_args.is_empty(),
+    )?);
+    let mut args: Vec<String> = runner.first.iter().map(|a| a.to_string()).collect();
+    // npx and `npm exec` ask before installing unless told yes; stdin is the server's.
+    if matches!(runner.name, "npx" | "npm") && !runtime.iter().any(|a| a == "-y" || a == "--yes") {
+        args.push("-y".into());
+    }
+    if let Err(refused) = runner.check(&runtime, &p.identifier) {
+        let mut line = vec![
+            "switchboard".to_string(),
+            "mcp".into(),
+            "add".into(),
+            "NAME".into(),
+            runner.name.into(),
+            "--".into(),
+        ];
+        line.extend(args.iter().chain(&runtime).chain(&tail).cloned());
+        return Err(RegistryError::RunnerOption {
+            runner: runner.name.to_string(),
+            option: shown(&refused.option),
+            why: refused.why,
+            by_hand: check::shell_line(&line),
+        });
+    }
+    args.extend(runtime);
+    if runner.end_of_options {
+        args.push("--".into());
+    }
     tail.extend(extra_args.iter().cloned());
     Ok(Chosen::Package {
         package: p,
-        command: escape_vars(command),
-        args,
-        tail,
+        command: escape_vars(runner.name),
+        args: args.iter().map(|a| escape_vars(a)).collect(),
+        tail: tail
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                // The person's own arguments are written as given.
+                if i + extra_args.len() >= tail.len() {
+                    a.clone()
+                } else {
+                    escape_vars(a)
+                }
+            })
+            .collect(),
     })
+}
+
+/// An entry's command line (`command` then `args`), as a person reads it before it is
+/// written: every argument, `-e NAME` flags included, with `$$` shown as the `$` it
+/// stands for; `None` for an entry without a command.
+pub fn command_line(entry: &Map<String, Value>) -> Option<String> {
+    let command = entry.get("command")?.as_str()?;
+    let mut words = vec![command.replace("$$", "$")];
+    for a in entry
+        .get("args")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        words.push(a.as_str().unwrap_or_default().replace("$$", "$"));
+    }
+    Some(check::shell_line(&words))
 }
 
 impl<'a> Plan<'a> {
@@ -270,6 +391,7 @@ impl<'a> Plan<'a> {
                     count: server.remotes.len(),
                 })?;
                 remote_support(r)?;
+                check_names(&r.headers, InputKind::Header)?;
                 Chosen::Remote(r)
             }
             Choice::Auto => {
@@ -288,6 +410,7 @@ impl<'a> Plan<'a> {
                     (Some(c), _) => c,
                     (None, Some(r)) => {
                         remote_support(r)?;
+                        check_names(&r.headers, InputKind::Header)?;
                         Chosen::Remote(r)
                     }
                     (None, None) if skipped.is_empty() => {
@@ -311,7 +434,8 @@ impl<'a> Plan<'a> {
     }
 
     /// What the entry will run or contact, for a person to read before adding it: the
-    /// command line (an oci package's `-e NAME` flags left out), or the URL.
+    /// exact command line ([`command_line`]) of the entry written when the person gives
+    /// the values it needs (an oci package's `-e NAME` flags included), or the URL.
     pub fn preview(&self) -> String {
         match &self.chosen {
             Chosen::Package {
@@ -319,12 +443,25 @@ impl<'a> Plan<'a> {
                 args,
                 tail,
                 ..
-            } => std::iter::once(command)
-                .chain(args)
-                .chain(tail)
-                .map(|a| a.replace("$$", "$"))
-                .collect::<Vec<_>>()
-                .join(" "),
+            } => {
+                let given: Vec<(String, String)> = self
+                    .inputs()
+                    .iter()
+                    .filter(|i| i.needs_value())
+                    .map(|i| (i.name.clone(), String::new()))
+                    .collect();
+                self.entry(&given)
+                    .ok()
+                    .and_then(|e| command_line(&e))
+                    .unwrap_or_else(|| {
+                        let words: Vec<String> = std::iter::once(command)
+                            .chain(args)
+                            .chain(tail)
+                            .map(|a| a.replace("$$", "$"))
+                            .collect();
+                        check::shell_line(&words)
+                    })
+            }
             Chosen::Remote(r) => r.url.clone(),
         }
     }
@@ -355,6 +492,19 @@ impl<'a> Plan<'a> {
     /// required, its default; given names that are not declared are added too. A
     /// required value with none of these is [`RegistryError::Missing`].
     pub fn entry(&self, given: &[(String, String)]) -> Result<Map<String, Value>, RegistryError> {
+        let kind = self.input_kind();
+        for (name, _) in given {
+            let fits = match kind {
+                InputKind::Env => check::is_env_name(name),
+                InputKind::Header => check::is_header_name(name),
+            };
+            if !fits {
+                return Err(RegistryError::BadName {
+                    kind,
+                    name: shown(name),
+                });
+            }
+        }
         let mut values = Map::new();
         let mut missing = Vec::new();
         for d in self.inputs() {
@@ -391,9 +541,8 @@ impl<'a> Plan<'a> {
                 tail,
             } => {
                 let mut args = args.clone();
-                if package.registry_type == PackageKind::Oci
-                    || matches!(package.registry_type, PackageKind::Other(_))
-                {
+                if package.registry_type == PackageKind::Oci {
+                    // Names only (each checked above): the values stay in `env`.
                     for k in values.keys() {
                         args.push("-e".into());
                         args.push(k.clone());
@@ -493,7 +642,7 @@ mod tests {
         );
         assert_eq!(
             Plan::new(&s, Choice::Auto, &[]).unwrap().preview(),
-            "uvx --from w[cli] w==1"
+            "uvx --from 'w[cli]' w==1"
         );
     }
 
@@ -511,8 +660,8 @@ mod tests {
     fn variables_take_defaults_or_fail_naming_the_variable() {
         let s = server(json!({"packages": [{
             "registryType": "oci", "identifier": "a/b:1",
-            "runtimeArguments": [{"type": "named", "name": "--mount", "value": "dst={t}",
-                "variables": {"t": {"default": "/project"}}}]
+            "runtimeArguments": [{"type": "named", "name": "--platform", "value": "linux/{a}",
+                "variables": {"a": {"default": "amd64"}}}]
         }]}));
         let entry = Plan::new(&s, Choice::Auto, &[])
             .unwrap()
@@ -520,15 +669,15 @@ mod tests {
             .unwrap();
         assert_eq!(
             entry["args"],
-            json!(["run", "-i", "--rm", "--mount", "dst=/project", "a/b:1"])
+            json!(["run", "-i", "--rm", "--platform", "linux/amd64", "a/b:1"])
         );
         let s = server(json!({"packages": [{
             "registryType": "oci", "identifier": "a/b:1",
-            "runtimeArguments": [{"type": "named", "name": "--mount", "value": "src={s}",
-                "variables": {"t": {"default": "/project"}}}]
+            "runtimeArguments": [{"type": "named", "name": "--platform", "value": "linux/{s}",
+                "variables": {"a": {"default": "amd64"}}}]
         }]}));
         let err = Plan::new(&s, Choice::Auto, &[]).unwrap_err().to_string();
-        assert!(err.contains("`s`") && err.contains("--mount"), "{err}");
+        assert!(err.contains("`s`") && err.contains("--platform"), "{err}");
     }
 
     /// A registry cannot make an entry read this machine's environment: its strings
@@ -536,7 +685,7 @@ mod tests {
     #[test]
     fn registry_strings_never_become_references() {
         let s = server(json!({"packages": [{
-            "registryType": "npm", "identifier": "@a/${HOME}", "version": "1",
+            "registryType": "npm", "identifier": "@a/b", "version": "1",
             "packageArguments": [{"type": "positional", "value": "$OPENAI_API_KEY"}],
             "environmentVariables": [
                 {"name": "FIXED", "value": "${GEMINI_API_KEY}"},
@@ -548,10 +697,7 @@ mod tests {
             .unwrap()
             .entry(&[("KEY".into(), "${KEY}".into())])
             .unwrap();
-        assert_eq!(
-            entry["args"],
-            json!(["-y", "@a/$${HOME}@1", "$$OPENAI_API_KEY"])
-        );
+        assert_eq!(entry["args"], json!(["-y", "@a/b@1", "$$OPENAI_API_KEY"]));
         assert_eq!(
             entry["env"],
             json!({"FIXED": "$${GEMINI_API_KEY}", "KEY": "${KEY}"})
@@ -585,5 +731,295 @@ mod tests {
             Value::Object(entry),
             json!({"url": "https://x.example/sse", "type": "sse", "headers": {"X-Key": "v"}})
         );
+    }
+
+    /// Finding 1 of #26: an oci package's variable name went unescaped into
+    /// `docker run -e`, so `X=${GITHUB_TOKEN}` handed the container any variable of
+    /// this machine, on a command line `ps` shows. Now the plan is refused, naming
+    /// the field and the value.
+    #[test]
+    fn an_env_name_that_carries_a_reference_is_refused() {
+        for name in ["X=${GITHUB_TOKEN}", "X=$GITHUB_TOKEN", "-e", "A B", ""] {
+            let s = server(json!({"packages": [{
+                "registryType": "oci", "identifier": "docker.io/a/b:1",
+                "environmentVariables": [{"name": name, "value": "v"}]
+            }]}));
+            let err = Plan::new(&s, Choice::Auto, &[])
+                .err()
+                .unwrap_or_else(|| panic!("`{name}` was planned"))
+                .to_string();
+            assert!(
+                err.contains("environmentVariables[].name")
+                    && err.contains(&format!("`{name}`"))
+                    && err.contains("environment variable name"),
+                "{err}"
+            );
+        }
+        // A remote's header names are tokens.
+        let s = server(
+            json!({"remotes": [{"type": "streamable-http", "url": "https://x.example/",
+            "headers": [{"name": "X: ${GITHUB_TOKEN}", "value": "v"}]}]}),
+        );
+        let err = Plan::new(&s, Choice::Auto, &[])
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(|e| e.contains("headers[].name")),
+            "{err:?}"
+        );
+    }
+
+    /// The names the person gives (`--env K=V`, `--header`) get the same check, so no
+    /// `-e` argument ever carries anything but a variable name.
+    #[test]
+    fn names_the_person_gives_are_checked_too() {
+        let s = server(json!({"packages": [{
+            "registryType": "oci", "identifier": "docker.io/a/b:1"}],
+            "remotes": [{"type": "streamable-http", "url": "https://x.example/"}]}));
+        let plan = Plan::new(&s, Choice::Package(0), &[]).unwrap();
+        let err = plan
+            .entry(&[("X=${GITHUB_TOKEN}".into(), "v".into())])
+            .err()
+            .map(|e| e.to_string());
+        assert!(
+            err.as_deref().is_some_and(
+                |e| e.contains("`X=${GITHUB_TOKEN}` is not an environment variable name")
+            ),
+            "{err:?}"
+        );
+        let entry = plan.entry(&[("GOOD".into(), "v".into())]).unwrap();
+        assert_eq!(
+            entry["args"],
+            json!(["run", "-i", "--rm", "-e", "GOOD", "docker.io/a/b:1"])
+        );
+        let remote = Plan::new(&s, Choice::Remote(0), &[]).unwrap();
+        assert!(remote.entry(&[("X Y".into(), "v".into())]).is_err());
+        assert!(remote.entry(&[("X-Y".into(), "v".into())]).is_ok());
+    }
+
+    /// Runtime arguments cannot turn a known runner into another program: options off
+    /// the runner's allow-list (in every spelling) and operands are refused, and the
+    /// message gives the exact command to add by hand.
+    #[test]
+    fn runner_options_off_the_allow_list_are_refused() {
+        let named = |n: &str, v: &str| json!({"type": "named", "name": n, "value": v});
+        let positional = |v: &str| json!({"type": "positional", "value": v});
+        let cases = [
+            (
+                "npm",
+                "@a/b",
+                vec![positional("-c"), positional("sh -c id")],
+                "-c",
+            ),
+            ("npm", "@a/b", vec![named("--call", "id")], "--call"),
+            (
+                "npm",
+                "@a/b",
+                vec![positional("--node-options=--require=/tmp/x.js")],
+                "--node-options=--require=/tmp/x.js",
+            ),
+            (
+                "npm",
+                "@a/b",
+                vec![positional("evil-package")],
+                "evil-package",
+            ),
+            (
+                "npm",
+                "@a/b",
+                vec![positional("-yp"), positional("evil")],
+                "-yp",
+            ),
+            (
+                "pypi",
+                "w",
+                vec![named("--from", "evil-package")],
+                "--from evil-package",
+            ),
+            (
+                "pypi",
+                "w",
+                vec![named("--index-url", "http://evil.example")],
+                "--index-url",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![positional("--privileged")],
+                "--privileged",
+            ),
+            ("oci", "a/b:1", vec![named("-v", "/:/host")], "-v"),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--volume", "/:/host")],
+                "--volume",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--mount", "type=bind,src=/,dst=/h")],
+                "--mount",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--entrypoint", "sh")],
+                "--entrypoint",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--cap-add", "SYS_ADMIN")],
+                "--cap-add",
+            ),
+            ("oci", "a/b:1", vec![named("--pid", "host")], "--pid"),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--network", "host")],
+                "--network host",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![positional("--network=host")],
+                "--network=host",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--device", "/dev/sda")],
+                "--device",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("--security-opt", "seccomp=unconfined")],
+                "--security-opt",
+            ),
+            ("oci", "a/b:1", vec![named("-u", "0")], "-u"),
+            (
+                "oci",
+                "a/b:1",
+                vec![positional("-iv"), positional("/:/h")],
+                "-iv",
+            ),
+            (
+                "oci",
+                "a/b:1",
+                vec![named("-e", "X=$GITHUB_TOKEN")],
+                "-e X=$GITHUB_TOKEN",
+            ),
+        ];
+        for (kind, id, args, option) in cases {
+            let s = server(json!({"packages": [{"registryType": kind, "identifier": id,
+                "runtimeArguments": args}]}));
+            let err = Plan::new(&s, Choice::Auto, &[])
+                .err()
+                .unwrap_or_else(|| panic!("{kind} {option} was planned"))
+                .to_string();
+            assert!(
+                err.contains(&format!("with `{option}`"))
+                    && err.contains("switchboard mcp add NAME "),
+                "{option}: {err}"
+            );
+        }
+        // The allowed ones still plan.
+        let s = server(
+            json!({"packages": [{"registryType": "oci", "identifier": "a/b:1",
+            "runtimeArguments": [positional("--init"), named("-e", "TZ"), named("--network", "none")]}]}),
+        );
+        assert_eq!(
+            Plan::new(&s, Choice::Auto, &[]).unwrap().preview(),
+            "docker run -i --rm --init -e TZ --network none a/b:1"
+        );
+        // `npm exec` is given `--`, so what follows the package is the package's own.
+        let s = server(
+            json!({"packages": [{"registryType": "npm", "identifier": "@a/b",
+            "version": "1", "runtimeHint": "npm",
+            "packageArguments": [positional("--call=id")]}]}),
+        );
+        assert_eq!(
+            Plan::new(&s, Choice::Auto, &[]).unwrap().preview(),
+            "npm exec -y -- @a/b@1 --call=id"
+        );
+    }
+
+    /// An identifier or version is what its registry allows, so it cannot be read as
+    /// an option or carry a second argument.
+    #[test]
+    fn identifiers_and_versions_follow_their_registries() {
+        for (kind, id, version) in [
+            ("npm", "--call=id", None),
+            ("npm", "-c", None),
+            ("npm", "@a/b c", None),
+            ("npm", "@a/b", Some("1 --call=id")),
+            ("npm", "@a/b", Some("-1")),
+            ("pypi", "--from=evil", None),
+            ("pypi", "w", Some("1;id")),
+            ("oci", "--privileged", None),
+            ("oci", "a/b", Some("1 --privileged")),
+            ("oci", "a/${HOME}", None),
+            ("oci", "a/b\u{202e}", None),
+        ] {
+            let s = server(json!({"packages": [{"registryType": kind, "identifier": id,
+                "version": version}]}));
+            let err = Plan::new(&s, Choice::Auto, &[])
+                .err()
+                .unwrap_or_else(|| panic!("{kind} {id} {version:?} was planned"))
+                .to_string();
+            assert!(err.contains("the registry's"), "{err}");
+            assert!(!err.contains('\u{202e}'), "shown escaped: {err}");
+        }
+    }
+
+    /// The preview is the command line written, `-e NAME` flags included.
+    #[test]
+    fn the_preview_is_the_exact_command() {
+        let s = server(json!({"packages": [{"registryType": "oci",
+        "identifier": "docker.io/example/db:3",
+        "environmentVariables": [
+            {"name": "DB_USER", "isRequired": true},
+            {"name": "MODE", "value": "fast"},
+            {"name": "OPTIONAL"}
+        ]}]}));
+        let plan = Plan::new(&s, Choice::Auto, &[]).unwrap();
+        assert_eq!(
+            plan.preview(),
+            "docker run -i --rm -e DB_USER -e MODE docker.io/example/db:3"
+        );
+        let entry = plan
+            .entry(&[
+                ("DB_USER".into(), "u".into()),
+                ("OPTIONAL".into(), "o".into()),
+            ])
+            .unwrap();
+        assert_eq!(
+            command_line(&entry).unwrap(),
+            "docker run -i --rm -e DB_USER -e MODE -e OPTIONAL docker.io/example/db:3"
+        );
+    }
+
+    /// The registry's own examples (testkit's fixtures) still plan, except the one
+    /// that asks for the host's network.
+    #[test]
+    fn the_documented_examples_still_plan() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../testkit/fixtures/registry");
+        for f in std::fs::read_dir(dir).unwrap() {
+            let path = f.unwrap().path();
+            let v: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let s = parse_server(&v).unwrap();
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            let planned = Plan::new(&s, Choice::Auto, &[]);
+            match name.as_str() {
+                "database-manager.json" => {
+                    let err = planned.unwrap_err().to_string();
+                    assert!(err.contains("`--network host`"), "{err}");
+                }
+                "text-editor-mcpb.json" => assert!(planned.is_err()),
+                _ => assert!(planned.is_ok(), "{name}: {:?}", planned.err()),
+            }
+        }
     }
 }

@@ -106,6 +106,34 @@ pub enum RegistryError {
         hint: String,
         known: String,
     },
+    /// A string from the registry does not fit its role (an environment variable
+    /// name, a header name, an image reference, a package name or version).
+    #[error(
+        "the registry's {field} `{value}` is not {what}, so this server cannot be added from the registry; tell its publisher, or add it by hand if you trust it"
+    )]
+    BadField {
+        /// Where it was (`environmentVariables[].name`, `identifier`…).
+        field: &'static str,
+        /// The value, escaped and cut for reading.
+        value: String,
+        /// What it should have been.
+        what: &'static str,
+    },
+    /// A runtime argument that is not on its runner's allow-list.
+    #[error(
+        "the registry asks to run `{runner}` with `{option}`, which {why}. If you trust this server, add it by hand: {by_hand}"
+    )]
+    RunnerOption {
+        runner: String,
+        /// The argument as given (with its value), escaped and cut.
+        option: String,
+        why: String,
+        /// The command that adds the entry as the registry describes it.
+        by_hand: String,
+    },
+    /// A name the person gave (an environment variable or header) does not fit.
+    #[error("`{name}` is not {}", match .kind { InputKind::Env => "an environment variable name (letters, digits and _, not starting with a digit)", InputKind::Header => "an HTTP header name (letters, digits and !#%&'*+-.^_`|~)" })]
+    BadName { kind: InputKind, name: String },
     /// A remote URL that is not http(s).
     #[error("the remote URL `{url}` is not an http(s):// URL")]
     RemoteUrl { url: String },

@@ -2,11 +2,14 @@
 //!
 //! - `GET /api/registry/search?q=TEXT`: active servers whose names match, each with the
 //!   ways it can run (`options`: its packages and remotes, whether each can be added
-//!   here and why not, and the variables or headers each declares);
+//!   here and why not, and the variables or headers each declares; `target` is the
+//!   exact command line a package would run, `-e NAME` flags included
+//!   (`Plan::preview`), or a remote's URL);
 //! - `POST /api/registry/add` `{name, id: "ID[@VERSION]", choice?: {kind: "package" |
 //!   "remote", index}, values?: {NAME: value}, references?: {NAME: VAR}, scope?}`:
 //!   the chosen package or remote becomes a settings entry named `name`, written like
-//!   any Settings add (never over an existing name: 409), and the host is rebuilt.
+//!   any Settings add (never over an existing name: 409), and the host is rebuilt; the
+//!   answer's `command` is the exact command line written (a package).
 //!
 //! Rules: the registry is the `registryUrl` setting (else the official one), asked
 //! through the app's guarded client under its URL policy; what it says is data shown
@@ -25,10 +28,10 @@ use axum::Json;
 use axum::extract::{Query, State};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use switchboard_config::{escape_vars, is_secret_name};
+use switchboard_config::{escape_vars, is_secret_name, is_var_name};
 use switchboard_registry::{
     Choice, DEFAULT_REGISTRY, Input, InputKind, Listing, Plan, Registry, RegistryError, ServerJson,
-    split_id,
+    command_line, split_id,
 };
 
 use crate::access::ApiJson;
@@ -222,14 +225,6 @@ struct AddRequest {
     scope: Option<String>,
 }
 
-fn is_env_name(s: &str) -> bool {
-    let mut chars = s.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
-}
-
 impl AddRequest {
     fn parse(raw: RawAdd) -> ApiResult<Self> {
         valid_name(&raw.name)?;
@@ -263,7 +258,7 @@ impl AddRequest {
         }
         for (k, var) in raw.references {
             let var = var.trim().trim_start_matches("${").trim_end_matches('}');
-            if !is_env_name(var) || var.len() > 128 {
+            if !is_var_name(var) || var.len() > 128 {
                 return Err(ApiError::bad_request(format!(
                     "the reference for `{k}` must be an environment variable name (letters, digits and _, not starting with a digit)"
                 )));
@@ -376,6 +371,7 @@ pub async fn add(
     if !server.description.is_empty() {
         entry.insert("description".into(), json!(server.description));
     }
+    let command = command_line(&entry);
     let Json(mut answer) = add_entry(
         &state,
         &req.name,
@@ -385,6 +381,9 @@ pub async fn add(
     .await?;
     answer["name"] = json!(req.name);
     answer["transport"] = json!(plan.transport());
+    if let Some(c) = command {
+        answer["command"] = json!(c);
+    }
     Ok(Json(answer))
 }
 

@@ -86,7 +86,7 @@
       }
       submit.disabled = true;
       SB.api("POST", "/registry/add", body).then(function (r) {
-        SB.toast("Added server “" + body.name + "” in " + r.file);
+        SB.toast("Added server “" + body.name + "” in " + r.file + (r.command ? "; it runs: " + r.command : ""));
         if (r.configError) SB.toast(r.configError, "error");
         close();
         onAdded();
