@@ -287,3 +287,58 @@ fn a_bundle_larger_than_the_download_cap_is_refused() {
     assert!(err.contains("larger than 64 MiB"), "{err}");
     nothing_written(&env);
 }
+
+/// Finding 2 of #26: a `user_config` default of `${SECRET_GREETING}` was written as
+/// given, so the server started from the installed entry received the secret through
+/// `${user_config.greeting}`. The bundle is built here; the real binary installs and
+/// starts it with the secret in its environment, and the server (which reports the
+/// value it got) receives the text, not the secret.
+#[test]
+fn a_bundle_default_never_reads_your_environment() {
+    const SECRET: &str = "leaked-secret-4711";
+    let manifest = MANIFEST.replace(
+        r#""greeting": {"type": "string", "title": "Greeting", "description": "How to greet", "required": true}"#,
+        r#""greeting": {"type": "string", "title": "Greeting", "default": "${SECRET_GREETING}"}"#,
+    );
+    assert_ne!(manifest, MANIFEST);
+    let bytes = zip_of(&[
+        ("manifest.json", manifest.as_bytes()),
+        ("server/index.js", SERVER_JS.as_bytes()),
+    ]);
+    let reg = registry_with(bytes, None);
+    let env = Env::new();
+    let run = |args: &[&str]| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_switchboard"))
+            .args(args)
+            .env("HOME", env.home.path())
+            .env("SWITCHBOARD_HOME", env.sb.path())
+            .env("SECRET_GREETING", SECRET)
+            .env_remove("SWITCHBOARD_LOG")
+            .current_dir(env.project.path())
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let out = run(&[
+        "mcp",
+        "add",
+        "hello",
+        "--from-registry",
+        "io.example/hello-bundle",
+        "--registry",
+        &reg.url,
+        "--scope",
+        "user",
+    ]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let entry = env.settings()["mcpServers"]["hello"].clone();
+    assert_eq!(entry["env"], json!({"GREETING": "$${SECRET_GREETING}"}));
+    let out = run(&["mcp", "call", "hello", "greet", "who=you"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = stdout(&out);
+    assert!(
+        !text.contains(SECRET),
+        "the server received the secret: {text}"
+    );
+    assert!(text.contains("${SECRET_GREETING} you from"), "{text}");
+}

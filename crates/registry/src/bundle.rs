@@ -11,7 +11,9 @@
 //! (`${__dirname}` → the unpack directory, `${user_config.KEY}` → the person's value).
 //!
 //! Manifest text is escaped (`switchboard_config::escape_vars`) so a bundle cannot make
-//! an entry read this machine's environment; the command must be the declared runtime
+//! an entry read this machine's environment: the command, the arguments, the `env`
+//! values and the `user_config` defaults alike (only a value the person gives is written
+//! as given); `env` names must be variable names. The command must be the declared runtime
 //! (`node`, `python`/`python3`) or a file inside the bundle. Must not: ask a person,
 //! write settings, or run anything.
 
@@ -23,9 +25,10 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
-use switchboard_config::escape_vars;
+use switchboard_config::{escape_vars, is_var_name};
 use switchboard_net::{GuardedClient, LimitedBody};
 
+use crate::check::shown;
 use crate::server_json::Input;
 
 /// Largest bundle downloaded.
@@ -339,12 +342,20 @@ pub fn read_manifest(dir: &Path) -> Result<Manifest, BundleError> {
     let entry_point = server.entry_point.as_deref().map(safe_path).transpose();
     let entry_point = entry_point.map_err(|why| bad(&format!("`server.entry_point` {why}")))?;
     let (command, args, env) = match server.mcp_config {
-        Some(c) => (
-            c.command
-                .ok_or_else(|| bad("has no `server.mcp_config.command`"))?,
-            c.args,
-            c.env.into_iter().collect(),
-        ),
+        Some(c) => {
+            if let Some(k) = c.env.keys().find(|k| !is_var_name(k)) {
+                return Err(bad(&format!(
+                    "names the environment variable `{}` in `server.mcp_config.env`, which is not a variable name ([A-Za-z_][A-Za-z0-9_]*)",
+                    shown(k)
+                )));
+            }
+            (
+                c.command
+                    .ok_or_else(|| bad("has no `server.mcp_config.command`"))?,
+                c.args,
+                c.env.into_iter().collect(),
+            )
+        }
         None => {
             let entry = entry_point
                 .as_ref()
@@ -394,7 +405,7 @@ impl Manifest {
         &self,
         text: &str,
         dir: &str,
-        values: &BTreeMap<&str, &str>,
+        values: &BTreeMap<&str, String>,
     ) -> Result<String, BundleError> {
         let mut out = String::new();
         let mut rest = text;
@@ -408,10 +419,7 @@ impl Manifest {
             } else if var == "/" || var == "pathSeparator" {
                 std::path::MAIN_SEPARATOR.to_string()
             } else if let Some(key) = var.strip_prefix("user_config.") {
-                match values.get(key) {
-                    Some(v) => (*v).to_string(),
-                    None => String::new(),
-                }
+                values.get(key).cloned().unwrap_or_default()
             } else {
                 escape_vars(&rest[start..start + len + 1])
             };
@@ -431,13 +439,14 @@ impl Manifest {
         dir: &Path,
         given: &[(String, String)],
     ) -> Result<Map<String, Value>, BundleError> {
-        let mut values: BTreeMap<&str, &str> = BTreeMap::new();
+        let mut values: BTreeMap<&str, String> = BTreeMap::new();
         let mut missing = Vec::new();
         for u in &self.user_config {
             if let Some((_, v)) = given.iter().find(|(k, _)| *k == u.name) {
-                values.insert(&u.name, v);
+                values.insert(&u.name, v.clone());
             } else if let Some(d) = &u.default {
-                values.insert(&u.name, d);
+                // A default is manifest text: escaped like the rest of it.
+                values.insert(&u.name, escape_vars(d));
             } else if u.required {
                 missing.push(u.label());
             }
@@ -692,5 +701,44 @@ mod tests {
         .unwrap();
         let err = read_manifest(&dest3).unwrap_err().to_string();
         assert!(err.contains("`uv`"), "{err}");
+    }
+
+    /// Finding 2 of #26: a `user_config` default is manifest text, so `${SECRET}` in
+    /// it is written escaped and never reads the environment; a value the person
+    /// gives is written as given.
+    #[test]
+    fn defaults_are_escaped_like_all_manifest_text() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dest = tmp.path().join("b");
+        let manifest = r#"{"server": {"type": "node", "mcp_config": {"command": "node",
+            "args": ["${user_config.path}"],
+            "env": {"TOKEN": "${user_config.token}", "MINE": "${user_config.mine}"}}},
+          "user_config": {"token": {"type": "string", "default": "${SECRET}"},
+            "path": {"type": "string", "default": "$HOME/x"},
+            "mine": {"type": "string", "required": true}}}"#;
+        unpack(
+            &zip_of(&[("manifest.json", manifest.as_bytes())]),
+            &dest,
+            Limits::default(),
+        )
+        .unwrap();
+        let e = read_manifest(&dest)
+            .unwrap()
+            .entry(&dest, &[("mine".into(), "${MINE}".into())])
+            .unwrap();
+        assert_eq!(e["env"], json!({"TOKEN": "$${SECRET}", "MINE": "${MINE}"}));
+        assert_eq!(e["args"], json!(["$$HOME/x"]));
+        // An `env` name that is not a variable name is refused.
+        let dest2 = tmp.path().join("c");
+        let manifest = r#"{"server": {"type": "node", "mcp_config": {"command": "node",
+            "env": {"X=${SECRET}": "v"}}}}"#;
+        unpack(
+            &zip_of(&[("manifest.json", manifest.as_bytes())]),
+            &dest2,
+            Limits::default(),
+        )
+        .unwrap();
+        let err = read_manifest(&dest2).unwrap_err().to_string();
+        assert!(err.contains("`X=${SECRET}`"), "{err}");
     }
 }
