@@ -15,11 +15,21 @@
 //! grants (the connected clients, [`UserStore::gateway_grants`]); each grant records when its
 //! access tokens last reached the gateway (at most one write a minute).
 //!
+//! Registration is bounded in the store, so the bound holds across instances: a client
+//! that registered and was never approved is *pending*, and at most a fixed number of
+//! pending clients are kept ([`MAX_PENDING_GATEWAY_CLIENTS`] unless the caller names
+//! another, [`Store::register_gateway_client_within`]); each registration purges the
+//! oldest pending ones past the cap (by registration time in microseconds, never the one
+//! just registered) and says how many went. A client's first approval marks it granted
+//! for good. A client identified by its Client ID Metadata Document (its `client_id` is
+//! the document's URL, checked by the web layer) gets a row only when a user approves it
+//! ([`Store::put_document_client`]), already granted: it never counts as pending.
+//!
 //! Must not: store a code or token in clear, return a token's user when its session ended,
 //! or decide what a redirect URI or resource may be (the web layer checks those).
 
 use std::fmt;
-use std::time::Duration;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use sqlx::Row;
 
@@ -30,6 +40,28 @@ use crate::user_data::UserStore;
 
 /// How often (seconds) a grant's `last_used_at` is written at most.
 const LAST_USED_EVERY: i64 = 60;
+
+/// At most this many registered clients wait for their first approval (pending) unless
+/// the caller names another cap: about 8 MB of rows at the web layer's 8 KiB per
+/// registration.
+pub const MAX_PENDING_GATEWAY_CLIENTS: u64 = 1000;
+
+/// A registration and what it cost: the pending clients purged to keep the cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegisteredClient {
+    /// The new client.
+    pub client: GatewayClient,
+    /// How many older pending clients (registered, never approved) were deleted, oldest
+    /// first, to keep at most the cap.
+    pub purged: u64,
+}
+
+/// Now in microseconds since the epoch (orders registrations within one second).
+fn now_us() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_micros()).unwrap_or(i64::MAX))
+}
 
 /// A client that registered itself (public: no secret).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,8 +222,20 @@ fn read_err() -> impl FnOnce(sqlx::Error) -> StoreError {
     StoreError::query("reading the gateway's authorization state")
 }
 
+fn uris_json(redirect_uris: &[String]) -> Result<String> {
+    if redirect_uris.is_empty() {
+        return Err(StoreError::Invalid(
+            "a client needs at least one redirect URI".into(),
+        ));
+    }
+    serde_json::to_string(redirect_uris)
+        .map_err(|_| StoreError::Invalid("redirect URIs that are not text".into()))
+}
+
 impl Store {
-    /// Register a client (RFC 7591) with checked redirect URIs.
+    /// Register a client (RFC 7591) with checked redirect URIs, keeping at most
+    /// [`MAX_PENDING_GATEWAY_CLIENTS`] pending clients
+    /// ([`Store::register_gateway_client_within`]).
     ///
     /// # Errors
     /// No redirect URI, or a database failure.
@@ -200,32 +244,109 @@ impl Store {
         client_name: &str,
         redirect_uris: &[String],
     ) -> Result<GatewayClient> {
-        if redirect_uris.is_empty() {
-            return Err(StoreError::Invalid(
-                "a client needs at least one redirect URI".into(),
-            ));
-        }
+        Ok(self
+            .register_gateway_client_within(client_name, redirect_uris, MAX_PENDING_GATEWAY_CLIENTS)
+            .await?
+            .client)
+    }
+
+    /// Register a client (RFC 7591) with checked redirect URIs, then delete the oldest
+    /// pending clients (registered, never approved) beyond `max_pending` (at least 1: the
+    /// new client is never the one deleted). Each registration trims after its own insert,
+    /// so instances registering at once never leave more than the cap once they are done.
+    ///
+    /// # Errors
+    /// No redirect URI, or a database failure.
+    pub async fn register_gateway_client_within(
+        &self,
+        client_name: &str,
+        redirect_uris: &[String],
+        max_pending: u64,
+    ) -> Result<RegisteredClient> {
+        let uris = uris_json(redirect_uris)?;
         let client_id = format!("sbc_{}", random_token(18)?);
-        let uris = serde_json::to_string(redirect_uris)
-            .map_err(|_| StoreError::Invalid("redirect URIs that are not text".into()))?;
         let t = now();
         sqlx::query(
-            "INSERT INTO gateway_clients (client_id, client_name, redirect_uris, created_at) \
-             VALUES ($1, $2, $3, $4)",
+            "INSERT INTO gateway_clients \
+             (client_id, client_name, redirect_uris, created_at, registered_us) \
+             VALUES ($1, $2, $3, $4, $5)",
         )
         .bind(client_id.clone())
         .bind(client_name.to_owned())
         .bind(uris)
         .bind(t)
+        .bind(now_us())
         .execute(&self.pool)
         .await
         .map_err(StoreError::query("registering a gateway client"))?;
-        Ok(GatewayClient {
-            client_id,
-            client_name: client_name.to_owned(),
-            redirect_uris: redirect_uris.to_vec(),
-            created_at: t,
+        // Keep the newest `max_pending - 1` others and the new one.
+        let others = i64::try_from(max_pending.max(1) - 1).unwrap_or(i64::MAX);
+        let purged = sqlx::query(
+            "DELETE FROM gateway_clients WHERE granted_at IS NULL AND client_id <> $1 \
+             AND client_id NOT IN (SELECT client_id FROM gateway_clients \
+               WHERE granted_at IS NULL AND client_id <> $1 \
+               ORDER BY registered_us DESC, client_id DESC LIMIT $2)",
+        )
+        .bind(client_id.clone())
+        .bind(others)
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query(
+            "purging the oldest never-approved gateway clients",
+        ))?
+        .rows_affected();
+        Ok(RegisteredClient {
+            client: GatewayClient {
+                client_id,
+                client_name: client_name.to_owned(),
+                redirect_uris: redirect_uris.to_vec(),
+                created_at: t,
+            },
+            purged,
         })
+    }
+
+    /// How many registered clients wait for their first approval.
+    ///
+    /// # Errors
+    /// A database failure.
+    pub async fn pending_gateway_clients(&self) -> Result<u64> {
+        let n: i64 = sqlx::query("SELECT COUNT(*) FROM gateway_clients WHERE granted_at IS NULL")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(read_err())?
+            .try_get(0)
+            .map_err(read_err())?;
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    /// Record a client a user is approving that identified itself by its Client ID
+    /// Metadata Document (`client_id` is the document's URL; name and redirect URIs as the
+    /// web layer checked them in the document): created granted, or its name and redirect
+    /// URIs brought up to date. Grants and the connected-clients list refer to this row.
+    ///
+    /// # Errors
+    /// No redirect URI, or a database failure.
+    pub async fn put_document_client(&self, client: &GatewayClient) -> Result<()> {
+        let uris = uris_json(&client.redirect_uris)?;
+        let t = now();
+        sqlx::query(
+            "INSERT INTO gateway_clients \
+             (client_id, client_name, redirect_uris, created_at, registered_us, granted_at) \
+             VALUES ($1, $2, $3, $4, $5, $4) \
+             ON CONFLICT (client_id) DO UPDATE SET client_name = excluded.client_name, \
+             redirect_uris = excluded.redirect_uris, \
+             granted_at = COALESCE(gateway_clients.granted_at, excluded.granted_at)",
+        )
+        .bind(client.client_id.clone())
+        .bind(client.client_name.clone())
+        .bind(uris)
+        .bind(t)
+        .bind(now_us())
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("recording a metadata-document client"))?;
+        Ok(())
     }
 
     /// A registered client.
@@ -281,6 +402,23 @@ impl Store {
                 "the sign-in session ended: sign in again and approve the client again".into(),
             ));
         };
+        // The client is granted from now on (never pending again, so never purged as
+        // one); gone means its registration was purged meanwhile.
+        let marked = sqlx::query(
+            "UPDATE gateway_clients SET granted_at = COALESCE(granted_at, $1) \
+             WHERE client_id = $2",
+        )
+        .bind(t)
+        .bind(approval.client_id.clone())
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("marking a gateway client approved"))?
+        .rows_affected();
+        if marked == 0 {
+            return Err(StoreError::Invalid(
+                "this client's registration is gone (a registration nobody approves is removed after a day, or sooner when many wait): let the MCP client register again".into(),
+            ));
+        }
         let grant = format!("sbg_{}", random_token(18)?);
         sqlx::query(
             "INSERT INTO gateway_grants (id, client_id, user_id, session_hash, resource, scope, created_at) \

@@ -24,9 +24,12 @@
 //! - The team catalog: servers admins publish for everyone ([`Store::publish_catalog_server`],
 //!   refused unless the acting user is an admin), each user's enablement
 //!   ([`UserStore::enable_catalog_server`]) and own tokens for it ([`ServerRef::Catalog`]).
-//! - The team gateway's authorization server (`gateway_oauth`): registered MCP clients,
-//!   grants bound to the approving session, codes taken once, hashed access and rotated
-//!   refresh tokens ([`Store::approve_gateway_grant`], [`Store::gateway_access`]).
+//! - The team gateway's authorization server (`gateway_oauth`): registered MCP clients
+//!   (at most [`MAX_PENDING_GATEWAY_CLIENTS`] never approved, the oldest purged first:
+//!   [`Store::register_gateway_client_within`]), metadata-document clients recorded at
+//!   their approval ([`Store::put_document_client`]), grants bound to the approving
+//!   session, codes taken once, hashed access and rotated refresh tokens
+//!   ([`Store::approve_gateway_grant`], [`Store::gateway_access`]).
 //! - Secrets at rest are sealed ([`SecretKeys`]: AES-256-GCM, key id, random nonce, the
 //!   row as associated data) and rotated with [`Store::reencrypt`].
 
@@ -67,7 +70,8 @@ pub use gateway_input::{
 };
 pub use gateway_oauth::{
     GatewayAccess, GatewayApproval, GatewayClient, GatewayGrant, GrantId, IssuedTokens,
-    RefreshOutcome, Revocation, TakenCode, TokenHint, TokenLifetimes,
+    MAX_PENDING_GATEWAY_CLIENTS, RefreshOutcome, RegisteredClient, Revocation, TakenCode,
+    TokenHint, TokenLifetimes,
 };
 pub use location::{Backend, DatabaseUrl};
 pub use migrate::{LATEST_VERSION, MigrationInfo, MigrationReport};

@@ -118,10 +118,17 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             postgres: include_str!("../migrations/0015_user_identity.postgres.sql"),
         },
     ),
+    (
+        16,
+        "gateway client pending",
+        Sql::Both(include_str!(
+            "../migrations/0016_gateway_client_pending.sql"
+        )),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 15;
+pub const LATEST_VERSION: i64 = 16;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -52,6 +52,7 @@ pub use oauth::{
 pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve, start};
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
+pub use team::RegistrationLimits;
 pub use team::{
     ALLOW_STDIO_FLAG, CHAT_CONFIRM_TIMEOUT, CHAT_POLL_EVERY, CacheLimits, LOGIN_TTL, MCP_LOGIN_TTL,
     MCP_OAUTH_CALLBACK_PATH, METRICS_TOKEN_MIN_LEN, MetricsToken, REFRESH_BUFFER, RouteAccess,

@@ -26,6 +26,7 @@ mod team_chat;
 mod team_chat_bounds;
 mod team_elicit;
 mod team_gateway;
+mod team_gateway_bounds;
 mod team_isolation;
 mod team_metrics;
 mod team_oauth;

@@ -2,6 +2,9 @@
 //! (`/mcp`), per the MCP authorization spec: RFC 9728 protected-resource metadata (both
 //! the root and the `/mcp`-suffixed form), RFC 8414 authorization-server metadata, RFC 7591
 //! dynamic registration of public clients (redirect URIs: loopback `http` or `https`),
+//! Client ID Metadata Documents (`client_document`: a `client_id` that is the https URL
+//! of the client's own metadata document, fetched through the URL guard and cached, so
+//! the client needs no registration),
 //! `/oauth/authorize` (code + PKCE S256 only; a team sign-in session is required — without
 //! one the browser goes through the OIDC sign-in and comes back; then a consent page whose
 //! POST carries the app's own `Origin`), and `/oauth/token` (the code once, PKCE checked,
@@ -14,16 +17,38 @@
 //! answers any step. Codes and tokens are stored hashed; a grant lives only as long as the
 //! sign-in session that approved it.
 //!
-//! Must not: redirect anywhere but a registered redirect URI of the client named, issue a
-//! token for any resource but this gateway's, accept `plain` PKCE, write request text into
-//! a page unescaped, or put a code or token in a log.
+//! Registration is open to anyone, so it is bounded ([`RegistrationLimits`]):
+//! - each field has a size (`client_name` 100 characters; 1 to 8 `redirect_uris` of at
+//!   most 2048 bytes; `scope`, `software_id`, `software_version` 255 bytes; `client_uri`,
+//!   `logo_uri`, `tos_uri`, `policy_uri`, `jwks_uri` 2048 bytes; at most 8 `contacts` of 255
+//!   bytes, 8 grant and response types): past it, 400 `invalid_client_metadata`
+//!   (`invalid_redirect_uri` for redirect URIs) naming the field; a request past 8 KiB is
+//!   413. Only the name and redirect URIs are stored;
+//! - each client address may register `per_address_burst` times at once, then once per
+//!   `per_address_every` (in memory, per instance; the TCP peer address, never a
+//!   forwarded-for header: `rate_limit`); past it, 429 with `Retry-After`;
+//! - at most `max_pending_clients` registered clients wait for their first approval, kept
+//!   in the store so the cap holds across instances: each registration purges the oldest
+//!   pending ones past it (logged with the number; unused registrations also go after a
+//!   day).
+//!
+//! Text a client chose (its name) is shown on the consent page with control and bidi
+//! formatting characters made visible (`switchboard_config::visible`, the terminal's rule),
+//! then HTML-escaped; so is the connected-clients list's name.
+//!
+//! Must not: redirect anywhere but a registered redirect URI of the client named (a
+//! metadata-document client's: one its document lists), issue a token for any resource
+//! but this gateway's, accept `plain` PKCE, write request text into a page unescaped or
+//! with a bidi override raw, trust a forwarded-for header for the rate limit, or put a
+//! code or token in a log.
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
+use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
 
 use axum::body::Bytes;
-use axum::extract::{Path, Query, RawQuery, State};
+use axum::extract::{ConnectInfo, Path, Query, RawQuery, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::{Extension, Json};
@@ -31,11 +56,14 @@ use base64::Engine as _;
 use serde::Deserialize;
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
+use switchboard_config::visible;
 use switchboard_store::{
-    GatewayApproval, GatewayClient, RefreshOutcome, Revocation, StoreError, TokenHint,
-    TokenLifetimes,
+    GatewayApproval, GatewayClient, MAX_PENDING_GATEWAY_CLIENTS, RefreshOutcome, Revocation,
+    StoreError, TokenHint, TokenLifetimes,
 };
 
+use super::client_document::{ClientDocuments, DocumentRefusal, is_document_client_id};
+use super::rate_limit::{RateLimiter, retry_after_secs};
 use super::session::{SignedIn, host_allowed};
 use super::state::{TeamConfig, TeamState, store_error};
 use crate::access::cookie_value;
@@ -53,12 +81,73 @@ pub const SCOPE: &str = "mcp";
 /// The path the gateway is served at.
 pub const MCP_PATH: &str = "/mcp";
 
-const MAX_REGISTRATION_BYTES: usize = 16 * 1024;
+/// The largest registration request (a client's usual one is under 1 KiB).
+pub const MAX_REGISTRATION_BYTES: usize = 8 * 1024;
 const MAX_REDIRECT_URIS: usize = 8;
 const MAX_URI_LEN: usize = 2048;
 const MAX_NAME_CHARS: usize = 100;
+/// `scope`, `software_id`, `software_version`, each contact.
+const MAX_SHORT_FIELD: usize = 255;
+const MAX_CONTACTS: usize = 8;
+const MAX_TYPES: usize = 8;
 const MAX_STATE_LEN: usize = 1024;
 const MAX_FORM_BYTES: usize = 16 * 1024;
+
+/// How much anonymous registration an instance takes (see the module docs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RegistrationLimits {
+    /// Registrations (and metadata-document fetches) one client address may make at once.
+    pub per_address_burst: u32,
+    /// Then one more per this long.
+    pub per_address_every: Duration,
+    /// Registered clients never approved that the store keeps (all instances together);
+    /// the oldest go first.
+    pub max_pending_clients: u64,
+}
+
+impl Default for RegistrationLimits {
+    /// 20 at once, then one every 30 s per address; 1000 pending clients.
+    fn default() -> Self {
+        Self {
+            per_address_burst: 20,
+            per_address_every: Duration::from_secs(30),
+            max_pending_clients: MAX_PENDING_GATEWAY_CLIENTS,
+        }
+    }
+}
+
+/// What an instance keeps about clients that are not in the store: the registration
+/// limits and their per-address buckets, and the metadata documents it fetched.
+#[derive(Debug)]
+pub(crate) struct GatewayClients {
+    limits: RegistrationLimits,
+    registrations: RateLimiter,
+    documents: ClientDocuments,
+}
+
+impl GatewayClients {
+    pub(crate) fn new(limits: RegistrationLimits) -> Self {
+        let limiter = || RateLimiter::new(limits.per_address_burst, limits.per_address_every);
+        Self {
+            limits,
+            registrations: limiter(),
+            documents: ClientDocuments::new(limiter()),
+        }
+    }
+}
+
+/// The client's address, when the server was started with connection info.
+type PeerAddr = Option<Extension<ConnectInfo<SocketAddr>>>;
+
+fn peer_ip(peer: &PeerAddr) -> Option<IpAddr> {
+    peer.as_ref().map(|Extension(ConnectInfo(a))| a.ip())
+}
+
+/// Text a client chose, for a page: control and bidi characters made visible, then
+/// HTML-escaped.
+fn shown(text: &str) -> String {
+    escape_html(&visible(text))
+}
 
 /// The gateway's URL: the RFC 8707 resource every token is bound to.
 pub fn mcp_url(cfg: &TeamConfig) -> String {
@@ -141,13 +230,16 @@ pub async fn authorization_server(State(state): State<TeamState>) -> Response {
             "token_endpoint_auth_methods_supported": ["none"],
             "code_challenge_methods_supported": ["S256"],
             "authorization_response_iss_parameter_supported": true,
+            "client_id_metadata_document_supported": true,
         }),
     )
 }
 
-/// A registration request as sent (RFC 7591); other members are ignored.
-#[derive(Debug, Deserialize)]
-struct RawRegistration {
+/// A registration request as sent (RFC 7591), or a client's metadata document; the
+/// members read are size-checked, only the name and redirect URIs are kept, other
+/// members are ignored.
+#[derive(Debug, Default, Deserialize)]
+pub(super) struct RawRegistration {
     #[serde(default)]
     redirect_uris: Vec<String>,
     #[serde(default)]
@@ -158,13 +250,31 @@ struct RawRegistration {
     grant_types: Option<Vec<String>>,
     #[serde(default)]
     response_types: Option<Vec<String>>,
+    #[serde(default)]
+    scope: Option<String>,
+    #[serde(default)]
+    software_id: Option<String>,
+    #[serde(default)]
+    software_version: Option<String>,
+    #[serde(default)]
+    client_uri: Option<String>,
+    #[serde(default)]
+    logo_uri: Option<String>,
+    #[serde(default)]
+    tos_uri: Option<String>,
+    #[serde(default)]
+    policy_uri: Option<String>,
+    #[serde(default)]
+    jwks_uri: Option<String>,
+    #[serde(default)]
+    contacts: Option<Vec<String>>,
 }
 
 /// A checked registration.
 #[derive(Debug, PartialEq, Eq)]
-struct Registration {
-    redirect_uris: Vec<String>,
-    client_name: String,
+pub(super) struct Registration {
+    pub(super) redirect_uris: Vec<String>,
+    pub(super) client_name: String,
 }
 
 /// A redirect URI a client may register: `https` anywhere, `http` only to a loopback
@@ -194,21 +304,84 @@ pub fn redirect_uri_allowed(uri: &str) -> Result<(), String> {
     }
 }
 
-fn check_registration(raw: RawRegistration) -> Result<Registration, (&'static str, String)> {
+/// The size rules of the metadata members that are read but not kept.
+fn check_sizes(raw: &RawRegistration) -> Result<(), (&'static str, String)> {
+    let too_long = |field: &str, max: usize| {
+        (
+            "invalid_client_metadata",
+            format!("{field} is longer than {max} bytes"),
+        )
+    };
+    for (field, value) in [
+        ("scope", &raw.scope),
+        ("software_id", &raw.software_id),
+        ("software_version", &raw.software_version),
+    ] {
+        if value.as_ref().is_some_and(|v| v.len() > MAX_SHORT_FIELD) {
+            return Err(too_long(field, MAX_SHORT_FIELD));
+        }
+    }
+    for (field, value) in [
+        ("client_uri", &raw.client_uri),
+        ("logo_uri", &raw.logo_uri),
+        ("tos_uri", &raw.tos_uri),
+        ("policy_uri", &raw.policy_uri),
+        ("jwks_uri", &raw.jwks_uri),
+    ] {
+        if value.as_ref().is_some_and(|v| v.len() > MAX_URI_LEN) {
+            return Err(too_long(field, MAX_URI_LEN));
+        }
+    }
+    if let Some(c) = &raw.contacts
+        && (c.len() > MAX_CONTACTS || c.iter().any(|c| c.len() > MAX_SHORT_FIELD))
+    {
+        return Err((
+            "invalid_client_metadata",
+            format!("contacts: at most {MAX_CONTACTS} of at most {MAX_SHORT_FIELD} bytes each"),
+        ));
+    }
+    for (field, list) in [
+        ("grant_types", &raw.grant_types),
+        ("response_types", &raw.response_types),
+    ] {
+        if list.as_ref().is_some_and(|l| l.len() > MAX_TYPES) {
+            return Err((
+                "invalid_client_metadata",
+                format!("{field}: at most {MAX_TYPES} entries"),
+            ));
+        }
+    }
+    if let Some(name) = &raw.client_name
+        && name.chars().count() > MAX_NAME_CHARS
+    {
+        return Err((
+            "invalid_client_metadata",
+            format!("client_name is longer than {MAX_NAME_CHARS} characters"),
+        ));
+    }
+    Ok(())
+}
+
+/// The checks of a registration (and of a metadata document's members): sizes, redirect
+/// URIs, public client, code and refresh grants. An error is the RFC 7591 code and why.
+pub(super) fn check_registration(
+    raw: RawRegistration,
+) -> Result<Registration, (&'static str, String)> {
     if raw.redirect_uris.is_empty() || raw.redirect_uris.len() > MAX_REDIRECT_URIS {
         return Err((
             "invalid_redirect_uri",
-            format!("register between 1 and {MAX_REDIRECT_URIS} redirect_uris"),
+            format!("redirect_uris: give between 1 and {MAX_REDIRECT_URIS}"),
         ));
     }
     for uri in &raw.redirect_uris {
         redirect_uri_allowed(uri).map_err(|why| {
             (
                 "invalid_redirect_uri",
-                format!("redirect URI refused: {why}"),
+                format!("redirect_uris: a redirect URI is refused: {why}"),
             )
         })?;
     }
+    check_sizes(&raw)?;
     if let Some(m) = raw.token_endpoint_auth_method.as_deref()
         && m != "none"
     {
@@ -268,13 +441,32 @@ fn store_failure(e: &StoreError) -> Response {
     )
 }
 
-/// `POST /oauth/register` (RFC 7591): public clients only.
-pub async fn register(State(state): State<TeamState>, body: Bytes) -> Response {
+/// `POST /oauth/register` (RFC 7591): public clients only, within the
+/// [`RegistrationLimits`] (the address's rate first, then the sizes, then the store's cap
+/// on pending clients).
+pub async fn register(State(state): State<TeamState>, peer: PeerAddr, body: Bytes) -> Response {
+    let clients = state.gateway_clients();
+    if let Err(wait) = clients.registrations.check(peer_ip(&peer)) {
+        let secs = retry_after_secs(wait);
+        let mut r = oauth_error(
+            StatusCode::TOO_MANY_REQUESTS,
+            "temporarily_unavailable",
+            &format!(
+                "too many registrations from your address: try again in {secs} s (a client registers once; a client with a metadata document needs no registration)"
+            ),
+        );
+        r.headers_mut()
+            .insert(header::RETRY_AFTER, HeaderValue::from(secs));
+        return r;
+    }
     if body.len() > MAX_REGISTRATION_BYTES {
         return oauth_error(
             StatusCode::PAYLOAD_TOO_LARGE,
             "invalid_client_metadata",
-            "the registration is larger than 16 KiB",
+            &format!(
+                "the registration is larger than {} KiB",
+                MAX_REGISTRATION_BYTES / 1024
+            ),
         );
     }
     let raw: RawRegistration = match serde_json::from_slice(&body) {
@@ -291,24 +483,36 @@ pub async fn register(State(state): State<TeamState>, body: Bytes) -> Response {
         Ok(r) => r,
         Err((code, why)) => return oauth_error(StatusCode::BAD_REQUEST, code, &why),
     };
+    let cap = clients.limits.max_pending_clients;
     match state
         .store()
-        .register_gateway_client(&reg.client_name, &reg.redirect_uris)
+        .register_gateway_client_within(&reg.client_name, &reg.redirect_uris, cap)
         .await
     {
-        Ok(c) => json_answer(
-            StatusCode::CREATED,
-            json!({
-                "client_id": c.client_id,
-                "client_id_issued_at": c.created_at,
-                "client_name": c.client_name,
-                "redirect_uris": c.redirect_uris,
-                "grant_types": ["authorization_code", "refresh_token"],
-                "response_types": ["code"],
-                "token_endpoint_auth_method": "none",
-                "scope": SCOPE,
-            }),
-        ),
+        Ok(registered) => {
+            if registered.purged > 0 {
+                tracing::warn!(
+                    purged = registered.purged,
+                    cap,
+                    "gateway registration: {} registered client(s) nobody approved were removed, oldest first: at most {cap} may wait for approval",
+                    registered.purged
+                );
+            }
+            let c = registered.client;
+            json_answer(
+                StatusCode::CREATED,
+                json!({
+                    "client_id": c.client_id,
+                    "client_id_issued_at": c.created_at,
+                    "client_name": c.client_name,
+                    "redirect_uris": c.redirect_uris,
+                    "grant_types": ["authorization_code", "refresh_token"],
+                    "response_types": ["code"],
+                    "token_endpoint_auth_method": "none",
+                    "scope": SCOPE,
+                }),
+            )
+        }
         Err(e) => store_failure(&e),
     }
 }
@@ -341,6 +545,8 @@ pub struct RawAuthorize {
 #[derive(Debug, Clone)]
 struct Authorize {
     client: GatewayClient,
+    /// `host[:port]` of the client's metadata document, for a client that has one.
+    document_host: Option<String>,
     redirect_uri: String,
     code_challenge: String,
     state: Option<String>,
@@ -366,37 +572,71 @@ fn is_pkce_value(v: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~'))
 }
 
+/// The client a request names: a metadata document's (fetched or cached), or a
+/// registered one from the store, with the document's host for the former.
+async fn find_client(
+    state: &TeamState,
+    client_id: &str,
+    addr: Option<IpAddr>,
+) -> Result<(GatewayClient, Option<String>), Refusal> {
+    let page = |why: &str| Refusal::Page(StatusCode::BAD_REQUEST, why.to_owned());
+    if is_document_client_id(client_id) {
+        return match state
+            .gateway_clients()
+            .documents
+            .client(state.guard(), client_id, addr)
+            .await
+        {
+            Ok(d) => Ok((d.client.clone(), Some(d.host.clone()))),
+            Err(DocumentRefusal::Refused(why)) => Err(page(&why)),
+            Err(DocumentRefusal::Limited(wait)) => Err(Refusal::Page(
+                StatusCode::TOO_MANY_REQUESTS,
+                format!(
+                    "too many client metadata documents fetched for your address: try again in {} s",
+                    retry_after_secs(wait)
+                ),
+            )),
+        };
+    }
+    match state.store().gateway_client(client_id).await {
+        Ok(Some(c)) => Ok((c, None)),
+        Ok(None) => Err(page(
+            "this client is not registered here: let the MCP client register again",
+        )),
+        Err(e) => {
+            tracing::warn!("team store (gateway authorization): {e}");
+            Err(Refusal::Page(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "the team database did not answer; try again in a moment".into(),
+            ))
+        }
+    }
+}
+
 /// Checks a request in order: client and redirect URI (else our own error page), then
-/// the rest (else an error sent to the redirect URI).
-async fn check_authorize(state: &TeamState, raw: &RawAuthorize) -> Result<Authorize, Refusal> {
+/// the rest (else an error sent to the redirect URI). `addr` is the caller's address
+/// (a metadata-document fetch is rate-limited by it).
+async fn check_authorize(
+    state: &TeamState,
+    raw: &RawAuthorize,
+    addr: Option<IpAddr>,
+) -> Result<Authorize, Refusal> {
     let page = |why: &str| Refusal::Page(StatusCode::BAD_REQUEST, why.to_owned());
     let client_id = raw
         .client_id
         .as_deref()
         .ok_or_else(|| page("the request names no client_id"))?;
-    let client = match state.store().gateway_client(client_id).await {
-        Ok(Some(c)) => c,
-        Ok(None) => {
-            return Err(page(
-                "this client is not registered here: let the MCP client register again",
-            ));
-        }
-        Err(e) => {
-            tracing::warn!("team store (gateway authorization): {e}");
-            return Err(Refusal::Page(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "the team database did not answer; try again in a moment".into(),
-            ));
-        }
-    };
+    let (client, document_host) = find_client(state, client_id, addr).await?;
     let redirect_uri = raw
         .redirect_uri
         .clone()
         .ok_or_else(|| page("the request names no redirect_uri"))?;
     if !client.redirect_uris.contains(&redirect_uri) {
-        return Err(page(
-            "the redirect_uri is not one this client registered: nothing is sent there",
-        ));
+        return Err(page(if document_host.is_some() {
+            "the redirect_uri is not one of the client's redirect_uris in its metadata document: nothing is sent there"
+        } else {
+            "the redirect_uri is not one this client registered: nothing is sent there"
+        }));
     }
     let st = raw.state.clone().filter(|s| s.len() <= MAX_STATE_LEN);
     let back = |error: &'static str, description: &str| Refusal::Redirect {
@@ -448,6 +688,7 @@ async fn check_authorize(state: &TeamState, raw: &RawAuthorize) -> Result<Author
     }
     Ok(Authorize {
         client,
+        document_host,
         redirect_uri,
         code_challenge,
         state: st,
@@ -559,7 +800,7 @@ fn error_page(status: StatusCode, why: &str) -> Response {
     page(
         status,
         "Authorization refused",
-        &format!("<h1>Authorization refused</h1><p>{}</p>", escape_html(why)),
+        &format!("<h1>Authorization refused</h1><p>{}</p>", shown(why)),
         None,
     )
 }
@@ -589,19 +830,25 @@ fn consent_page(req: &Authorize, email: &str) -> Response {
     if let Some(s) = &req.state {
         field("state", s);
     }
+    let published = req.document_host.as_deref().map_or(String::new(), |h| {
+        format!(
+            " (described by its metadata document on <code>{}</code>)",
+            shown(h)
+        )
+    });
     let body = format!(
         "<h1>Allow an MCP client?</h1>\
-         <p><strong>{client}</strong> asks to use your servers in this Switchboard team, \
+         <p><strong>{client}</strong>{published} asks to use your servers in this Switchboard team, \
          as <strong>{email}</strong>, through the team gateway <code>{resource}</code>.</p>\
          <p>It will be sent back to <code>{redirect}</code>. Approve only a client you \
          started yourself.</p>\
          <form method=\"post\" action=\"/oauth/authorize\">{hidden}\
          <button type=\"submit\" name=\"decision\" value=\"allow\">Allow</button> \
          <button type=\"submit\" name=\"decision\" value=\"deny\">Deny</button></form>",
-        client = escape_html(&req.client.client_name),
-        email = escape_html(email),
-        resource = escape_html(&req.resource),
-        redirect = escape_html(&req.redirect_uri),
+        client = shown(&req.client.client_name),
+        email = shown(email),
+        resource = shown(&req.resource),
+        redirect = shown(&req.redirect_uri),
     );
     page(
         StatusCode::OK,
@@ -615,6 +862,7 @@ fn consent_page(req: &Authorize, email: &str) -> Response {
 /// the team sign-in (and back here) or shows the consent page for the signed-in user.
 pub async fn authorize(
     State(state): State<TeamState>,
+    peer: PeerAddr,
     headers: HeaderMap,
     RawQuery(query): RawQuery,
     Query(raw): Query<RawAuthorize>,
@@ -626,7 +874,7 @@ pub async fn authorize(
             &format!("unexpected Host header: open {}", cfg.app_origin),
         );
     }
-    let req = match check_authorize(&state, &raw).await {
+    let req = match check_authorize(&state, &raw, peer_ip(&peer)).await {
         Ok(r) => r,
         Err(refusal) => return refusal_response(cfg, refusal),
     };
@@ -660,6 +908,7 @@ pub async fn authorize(
 pub async fn approve(
     State(state): State<TeamState>,
     Extension(signed): Extension<SignedIn>,
+    peer: PeerAddr,
     body: Bytes,
 ) -> Response {
     let cfg = state.cfg();
@@ -672,7 +921,7 @@ pub async fn approve(
             return error_page(StatusCode::BAD_REQUEST, &format!("unreadable form: {e}"));
         }
     };
-    let req = match check_authorize(&state, &raw).await {
+    let req = match check_authorize(&state, &raw, peer_ip(&peer)).await {
         Ok(r) => r,
         Err(refusal) => return refusal_response(cfg, refusal),
     };
@@ -684,6 +933,16 @@ pub async fn approve(
         params.push(("error", "access_denied"));
         params.push(("error_description", "the user denied the request"));
         return redirect_with(&req.redirect_uri, &params);
+    }
+    // A metadata-document client gets its row now (grants refer to it).
+    if req.document_host.is_some()
+        && let Err(e) = state.store().put_document_client(&req.client).await
+    {
+        tracing::warn!("team store (gateway authorization): {e}");
+        return error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the team database did not answer; try again in a moment",
+        );
     }
     let approval = GatewayApproval {
         client_id: req.client.client_id.clone(),
@@ -933,7 +1192,7 @@ pub async fn my_grants(
         .map(|g| {
             json!({
                 "id": g.id.as_str(),
-                "client_name": g.client_name,
+                "client_name": visible(&g.client_name),
                 "redirect_hosts": redirect_hosts(&g.redirect_uris),
                 "created_at": g.created_at,
                 "last_used_at": g.last_used_at,
@@ -1039,8 +1298,7 @@ mod tests {
             redirect_uris: uris.iter().map(|s| (*s).to_owned()).collect(),
             client_name: Some("<b>x</b>\u{7}".into()),
             token_endpoint_auth_method: method.map(str::to_owned),
-            grant_types: None,
-            response_types: None,
+            ..Default::default()
         };
         let ok = check_registration(raw(&["http://127.0.0.1:1/cb"], Some("none"))).unwrap();
         assert_eq!(ok.client_name, "<b>x</b>");
@@ -1053,6 +1311,30 @@ mod tests {
                 .unwrap_err()
                 .0,
             "invalid_client_metadata"
+        );
+        let named = |name: String| RawRegistration {
+            redirect_uris: vec!["http://127.0.0.1:1/cb".into()],
+            client_name: Some(name),
+            ..Default::default()
+        };
+        assert!(check_registration(named("é".repeat(100))).is_ok());
+        let (code, why) = check_registration(named("é".repeat(101))).unwrap_err();
+        assert_eq!(code, "invalid_client_metadata");
+        assert!(why.contains("client_name"), "{why}");
+        let (_, why) = check_registration(RawRegistration {
+            redirect_uris: vec!["http://127.0.0.1:1/cb".into()],
+            software_id: Some("x".repeat(256)),
+            ..Default::default()
+        })
+        .unwrap_err();
+        assert!(why.contains("software_id"), "{why}");
+    }
+
+    #[test]
+    fn shown_text_has_bidi_made_visible_and_html_escaped() {
+        assert_eq!(
+            shown("<b>\u{202e}gpj.exe</b>"),
+            "&lt;b&gt;\\u{202e}gpj.exe&lt;/b&gt;"
         );
     }
 

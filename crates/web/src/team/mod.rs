@@ -18,7 +18,9 @@
 //! (`gateway`: the token's user's servers as one MCP server, stateless) and the team
 //! server as its OAuth 2.1 authorization server (`gateway_auth`: RFC 9728/8414/7591,
 //! consent, code + PKCE, tokens bound to `/mcp`, RFC 7009 revocation, and each user's
-//! connected clients); CORS for browser MCP clients on exactly those bearer-token and
+//! connected clients; registration bounded per field, per address (`rate_limit`) and in
+//! pending clients; Client ID Metadata Documents fetched through the URL guard
+//! (`client_document`)); CORS for browser MCP clients on exactly those bearer-token and
 //! public OAuth endpoints (`cors`), never on a cookie route.
 //! Must not: keep any user state in memory that another instance would need (sessions,
 //! logins in flight and servers are read from the store on every request; the client
@@ -80,6 +82,7 @@ mod apps;
 mod cache;
 mod catalog;
 mod chat;
+mod client_document;
 mod cors;
 mod elicit;
 mod gateway;
@@ -92,6 +95,7 @@ mod metrics;
 mod model_key;
 mod pages;
 mod progress;
+mod rate_limit;
 mod servers;
 mod session;
 mod signin;
@@ -113,6 +117,7 @@ pub use chat::{CONFIRM_TIMEOUT as CHAT_CONFIRM_TIMEOUT, POLL_EVERY as CHAT_POLL_
 pub use elicit::{
     ELICITATION_TIMEOUT as CHAT_ELICITATION_TIMEOUT, MAX_ANSWER_BYTES as CHAT_ELICITATION_MAX_BYTES,
 };
+pub use gateway_auth::RegistrationLimits;
 pub use mcp_oauth::{
     CALLBACK_PATH as MCP_OAUTH_CALLBACK_PATH, LOGIN_TTL as MCP_LOGIN_TTL, REFRESH_BUFFER,
 };
@@ -659,14 +664,14 @@ fn routes() -> Vec<Route> {
             POST,
             "/oauth/register",
             Public,
-            "stores a public MCP client (name, checked loopback-http or https redirect URIs); answers its client id",
+            "stores a public MCP client (name, checked loopback-http or https redirect URIs; sizes per field and request, a rate per address, the oldest never-approved clients purged past a cap); answers its client id",
             gateway_auth::register
         ),
         route!(
             GET,
             "/oauth/authorize",
             Public,
-            "reads the client; with the caller's live session cookie shows the consent page naming the caller's email, without one redirects to the sign-in",
+            "reads the client (a registered one, or a client metadata document fetched through the URL guard and cached); with the caller's live session cookie shows the consent page naming the caller's email, without one redirects to the sign-in",
             gateway_auth::authorize
         ),
         route!(

@@ -1,7 +1,8 @@
 //! Starting a team instance: migrate the store, bind, fix the app's origin (the public
 //! origin behind a reverse proxy, else `http://` + the loopback address), build the
-//! identity provider for that origin's `/auth/callback`, serve, and sweep idle cached
-//! connections and expired sessions in the background.
+//! identity provider for that origin's `/auth/callback`, serve (with each connection's
+//! peer address, which the gateway's registration rate limit keys on), and sweep idle
+//! cached connections and expired sessions in the background.
 //!
 //! Must not: start beyond loopback without a public origin (the issuer's redirect URI
 //! and the `Origin` checks need one fixed origin).
@@ -17,6 +18,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::cache::{CacheLimits, ClientCache};
+use super::gateway_auth::{GatewayClients, RegistrationLimits};
 use super::metrics::{MetricsToken, TeamMetrics};
 use super::model_key::TeamModel;
 use super::signin::{SignIn, SignInOptions};
@@ -61,6 +63,9 @@ pub struct TeamOptions {
     /// How long a server's elicitation in a chat waits for the person's answer before
     /// the server is told `cancel` (default [`super::elicit::ELICITATION_TIMEOUT`]).
     pub elicitation_timeout: Duration,
+    /// How much anonymous dynamic registration the gateway's authorization server takes
+    /// (per address, and clients waiting for approval in the store).
+    pub registration: RegistrationLimits,
 }
 
 impl TeamOptions {
@@ -80,6 +85,7 @@ impl TeamOptions {
             model: None,
             allow_catalog_stdio: false,
             elicitation_timeout: super::elicit::ELICITATION_TIMEOUT,
+            registration: RegistrationLimits::default(),
         }
     }
 }
@@ -206,11 +212,14 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             inputs: switchboard_gateway::InputTable::new(opts.elicitation_timeout),
             listens: Default::default(),
             runs: Default::default(),
+            gateway_clients: GatewayClients::new(opts.registration),
         }),
     };
     let stop = CancellationToken::new();
     let serve_task = {
-        let router = super::team_app(state.clone());
+        // Each request carries its connection's peer address (`ConnectInfo`).
+        let router =
+            super::team_app(state.clone()).into_make_service_with_connect_info::<SocketAddr>();
         let stop = stop.clone();
         tokio::spawn(async move {
             // TCP_NODELAY: an answer is several small writes.

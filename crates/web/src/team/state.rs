@@ -80,6 +80,9 @@ pub(crate) struct TeamShared {
     /// Workflow runs running on this instance, with their live events (the store has
     /// each run's row and, once finished, its log: nothing another instance needs).
     pub runs: super::workflows::LiveRuns,
+    /// The gateway's registration limits with this instance's per-address buckets, and
+    /// the client metadata documents it fetched (caches and counters only).
+    pub gateway_clients: super::gateway_auth::GatewayClients,
 }
 
 /// A turn running on this instance; dropping it ends the mark.
@@ -136,6 +139,10 @@ impl TeamState {
 
     pub(crate) fn live_runs(&self) -> &super::workflows::LiveRuns {
         &self.inner.runs
+    }
+
+    pub(crate) fn gateway_clients(&self) -> &super::gateway_auth::GatewayClients {
+        &self.inner.gateway_clients
     }
 
     pub(crate) fn catalogs(&self) -> &super::gateway::CatalogCache {
