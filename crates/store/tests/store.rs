@@ -10,8 +10,9 @@ use crate::identity::{legacy_user, who};
 use sqlx::any::{AnyPoolOptions, install_default_drivers};
 use sqlx::{AnyPool, Row};
 use switchboard_store::{
-    Backend, InputRow, LATEST_VERSION, NewServerLogin, PendingLogin, PendingServerLogin, Secret, SecretKeys,
-    ServerLoginClient, ServerRecord, ServerRef, SignInIdentity, Store, StoreError, Transport,
+    Backend, InputRow, LATEST_VERSION, NewServerLogin, PendingLogin, PendingServerLogin, Secret,
+    SecretKeys, ServerLoginClient, ServerRecord, ServerRef, SignInIdentity, Store, StoreError,
+    Transport,
 };
 use switchboard_testkit::{PG_PASSWORD, PgCluster};
 
@@ -2753,4 +2754,150 @@ async fn a_chat_stops_at_its_message_cap(db: Db) {
             .unwrap()
             .is_none()
     );
+}
+
+/// Dynamic registration is bounded in the store, across instances: registered clients
+/// nobody approved (pending) never number more than the cap once registrations are done,
+/// the oldest go first (never the one just registered), a client approved once is never
+/// purged as pending, a metadata-document client is recorded granted, and approving a
+/// client whose registration was purged says to register again.
+async fn pending_gateway_clients_are_capped_oldest_first(db: Db) {
+    use switchboard_store::{GatewayApproval, GatewayClient};
+    let k = key();
+    let one = db.store(keys(&k, None)).await;
+    let two = db.store(keys(&k, None)).await;
+    let uris = ["http://127.0.0.1:5/cb".to_owned()];
+    let mut ids = Vec::new();
+    let mut purged = 0;
+    for i in 0..5 {
+        let store = if i % 2 == 0 { &one } else { &two };
+        let r = store
+            .register_gateway_client_within(&format!("c{i}"), &uris, 3)
+            .await
+            .unwrap();
+        purged += r.purged;
+        ids.push(r.client.client_id);
+        assert!(one.pending_gateway_clients().await.unwrap() <= 3);
+    }
+    assert_eq!(purged, 2);
+    for (i, id) in ids.iter().enumerate() {
+        let kept = two.gateway_client(id).await.unwrap().is_some();
+        assert_eq!(kept, i >= 2, "client {i}: the two oldest are gone");
+    }
+
+    // The oldest kept one is approved: it is no longer pending and survives what follows.
+    let ann = one
+        .sign_in_user(&who("ann@example.com"), "Ann", false)
+        .await
+        .unwrap();
+    let session = one
+        .create_session(&ann.id, Duration::from_secs(600))
+        .await
+        .unwrap();
+    let approval = |client_id: &str| GatewayApproval {
+        client_id: client_id.to_owned(),
+        redirect_uri: uris[0].clone(),
+        code_challenge: "challenge".into(),
+        resource: "https://team.example/mcp".into(),
+        scope: "mcp".into(),
+    };
+    one.approve_gateway_grant(
+        session.expose(),
+        &approval(&ids[2]),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    assert_eq!(one.pending_gateway_clients().await.unwrap(), 2);
+
+    // Two instances registering: the cap holds when they are done.
+    let burst = |store: Store| async move {
+        for i in 0..6 {
+            store
+                .register_gateway_client_within(
+                    &format!("burst{i}"),
+                    &["http://127.0.0.1:5/cb".to_owned()],
+                    3,
+                )
+                .await
+                .unwrap();
+        }
+    };
+    // (At once on PostgreSQL, the database replicas share; one after the other on an
+    // SQLite file, whose writers wait on one lock.)
+    let (x, y) = (
+        db.store(keys(&k, None)).await,
+        db.store(keys(&k, None)).await,
+    );
+    if db.backend() == Backend::Postgres {
+        let (a, b) = tokio::join!(tokio::spawn(burst(x)), tokio::spawn(burst(y)));
+        a.unwrap();
+        b.unwrap();
+    } else {
+        burst(x).await;
+        burst(y).await;
+    }
+    assert_eq!(one.pending_gateway_clients().await.unwrap(), 3);
+    assert!(
+        one.gateway_client(&ids[2]).await.unwrap().is_some(),
+        "approved once: kept"
+    );
+    let raw = db.raw().await;
+    let rows: i64 = sqlx::query("SELECT COUNT(*) FROM gateway_clients")
+        .fetch_one(&raw)
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(rows, 4, "three pending and the approved one");
+
+    // A purged registration cannot be approved: the client is told to register again.
+    let err = one
+        .approve_gateway_grant(
+            session.expose(),
+            &approval(&ids[0]),
+            Duration::from_secs(60),
+        )
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Invalid(why) if why.contains("register again")),
+        "{err}"
+    );
+
+    // A metadata-document client: recorded granted (not pending), updated in place.
+    let doc = GatewayClient {
+        client_id: "https://app.example/client.json".into(),
+        client_name: "App".into(),
+        redirect_uris: uris.to_vec(),
+        created_at: 0,
+    };
+    one.put_document_client(&doc).await.unwrap();
+    two.put_document_client(&GatewayClient {
+        client_name: "App 2".into(),
+        ..doc.clone()
+    })
+    .await
+    .unwrap();
+    assert_eq!(one.pending_gateway_clients().await.unwrap(), 3);
+    assert_eq!(
+        one.gateway_client(&doc.client_id)
+            .await
+            .unwrap()
+            .unwrap()
+            .client_name,
+        "App 2"
+    );
+    one.approve_gateway_grant(
+        session.expose(),
+        &approval(&doc.client_id),
+        Duration::from_secs(60),
+    )
+    .await
+    .unwrap();
+    raw.close().await;
+}
+
+mod gateway_pending {
+    use super::*;
+    on_both!(pending_gateway_clients_are_capped_oldest_first);
 }
