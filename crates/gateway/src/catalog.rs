@@ -5,13 +5,19 @@
 //! Built from [`switchboard_host::ServerSnapshot`]s only, so whatever the host applies
 //! (`includeTools`/`excludeTools`, tools withheld by pinning) applies here as well. It
 //! must not call a server.
+//!
+//! A tool's MCP Apps resource (`_meta.ui.resourceUri`) must be its own server's
+//! ([`UriTable::belongs`]: listed by it, or matching one of its templates that may
+//! capture the URI): otherwise a client would render another server's app with this
+//! tool's data, so `_meta.ui` is dropped and the server's status line (in the gateway's
+//! `instructions`) says which tools lost their app.
 
 use serde_json::Value;
 use switchboard_host::{AuthStatus, ServerSnapshot, ServerStatus};
 use switchboard_mcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::names::NameTable;
-use crate::uris::{Offered, UriTable};
+use crate::uris::{Offered, UriTable, qualify};
 
 /// How the catalog is built.
 #[derive(Debug, Clone)]
@@ -165,14 +171,29 @@ impl Catalog {
             ..Default::default()
         };
         for k in &kept {
+            let mut foreign_apps = Vec::new();
             for t in &k.tools {
                 let Some(name) = cat.tool_names.name_of(&k.server, &t.name) else {
                     continue;
                 };
                 let mut t = t.clone();
                 t.name = name.to_string().into();
-                rewrite_ui_uri(&mut t, &k.server, &uris);
+                if !app_resource(&mut t, &k.server, &uris) {
+                    foreign_apps.push(format!("`{name}`"));
+                }
                 cat.tools.push(t);
+            }
+            if !foreign_apps.is_empty() {
+                let note = format!(
+                    "the app (`_meta.ui`) of {} dropped: its resource is not this server's",
+                    foreign_apps.join(", ")
+                );
+                if let Some(line) = cat.status.iter_mut().find(|l| l.server == k.server) {
+                    line.note = Some(match line.note.take() {
+                        Some(n) => format!("{n}; {note}"),
+                        None => note,
+                    });
+                }
             }
             for p in &k.prompts {
                 let Some(name) = cat.prompt_names.name_of(&k.server, &p.name) else {
@@ -253,24 +274,132 @@ pub fn downstream_reason(snap: &ServerSnapshot) -> Option<String> {
     Some(format!("{why}; details: `switchboard mcp list`"))
 }
 
-/// An MCP Apps tool points at its UI resource by URI; when that URI is served
-/// qualified, the tool's `_meta` must point at the qualified one.
-fn rewrite_ui_uri(tool: &mut Tool, server: &str, uris: &UriTable) {
+/// An MCP Apps tool points at its UI resource by URI (`_meta.ui.resourceUri`, or the
+/// older `_meta["ui/resourceUri"]`). That resource must be the tool's own server's
+/// ([`UriTable::belongs`]): then the URI becomes the one served downstream (qualified
+/// when a plain read would not reach this server); else a client would render another
+/// server's app with this tool's data, so `_meta.ui` and `_meta["ui/resourceUri"]` are
+/// dropped and `false` is returned (the caller notes it on the server's status line).
+fn app_resource(tool: &mut Tool, server: &str, uris: &UriTable) -> bool {
     let Some(meta) = tool.meta.as_mut() else {
-        return;
+        return true;
     };
-    let map = |v: &mut Value| {
-        if let Some(uri) = v.as_str()
-            && let Some(out) = uris.resource_uri(server, uri)
-            && out != uri
+    let downstream = |uri: &str| -> Option<String> {
+        if !uris.belongs(server, uri) {
+            return None;
+        }
+        Some(match uris.resource_uri(server, uri) {
+            Some(out) => out.to_string(),
+            None if uris.route(uri).is_ok_and(|(s, _)| s == server) => uri.to_string(),
+            None => qualify(server, uri),
+        })
+    };
+    let mut own = true;
+    let mut check = |v: Option<&mut Value>| {
+        if let Some(v) = v
+            && let Some(uri) = v.as_str()
         {
-            *v = Value::String(out.to_string());
+            match downstream(uri) {
+                Some(out) => *v = Value::String(out),
+                None => own = false,
+            }
         }
     };
-    if let Some(ui) = meta.0.get_mut("ui").and_then(|u| u.get_mut("resourceUri")) {
-        map(ui);
+    check(meta.0.get_mut("ui").and_then(|u| u.get_mut("resourceUri")));
+    check(meta.0.get_mut("ui/resourceUri"));
+    if !own {
+        meta.0.remove("ui");
+        meta.0.remove("ui/resourceUri");
     }
-    if let Some(v) = meta.0.get_mut("ui/resourceUri") {
-        map(v);
+    own
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn snap(name: &str, lists: serde_json::Value) -> ServerSnapshot {
+        let list = |k: &str| lists.get(k).cloned().unwrap_or(json!([]));
+        ServerSnapshot {
+            name: name.into(),
+            status: ServerStatus::Connected,
+            transport: "stdio".into(),
+            connected_via: None,
+            target: String::new(),
+            cwd: None,
+            timeout: None,
+            trust: false,
+            origin: "user".into(),
+            tools: serde_json::from_value(list("tools")).unwrap(),
+            filtered_out: Vec::new(),
+            withheld: Vec::new(),
+            prompts: Vec::new(),
+            resources: serde_json::from_value(list("resources")).unwrap(),
+            resource_templates: serde_json::from_value(list("templates")).unwrap(),
+            instructions: None,
+            server_info: None,
+            protocol_version: None,
+            auth: None,
+            error: None,
+            hint: None,
+            warnings: Vec::new(),
+            gave_up_after: None,
+        }
+    }
+
+    fn tool(name: &str, ui: &str) -> serde_json::Value {
+        json!({"name": name, "inputSchema": {"type": "object"},
+               "_meta": {"ui": {"resourceUri": ui}, "ui/resourceUri": ui, "other": 1}})
+    }
+
+    #[test]
+    fn a_tools_app_must_be_its_own_servers_resource() {
+        let a = snap(
+            "a",
+            json!({"resources": [{"uri": "ui://a/app.html", "name": "app"}],
+                   "tools": [tool("mine", "ui://a/app.html")]}),
+        );
+        let b = snap(
+            "b",
+            json!({"templates": [{"uriTemplate": "{+u}", "name": "all"}],
+                   "tools": [tool("theirs", "ui://a/app.html"), tool("own", "ui://b/x.html")]}),
+        );
+        let cat = Catalog::build(&[a, b], &CatalogOptions::default());
+        let meta = |n: &str| {
+            let t = cat.tools.iter().find(|t| t.name == n).unwrap();
+            serde_json::to_value(t.meta.as_ref().unwrap()).unwrap()
+        };
+        assert_eq!(meta("a__mine")["ui"]["resourceUri"], "ui://a/app.html");
+        // b's tool naming a's app: `_meta.ui` (both keys) dropped, the rest kept.
+        let theirs = meta("b__theirs");
+        assert!(theirs.get("ui").is_none() && theirs.get("ui/resourceUri").is_none());
+        assert_eq!(theirs["other"], 1);
+        assert_eq!(meta("b__own")["ui"]["resourceUri"], "ui://b/x.html");
+        // The notice: b's status line, in the gateway's instructions.
+        let text = cat.instructions();
+        assert!(
+            text.contains("- `b`: connected (the app (`_meta.ui`) of `b__theirs` dropped"),
+            "{text}"
+        );
+        assert!(!text.contains("b__own`"), "{text}");
+    }
+
+    #[test]
+    fn an_app_listed_by_two_servers_is_pointed_at_its_own_qualified_uri() {
+        let res = json!([{"uri": "ui://shared/app.html", "name": "app"}]);
+        let a = snap(
+            "a",
+            json!({"resources": res, "tools": [tool("t", "ui://shared/app.html")]}),
+        );
+        let b = snap("b", json!({"resources": res}));
+        let cat = Catalog::build(&[a, b], &CatalogOptions::default());
+        let t = serde_json::to_value(cat.tools[0].meta.as_ref().unwrap()).unwrap();
+        let want = crate::uris::qualify("a", "ui://shared/app.html");
+        assert_eq!(t["ui"]["resourceUri"], want.as_str());
+        assert_eq!(
+            cat.uris.route(&want),
+            Ok(("a".into(), "ui://shared/app.html".into()))
+        );
     }
 }

@@ -49,6 +49,7 @@ use crate::catalog::{Catalog, CatalogOptions};
 use crate::input::InputTable;
 use crate::listen::ListsChanged;
 use crate::subscriptions::{self, Subscriptions};
+use crate::uris::{Returned, Unroutable, uris_in};
 
 /// The logger name of the gateway's own log notifications.
 pub const LOGGER: &str = "switchboard-gateway";
@@ -136,6 +137,8 @@ pub(crate) struct Shared {
     pub(crate) changes: broadcast::Sender<ListsChanged>,
     /// Clients' resource subscriptions (`crate::subscriptions`).
     pub(crate) subs: Subscriptions,
+    /// The URIs each server returned, which reads of them go back to (`crate::uris`).
+    returned: Mutex<Returned>,
     settled: watch::Sender<bool>,
     next_id: AtomicU64,
 }
@@ -327,6 +330,33 @@ impl Shared {
 
     pub(crate) fn catalog(&self) -> Arc<Catalog> {
         self.catalog.lock().map(|c| c.clone()).unwrap_or_default()
+    }
+
+    /// Remembers the URIs in a result `server` returned (a tool result, a read, a
+    /// prompt), so that reads of them go back to it ([`crate::uris::Returned`]).
+    pub(crate) fn remember_returned(&self, server: &str, result: &serde_json::Value) {
+        let uris = uris_in(result);
+        if uris.is_empty() {
+            return;
+        }
+        if let Ok(mut r) = self.returned.lock() {
+            for uri in &uris {
+                r.record(server, uri);
+            }
+        }
+    }
+
+    /// Where a read of the downstream `uri` goes under `catalog` and the URIs servers
+    /// returned ([`crate::uris::UriTable::route_with`]).
+    pub(crate) fn route(
+        &self,
+        catalog: &Catalog,
+        uri: &str,
+    ) -> Result<(String, String), Unroutable> {
+        match self.returned.lock() {
+            Ok(r) => catalog.uris.route_with(uri, &r),
+            Err(_) => catalog.uris.route(uri),
+        }
     }
 
     /// Waits (at most `initial_wait`) for the servers' first connection attempts.
@@ -810,6 +840,7 @@ impl Gateway {
             inputs,
             changes: broadcast::channel(16).0,
             subs: Subscriptions::default(),
+            returned: Mutex::new(Returned::default()),
             settled,
             next_id: AtomicU64::new(1),
         });

@@ -30,7 +30,7 @@ mod stdio_server;
 mod subscriptions;
 pub mod uris;
 
-pub use audit::{Audit, AuditEntry};
+pub use audit::{Audit, AuditEntry, error_class, withheld_uri};
 pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
 pub use error::GatewayError;
 pub use gateway::{Forwarded, Gateway, GatewayHooks, GatewayOptions, LOGGER};
@@ -42,5 +42,5 @@ pub use input::{
 pub use listen::{ListsChanged, list_filter, notify_listener, serve_listen};
 pub use server::{
     Completable, GatewayServer, SERVER_NAME, completed, relay_options, relay_progress, scrub_urls,
-    send_progress, upstream_error,
+    send_progress, unroutable, upstream_error,
 };

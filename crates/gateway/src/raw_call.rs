@@ -28,7 +28,9 @@
 //! answered, as rmcp does), the session's end cancelling what is in flight, the
 //! server's elicitation, sampling and roots requests answered by this client (the call
 //! is registered in flight like a typed one, answered from the hook's own task), the
-//! same error words ([`upstream_error`]), and an audit line. A lying or oversized reply,
+//! same error words ([`upstream_error`]), an audit line, and the URIs its result names
+//! remembered as returned by its server (`crate::uris::Returned`; the result is parsed
+//! for that only when it holds a `"uri"` key). A lying or oversized reply,
 //! or the server's exit, fails only that call, at once. The result goes to the client as
 //! the server wrote it (checked only to be one JSON object within `maxMessageBytes`),
 //! where the typed path rewrites it through rmcp's types; `crates/cli/tests/gateway_raw.rs`
@@ -48,7 +50,7 @@ use serde_json::value::RawValue;
 use switchboard_mcp::{Connection, RawCall, RawOutcome, RawTicket, RequestError};
 use tokio::sync::mpsc;
 
-use crate::audit::{AuditEntry, now};
+use crate::audit::{AuditEntry, error_class, now};
 use crate::gateway::{InflightGuard, Shared};
 use crate::server::upstream_error;
 use crate::stdio_server::{Writer, error_line};
@@ -336,6 +338,13 @@ impl Inner {
         let (line, answered) = match outcome {
             Ok(result) => {
                 let json = result.json();
+                // Reads of the URIs it returned go back to this server (`crate::uris`):
+                // parsed only when the result names one.
+                if std::str::from_utf8(json).is_ok_and(|s| s.contains("\"uri\""))
+                    && let Ok(v) = serde_json::from_slice::<serde_json::Value>(json)
+                {
+                    self.shared.remember_returned(&call.server, &v);
+                }
                 let mut line = Vec::with_capacity(json.len() + call.id.get().len() + 40);
                 line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
                 line.extend_from_slice(call.id.get().as_bytes());
@@ -346,7 +355,11 @@ impl Inner {
             }
             Err(e) => {
                 let error = upstream_error(&call.server, e);
-                (error_line(&call.id, &error), Err(error.message.to_string()))
+                let class = error_class(error.code.0);
+                (
+                    error_line(&call.id, &error),
+                    Err((class, error.message.to_string())),
+                )
             }
         };
         // A cancelled call is not answered (the client gave it up).
@@ -358,11 +371,12 @@ impl Inner {
             let (outcome, error, response_bytes) = match answered {
                 Ok(r) if r.is_error() => ("tool_error", None, r.json().len()),
                 Ok(r) => ("ok", None, r.json().len()),
-                Err(message) => {
+                Err(e) => {
                     let kind = if cancelled { "cancelled" } else { "error" };
-                    (kind, Some(message), 0)
+                    (kind, Some(e), 0)
                 }
             };
+            let (error_class, error) = error.unzip();
             audit.record(AuditEntry {
                 time: now(),
                 client: call.peer.peer_info().map(|i| i.client_info.name.clone()),
@@ -372,6 +386,7 @@ impl Inner {
                 requested: call.requested,
                 duration_ms: call.at.elapsed().as_millis() as u64,
                 outcome,
+                error_class,
                 error,
                 request_bytes: call.request_bytes,
                 response_bytes,

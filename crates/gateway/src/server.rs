@@ -5,7 +5,8 @@
 //! for a client on 2026-07-28 through `InputRequiredResult` (`crate::input`), with list
 //! changes on `subscriptions/listen` (`crate::listen`), resource subscriptions relayed
 //! (`crate::subscriptions`), and every relayed result marked
-//! `resultType: "complete"` ([`completed`]).
+//! `resultType: "complete"` ([`completed`]). A read goes where `crate::uris` routes it,
+//! counting the URIs each server's relayed results named (remembered in `Shared`).
 //!
 //! It must not touch an upstream except through `Host::connection`, and never sends
 //! an upstream credential or header downstream (it only copies MCP results).
@@ -170,6 +171,26 @@ pub fn scrub_urls(text: &str) -> String {
         .join(" ")
 }
 
+/// A read (or subscription) of `requested` that [`crate::uris::UriTable`] could not
+/// route, in the gateway's words for the client.
+pub fn unroutable(requested: &str, e: Unroutable) -> ErrorData {
+    match e {
+        Unroutable::Unknown => ErrorData::resource_not_found(
+            format!(
+                "no connected server offers `{requested}`: list the gateway's resources with resources/list"
+            ),
+            None,
+        ),
+        Unroutable::Ambiguous(choices) => ErrorData::invalid_params(
+            format!(
+                "`{requested}` may belong to several servers, so it is not routed to either; read one of: {}",
+                choices.join(", ")
+            ),
+            None,
+        ),
+    }
+}
+
 fn not_connected(shared: &Shared, server: &str) -> ErrorData {
     let why = shared
         .host
@@ -208,6 +229,7 @@ enum Answer<T> {
 
 struct Outcome {
     outcome: &'static str,
+    error_class: Option<String>,
     error: Option<String>,
     bytes: usize,
     result: Option<serde_json::Value>,
@@ -288,6 +310,12 @@ impl GatewayServer {
             Ok(Relayed::Done(r)) => r.map(completed).map_err(|e| upstream_error(server, e)),
             Err(e) => Err(e),
         };
+        // Reads of the URIs it returned go back to this server (`crate::uris`).
+        if let Ok(v) = result.as_ref().map(serde_json::to_value)
+            && let Ok(v) = v
+        {
+            self.shared.remember_returned(server, &v);
+        }
         let failed = result.as_ref().is_ok_and(&is_error);
         let keep = self.audit_payloads();
         self.audit(ctx, call, || {
@@ -310,22 +338,13 @@ impl GatewayServer {
 
     /// The server and its own URI behind one of the gateway's resource URIs.
     async fn route_uri(&self, requested: &str) -> Result<(String, String), ErrorData> {
-        let catalog = self.catalog_with(|c| c.uris.route(requested).is_ok()).await;
-        catalog.uris.route(requested).map_err(|e| match e {
-            Unroutable::Unknown => ErrorData::resource_not_found(
-                format!(
-                    "no connected server offers `{requested}`: list the gateway's resources with resources/list"
-                ),
-                None,
-            ),
-            Unroutable::Ambiguous(choices) => ErrorData::invalid_params(
-                format!(
-                    "`{requested}` is offered by several servers; use one of: {}",
-                    choices.join(", ")
-                ),
-                None,
-            ),
-        })
+        let shared = &self.shared;
+        let catalog = self
+            .catalog_with(|c| shared.route(c, requested).is_ok())
+            .await;
+        shared
+            .route(&catalog, requested)
+            .map_err(|e| unroutable(requested, e))
     }
 
     fn call_options(
@@ -382,6 +401,7 @@ impl GatewayServer {
             requested: requested.to_string(),
             duration_ms: started.elapsed().as_millis() as u64,
             outcome: outcome.outcome,
+            error_class: outcome.error_class,
             error: outcome.error,
             request_bytes,
             response_bytes: outcome.bytes,
@@ -480,6 +500,7 @@ pub async fn send_progress(
 fn asked_outcome() -> Outcome {
     Outcome {
         outcome: "input_required",
+        error_class: None,
         error: None,
         bytes: 0,
         result: None,
@@ -497,6 +518,7 @@ fn outcome_of<T: serde::Serialize>(
             let value = serde_json::to_value(v).ok();
             Outcome {
                 outcome: if is_error { "tool_error" } else { "ok" },
+                error_class: None,
                 error: None,
                 bytes: value.as_ref().map(|v| v.to_string().len()).unwrap_or(0),
                 result: if keep { value } else { None },
@@ -504,6 +526,7 @@ fn outcome_of<T: serde::Serialize>(
         }
         Err(e) => Outcome {
             outcome: if cancelled { "cancelled" } else { "error" },
+            error_class: Some(crate::audit::error_class(e.code.0)),
             error: Some(e.message.to_string()),
             bytes: 0,
             result: None,
@@ -812,7 +835,7 @@ impl ServerHandler for GatewayServer {
             .iter()
             .flatten()
             .filter(|uri| {
-                catalog.uris.route(uri).is_ok_and(|(server, _)| {
+                self.shared.route(&catalog, uri).is_ok_and(|(server, _)| {
                     self.shared
                         .host
                         .connection(&server)
@@ -844,7 +867,7 @@ impl ServerHandler for GatewayServer {
             .iter()
             .flatten()
         {
-            let Ok((server, upstream)) = catalog.uris.route(uri) else {
+            let Ok((server, upstream)) = self.shared.route(&catalog, uri) else {
                 continue;
             };
             let to = Subscriber::Listen(tx.clone());
