@@ -8,6 +8,10 @@
 //! one of A's parked calls frees its place. On SQLite with one instance (the instance's
 //! own count), and on PostgreSQL with two instances, A's calls alternating between them
 //! (each instance holds fewer than the limit: the bound is counted in the store).
+//!
+//! The instance's connection cache is shared the same way: a member with more servers
+//! than their share of it (`CacheLimits::per_user`) closes only their own least
+//! recently used connections, never the one another member's parked call waits on.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 #![allow(clippy::disallowed_methods)]
 
@@ -22,6 +26,51 @@ use switchboard_testkit::{EverythingMode, spawn_everything};
 use team_support::{Db, Instance, InstanceOptions};
 
 on_both!(one_member_at_their_parking_limit_leaves_the_others_theirs);
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn one_members_many_servers_leave_anothers_connection_open() {
+    switchboard_testkit::ensure_peers();
+    let db = Db::sqlite();
+    let opts = InstanceOptions {
+        cache: switchboard_web::CacheLimits {
+            max_entries: 16,
+            idle: Duration::from_secs(600),
+        },
+        ..Default::default()
+    };
+    let app = Instance::start(&db, opts).await;
+    let store = db.store().await;
+    let everything = spawn_everything(EverythingMode::StreamableHttp).await;
+    let resource = format!("{}/mcp", app.origin());
+    let (_, a) = member(&store, "a@example.com", 20, &everything.url, &resource).await;
+    let (_, b) = member(&store, "b@example.com", 1, &everything.url, &resource).await;
+    // B's call waits for B's answer on B's connection.
+    let v = call(&app.base, &b, &format!("s0__{ELICIT}"), None).await;
+    let (state, key) = asked(&v).unwrap_or_else(|| panic!("B's call parked: {v}"));
+    // A lists: the gateway connects all 20 of A's servers, more than the cache holds.
+    let (status, _, listed) = team_support::mcp_request(
+        &app.base,
+        &a,
+        reqwest::Method::POST,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}),
+    )
+    .await;
+    assert_eq!(status, 200, "{listed}");
+    // B's answer still reaches B's server, on the connection it asked on.
+    let answer = json!({ key.as_str(): {"action": "decline"} });
+    let v = call(
+        &app.base,
+        &b,
+        &format!("s0__{ELICIT}"),
+        Some((&state, answer)),
+    )
+    .await;
+    assert_eq!(
+        v["result"]["resultType"], "complete",
+        "B's parked call survived A's servers: {v}"
+    );
+    app.stop().await;
+}
 
 const ELICIT: &str = "trigger-elicitation-request";
 
@@ -91,8 +140,7 @@ async fn call(base: &str, token: &str, tool: &str, retry: Option<(&str, Value)>)
         .lines()
         .filter_map(|l| l.strip_prefix("data:"))
         .map(str::trim)
-        .filter(|d| d.contains("\"id\""))
-        .last()
+        .rfind(|d| d.contains("\"id\""))
         .unwrap_or(text.trim());
     serde_json::from_str(last).unwrap_or_else(|e| panic!("{e}: {text}"))
 }

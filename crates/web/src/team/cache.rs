@@ -2,8 +2,12 @@
 //! user id + server name + a SHA-256 over the server record and its credentials (URL,
 //! transport, header values, the saved OAuth tokens). A changed record or token is a new
 //! key: the stale connection is closed when the new one is stored. Entries idle longer
-//! than [`CacheLimits::idle`] are closed by a sweep; past [`CacheLimits::max_entries`]
-//! the least recently used is closed. Losing the cache (a restart, another instance)
+//! than [`CacheLimits::idle`] are closed by a sweep; a user holding their share
+//! ([`CacheLimits::per_user`]) has their own least recently used closed for a new one;
+//! past [`CacheLimits::max_entries`] the least recently used is closed. So a member with
+//! many servers churns only their own connections and cannot close, alone, the one
+//! another member's call runs or waits on (the same per-user rule as the gateway's
+//! parked calls). Losing the cache (a restart, another instance)
 //! costs a reconnect, never data. The open-sessions gauge of `/metrics` follows the
 //! number of entries.
 //!
@@ -36,10 +40,24 @@ use crate::test_conn::http_target;
 /// How many connections an instance keeps, and for how long unused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CacheLimits {
-    /// At most this many open connections (the least recently used goes first).
+    /// At most this many open connections (the least recently used goes first), of
+    /// which one user holds at most [`Self::per_user`].
     pub max_entries: usize,
     /// A connection unused this long is closed.
     pub idle: Duration,
+}
+
+/// One user holds at most this fraction (1/n) of the cache.
+const USER_SHARE: usize = 4;
+
+impl CacheLimits {
+    /// At most this many of the open connections are one user's: a quarter of
+    /// [`Self::max_entries`] (64 by default: more servers than most users enable, so
+    /// a user's catalog is built without closing their own connections, while no one
+    /// user fills the cache).
+    pub fn per_user(&self) -> usize {
+        (self.max_entries / USER_SHARE).max(1)
+    }
 }
 
 impl Default for CacheLimits {
@@ -417,6 +435,25 @@ impl ClientCache {
             .collect();
         for k in stale {
             evicted.extend(entries.remove(&k).map(|e| e.conn));
+        }
+        // The user's own share first: at it, their own least recently used goes.
+        loop {
+            let mine = entries.iter().filter(|(k, _)| k.user == key.user);
+            if mine.clone().count() < self.limits.per_user() {
+                break;
+            }
+            let Some(oldest) = mine
+                .min_by_key(|(_, e)| e.last_used)
+                .map(|(k, _)| k.clone())
+            else {
+                break;
+            };
+            tracing::info!(
+                "a user holds {} connections, their share of this instance's: closing their \
+                 least recently used",
+                self.limits.per_user()
+            );
+            evicted.extend(entries.remove(&oldest).map(|e| e.conn));
         }
         while entries.len() >= self.limits.max_entries.max(1) {
             let Some(oldest) = entries
