@@ -39,11 +39,13 @@ pub struct GatewayArgs {
         requires = "http"
     )]
     pub bind: IpAddr,
-    /// Read the HTTP bearer token from this file (first line). Without it and without
+    /// Read the HTTP bearer token from this file (first line; refused unless only its
+    /// owner may read it: `chmod 600 FILE`). Without it and without
     /// SWITCHBOARD_GATEWAY_TOKEN, a random token is generated and printed on stderr.
     #[arg(long, value_name = "FILE", requires = "http")]
     pub token_file: Option<PathBuf>,
-    /// Append one JSON line per call to FILE (no arguments or results).
+    /// Append one JSON line per call to FILE (names and error classes: no arguments,
+    /// results, error texts or resource URIs).
     #[arg(long, value_name = "FILE")]
     pub audit: Option<PathBuf>,
     /// Also write arguments and results to the audit file.
@@ -58,10 +60,27 @@ pub struct GatewayArgs {
     pub wait_ms: u64,
 }
 
+/// A secret file's text, refused when its mode lets group or others read it (the one
+/// check of `--token-file` and team mode's `*_FILE` variables); `what` names it in the
+/// error (`--token-file PATH`, `VAR=PATH`).
+pub(crate) fn read_private_file(path: &std::path::Path, what: &str) -> Result<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(path).with_context(|| format!("{what}: cannot read it"))?;
+        if meta.permissions().mode() & 0o077 != 0 {
+            bail!(
+                "{what}: other users may read it: run `chmod 600 {}`",
+                path.display()
+            );
+        }
+    }
+    std::fs::read_to_string(path).with_context(|| format!("{what}: cannot read it"))
+}
+
 fn configured_token(a: &GatewayArgs) -> Result<Option<String>> {
     if let Some(path) = &a.token_file {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read --token-file {}", path.display()))?;
+        let text = read_private_file(path, &format!("--token-file {}", path.display()))?;
         let token = text.lines().next().unwrap_or("").trim().to_string();
         if token.len() < 16 {
             bail!(

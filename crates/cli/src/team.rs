@@ -14,7 +14,6 @@
 //! Must not: take a secret (key, client secret) from the command line, where other
 //! users of the machine can read it.
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -122,17 +121,8 @@ fn secret_from_env(
         (Some(s), None) => Ok(Some(s.trim().to_owned())),
         (None, Some(path)) => {
             let path = Path::new(&path);
-            let meta = std::fs::metadata(path)
-                .with_context(|| format!("{file_env}={}: cannot read it", path.display()))?;
-            if meta.permissions().mode() & 0o077 != 0 {
-                bail!(
-                    "{file_env}={}: other users may read it: run `chmod 600 {}`",
-                    path.display(),
-                    path.display()
-                );
-            }
-            let s = std::fs::read_to_string(path)
-                .with_context(|| format!("{file_env}={}: cannot read it", path.display()))?;
+            let s =
+                crate::gateway::read_private_file(path, &format!("{file_env}={}", path.display()))?;
             Ok(Some(s.trim().to_owned()))
         }
         (None, None) => Ok(None),
@@ -246,6 +236,7 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::unix::fs::PermissionsExt;
 
     #[test]
     fn the_client_secret_comes_from_one_place_and_a_private_file() {

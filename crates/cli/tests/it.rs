@@ -21,6 +21,7 @@ mod gateway;
 mod gateway_inspector;
 mod gateway_lean;
 mod gateway_raw;
+mod gateway_trust;
 mod import;
 mod pins;
 mod progress;
