@@ -52,7 +52,7 @@ use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use switchboard_gateway::{
     CallKey, Catalog, CatalogOptions, ListsChanged, Relayed, Retry, Upstream, completed,
     list_filter, notify_listener, relay_options, relay_progress, scrub_urls, takes_input_required,
-    upstream_error,
+    unroutable, upstream_error,
 };
 use switchboard_host::{ServerSnapshot, ServerStatus};
 use switchboard_mcp::{CallOptions, Connection, RequestError};
@@ -223,6 +223,14 @@ fn capabilities() -> ServerCapabilities {
         "resources": {"listChanged": true},
     }))
     .unwrap_or_default()
+}
+
+/// Where a read of `uri` goes: the user's catalog's URI table, the local gateway's
+/// rule (`switchboard_gateway::uris`: a listed URI to its server, a template never
+/// capturing another server's origin, ambiguity refused). Nothing is remembered between
+/// requests, so a URI a server returned but does not list is routed by that rule alone.
+fn route_read(catalog: &Catalog, uri: &str) -> Result<(String, String), ErrorData> {
+    catalog.uris.route(uri).map_err(|e| unroutable(uri, e))
 }
 
 /// One connected server's lists, as a snapshot the gateway's catalog is built from.
@@ -684,17 +692,9 @@ impl ServerHandler for TeamGatewayServer {
     ) -> Result<ReadResourceResponse, ErrorData> {
         let user = caller(&context)?;
         let catalog = self
-            .catalog_with(&user.id, |c| c.uris.route(&request.uri).is_ok())
+            .catalog_with(&user.id, |c| route_read(c, &request.uri).is_ok())
             .await?;
-        let (server, uri) = catalog.uris.route(&request.uri).map_err(|_| {
-            ErrorData::invalid_params(
-                format!(
-                    "unknown resource `{}`: list the gateway's resources with resources/list",
-                    request.uri
-                ),
-                None,
-            )
-        })?;
+        let (server, uri) = route_read(&catalog, &request.uri)?;
         let conn = self.routed(&user.id, &server).await?;
         let retry = Retry {
             state: request.request_state,
@@ -716,5 +716,82 @@ impl ServerHandler for TeamGatewayServer {
                 .map(|r| ReadResourceResponse::from(completed(r)))
                 .map_err(|e| upstream_error(&server, e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A connected server's snapshot with these lists (as [`snapshot`] makes them).
+    fn snap(name: &str, lists: serde_json::Value) -> ServerSnapshot {
+        let list = |k: &str| lists.get(k).cloned().unwrap_or(json!([]));
+        ServerSnapshot {
+            name: name.into(),
+            status: ServerStatus::Connected,
+            transport: "http".into(),
+            connected_via: None,
+            target: String::new(),
+            cwd: None,
+            timeout: None,
+            trust: false,
+            origin: "team".into(),
+            tools: serde_json::from_value(list("tools")).unwrap(),
+            filtered_out: Vec::new(),
+            withheld: Vec::new(),
+            prompts: Vec::new(),
+            resources: serde_json::from_value(list("resources")).unwrap(),
+            resource_templates: serde_json::from_value(list("templates")).unwrap(),
+            instructions: None,
+            server_info: None,
+            protocol_version: None,
+            auth: None,
+            error: None,
+            hint: None,
+            warnings: Vec::new(),
+            gave_up_after: None,
+        }
+    }
+
+    /// The team gateway's reads and apps follow the gateway crate's one table: a
+    /// member's server offering `{+u}` gets no read of another server's origin, an
+    /// origin two servers own is refused, and a tool naming another server's app loses it.
+    #[test]
+    fn team_reads_and_apps_follow_the_gateways_uri_rule() {
+        let a = snap(
+            "a",
+            json!({"resources": [{"uri": "a://doc/1", "name": "d"},
+                                 {"uri": "ui://a/app.html", "name": "app"}]}),
+        );
+        let b = snap(
+            "b",
+            json!({"templates": [{"uriTemplate": "{+u}", "name": "all"},
+                                 {"uriTemplate": "a://doc/{+p}", "name": "a-too"}],
+                   "tools": [{"name": "t", "inputSchema": {"type": "object"},
+                              "_meta": {"ui": {"resourceUri": "ui://a/app.html"}}}]}),
+        );
+        let catalog = Catalog::build(&[a, b], &CatalogOptions::default());
+        assert_eq!(
+            route_read(&catalog, "a://doc/1").unwrap(),
+            ("a".into(), "a://doc/1".into())
+        );
+        assert_eq!(
+            route_read(&catalog, "ui://a/other").unwrap(),
+            ("a".into(), "ui://a/other".into())
+        );
+        assert_eq!(
+            route_read(&catalog, "c://free").unwrap(),
+            ("b".into(), "c://free".into())
+        );
+        // `a://doc` is owned by both (a lists there, b's template fixes it): refused.
+        let e = route_read(&catalog, "a://doc/2").unwrap_err();
+        assert!(
+            e.message.contains("switchboard-gateway://a/a://doc/2"),
+            "{}",
+            e.message
+        );
+        let t = &catalog.tools[0];
+        assert!(t.meta.as_ref().is_none_or(|m| m.0.get("ui").is_none()));
     }
 }
