@@ -4,6 +4,13 @@
 //! this login expects ([`check_claims`]): `iss` (exactly the published issuer; Google's
 //! documented bare `accounts.google.com` aside), `aud`/`azp`, `exp`/`iat`/`nbf` with a
 //! small clock skew, `nonce`, then the email. Pure functions, no I/O.
+//!
+//! Header: `alg` RS256 or ES256 only (`none` and `HS*` refused: an HMAC key would be the
+//! client secret), and a `crit` header refused. Limits: a token of at most 16 KiB
+//! ([`MAX_LEN`]); `iat` at most [`MAX_AGE`] (10 min) ago; [`CLOCK_SKEW`] (60 s) for
+//! `exp`, `iat` and `nbf`; the email must be verified (`email_verified` true, or the
+//! string `"true"`). The `nonce` is compared without an early exit. Tokens and nonces
+//! never appear in errors.
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;

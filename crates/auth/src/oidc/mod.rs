@@ -7,6 +7,14 @@
 //! ES256 only; `iss`, `aud`/`azp`, times, `nonce`; a verified email) into an
 //! [`Identity`]; [`SignInPolicy`] decides who may enter.
 //!
+//! `finish` takes the login's `state`, PKCE verifier and nonce from the caller (who
+//! takes them once, e.g. from the store's pending logins); a provider `error` ends the
+//! login; the `state` must match; an RFC 9207 `iss` must be the issuer when it is sent,
+//! and is required when the provider promises it
+//! (`authorization_response_iss_parameter_supported`); the code is exchanged with the
+//! PKCE verifier and our client authentication, and the ID token must carry the login's
+//! nonce, so a stolen, replayed or injected code or token signs no one in.
+//!
 //! It owns no state beyond the issuer's metadata and its key cache: nothing about a
 //! login in flight is kept here (any replica may finish a login another began), and it
 //! must not create sessions or users. Every request goes through the URL guard with a
