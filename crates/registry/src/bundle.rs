@@ -1,12 +1,13 @@
 //! MCPB bundles (`registryType: "mcpb"`): the package's `identifier` is the bundle's
 //! download URL and `fileSha256` its digest. [`download_bundle`] reads it through the
-//! caller's guarded client (time limit, [`MAX_BUNDLE`] cap); [`check_sha256`] refuses a
-//! bundle whose digest differs, or that has none (the registry requires one for every
-//! mcpb package, so a listing without it did not come through the registry's checks);
-//! [`unpack`] writes the zip into a fresh directory beside the final one and renames it
-//! into place, refusing `..`, absolute paths, symlinks, more than
-//! [`Limits::max_entries`] entries or more than [`Limits::max_unpacked`] bytes (declared
-//! or actual); [`read_manifest`] parses `manifest.json` in two steps and
+//! caller's guarded client ([`BUNDLE_TIMEOUT`] 300 s, body included; [`MAX_BUNDLE`]
+//! 64 MiB); [`check_sha256`] refuses a bundle whose digest differs, or that has none
+//! (the registry requires one for every mcpb package, so a listing without it did not
+//! come through the registry's checks); [`unpack`] writes the zip into a fresh
+//! directory beside the final one and renames it into place, refusing `..`, absolute
+//! paths, symlinks, more than [`Limits::max_entries`] entries or more than
+//! [`Limits::max_unpacked`] bytes (declared or actual; by default 20,000 entries,
+//! 512 MiB); [`read_manifest`] parses `manifest.json` in two steps and
 //! [`Manifest::entry`] builds the stdio settings entry from `server.mcp_config`
 //! (`${__dirname}` → the unpack directory, `${user_config.KEY}` → the person's value).
 //!
@@ -16,6 +17,12 @@
 //! as given); `env` names must be variable names. The command must be the declared runtime
 //! (`node`, `python`/`python3`) or a file inside the bundle. Must not: ask a person,
 //! write settings, or run anything.
+//!
+//! What remains: the bundle's code runs with the user's rights; the hash proves only
+//! that the file is the one the registry lists.
+//!
+//! Unpacked with `zip` 9.5 (default features off, deflate through zlib-rs only: no
+//! bzip2, lzma, zstd or AES; 9.8 needs Rust 1.89).
 
 use std::collections::BTreeMap;
 use std::io::{Cursor, Read, Write};

@@ -1,8 +1,10 @@
 //! [`Registry`]: the requests to an MCP Registry (`/v0.1` API). Every request goes
 //! through the caller's `switchboard-net` [`GuardedClient`] (the URL policy in force),
 //! with a time limit ([`REQUEST_TIMEOUT`] unless changed) that covers the whole body,
-//! and bodies are read through `switchboard_net::read_limited` up to [`MAX_BODY`].
-//! A search follows `metadata.nextCursor` for at most the pages asked for.
+//! and bodies are read through `switchboard_net::read_limited` up to [`MAX_BODY`]
+//! ([`REQUEST_TIMEOUT`] is 20 s, [`MAX_BODY`] 8 MiB). A search follows
+//! `metadata.nextCursor` for at most the pages asked for, and keeps each name once, the
+//! first active listing winning.
 //!
 //! Must not: build its own HTTP client, keep anything between requests, or decide
 //! which answers a person sees (inactive servers are left out of a search and refused
