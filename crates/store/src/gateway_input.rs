@@ -21,9 +21,13 @@
 //! the same instant may each see the count below the limit (at most one row over per
 //! racing open); rows of an instance that stopped count until they expire.
 //!
-//! Must not: store the answer or the outcome in clear (both sealed), or the call's name
-//! (only its SHA-256), take an answer twice, outlive its expiry (`purge_expired`), or
-//! open a row for a user already at the limit.
+//! Sizes: an answer at most 1 MiB ([`MAX_GATEWAY_ANSWER_BYTES`]), an outcome 8 MiB
+//! ([`MAX_GATEWAY_OUTCOME_BYTES`]), the latest progress 16 KiB
+//! ([`MAX_GATEWAY_PROGRESS_BYTES`]), as JSON; a larger one is refused.
+//!
+//! Must not: store the answer, the outcome or the progress in clear (all sealed), or the
+//! call's name (only its SHA-256), take an answer twice, outlive its expiry
+//! (`purge_expired`), or open a row for a user already at the limit.
 
 use std::time::Duration;
 

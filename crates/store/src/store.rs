@@ -1,6 +1,16 @@
 //! [`Store`]: the connection pool over SQLite or PostgreSQL (one code path through sqlx's
 //! `Any` driver and portable SQL), opening (the SQLite file created 0600), migrating, and
 //! re-encrypting every sealed value under the current key.
+//!
+//! Why `Any`: every query is written once in portable SQL (`$N` parameters,
+//! `ON CONFLICT … DO UPDATE`, `RETURNING`; columns TEXT, BIGINT for times and 0/1 flags,
+//! BYTEA), so one set of statements, one set of migrations (split per engine only where
+//! a text cannot be shared: `migrate`) and one test suite cover both engines; an enum
+//! of two pools would mean every query and row decoder twice, and a query that works
+//! only on SQLite could pass the tests and fail on PostgreSQL. Migrations are embedded
+//! with `include_str!` (no `macros` feature, no database at build time). sqlx 0.8 (0.9
+//! needs Rust 1.94) brings second versions of `sha2` 0.10, `rand` 0.8,
+//! `hashbrown`/`hashlink` and `webpki-roots`; they go when sqlx moves on.
 
 use std::fmt;
 use std::fs::{DirBuilder, OpenOptions};
