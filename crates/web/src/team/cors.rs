@@ -7,6 +7,13 @@
 //! because none of these endpoints reads a cookie: a token in a header or a form is what
 //! they act on, so another site's page gains nothing a script there could not send itself.
 //!
+//! Why not tower-http's `CorsLayer`: it is per router, and these open paths sit beside
+//! cookie routes in one router, so a layer would mean splitting the router by trust; a
+//! path list checked before routing keeps "no CORS on a cookie route" one constant,
+//! tested path by path (`tests/team_gateway.rs`'s
+//! `cors_opens_the_bearer_endpoints_and_no_cookie_route`, and from a second origin in
+//! headless Chromium: `tests/team_browser.rs`).
+//!
 //! Must not: add CORS headers to any other path (the session routes stay same-origin, and
 //! `session::require_session` still refuses another origin's request carrying the cookie),
 //! or ever send `Access-Control-Allow-Credentials`.

@@ -17,13 +17,31 @@
 //! reach the client on that request's own response; the client's `_meta` goes upstream,
 //! and its disconnect cancels the upstream request.
 //!
-//! Clients on 2026-07-28: an upstream's elicitation during a call comes back as an
-//! `InputRequiredResult` (the call registered with the elicitation router as
-//! `Asker::Gateway`, parked in this instance's `InputTable` until the client's retry; a
-//! retry reaching another instance is handed over through the store, `gateway_input`);
-//! `subscriptions/listen`
-//! rebuilds the user's catalog every [`LISTEN_EVERY`] and sends what changed. Older
-//! clients have neither (no stream in stateless mode): elicitation is declined.
+//! Clients on 2026-07-28: an upstream's elicitation, sampling or roots request during a
+//! call comes back as an `InputRequiredResult` (the call registered with the elicitation
+//! router as `Asker::Gateway`, parked in this instance's `InputTable` until the client's
+//! retry; a retry reaching another instance is handed over through the store,
+//! `gateway_input`); `subscriptions/listen` rebuilds the user's catalog every
+//! [`LISTEN_EVERY`] and sends what changed. Older
+//! clients have neither (no stream in stateless mode): elicitation is declined, sampling
+//! refused with an error that says why, `roots/list` answered with an empty list
+//! (`elicit`'s `TeamHooks`).
+//!
+//! A read goes where the gateway crate's URI rule routes it in the user's catalog
+//! (`switchboard_gateway`'s `uris`: a listed URI to its server, a template never
+//! capturing another server's origin, ambiguity refused with the qualified URIs); nothing
+//! is remembered between requests, so a URI a server returned but does not list is
+//! routed by that rule alone.
+//!
+//! Bounds: a catalog routes calls for [`CATALOG_TTL`] (30 s), at most 1024 users'
+//! catalogs per instance (oldest first out); a server gets 15 s to connect and list
+//! before it is left out; at most 4 open `subscriptions/listen` per user and 512 per
+//! instance. A listen is compared at once with the catalog the client last saw on this
+//! instance (kept 10 min), since rmcp acknowledges the subscription before the first
+//! one is built. The team gateway offers no resource subscriptions (a subscription
+//! would live on one instance). Without a valid token: 401 with no body, `no-store`,
+//! and `WWW-Authenticate: Bearer resource_metadata="…", scope="mcp"` (with
+//! `error="invalid_token"` when a token was presented).
 //!
 //! Must not: take a user from anything but the access token's row; reach a server but the
 //! token's user's (`Store::for_user` with that id; connections keyed by it); pass an

@@ -1,10 +1,10 @@
 //! The team server as an OAuth 2.1 authorization server for MCP clients of its gateway
 //! (`/mcp`), per the MCP authorization spec: RFC 9728 protected-resource metadata (both
 //! the root and the `/mcp`-suffixed form), RFC 8414 authorization-server metadata, RFC 7591
-//! dynamic registration of public clients (redirect URIs: loopback `http` or `https`),
-//! Client ID Metadata Documents (`client_document`: a `client_id` that is the https URL
-//! of the client's own metadata document, fetched through the URL guard and cached, so
-//! the client needs no registration),
+//! dynamic registration of public clients (redirect URIs: loopback `http` or `https`, no
+//! fragment or user info), Client ID Metadata Documents (`client_document`: a
+//! `client_id` that is the https URL of the client's own metadata document, fetched
+//! through the URL guard and cached, so the client needs no registration),
 //! `/oauth/authorize` (code + PKCE S256 only; a team sign-in session is required — without
 //! one the browser goes through the OIDC sign-in and comes back; then a consent page whose
 //! POST carries the app's own `Origin`), and `/oauth/token` (the code once, PKCE checked,
@@ -35,6 +35,17 @@
 //! Text a client chose (its name) is shown on the consent page with control and bidi
 //! formatting characters made visible (`switchboard_config::visible`, the terminal's rule),
 //! then HTML-escaped; so is the connected-clients list's name.
+//!
+//! Limits: codes live [`CODE_TTL`] (5 min) and are taken once, and a wrong verifier,
+//! client or redirect URI ends their grant; access tokens last 1 h, refresh tokens 30
+//! days ([`TOKEN_LIFETIMES`]) and never outlive the approving session. The consent,
+//! token and revocation forms are at most 16 KiB, an authorization `state` at most 1024
+//! bytes. Every page has no script (`default-src 'none'`, `form-action` self plus, on
+//! the consent page, the redirect URI's origin, `frame-ancestors 'none'`,
+//! `X-Frame-Options: DENY`, `no-store`) and is sent with `Referrer-Policy: same-origin`
+//! (under `no-referrer` a browser posts the consent form with `Origin: null`, which the
+//! session middleware refuses); the redirect to the client carries
+//! `Referrer-Policy: no-referrer`.
 //!
 //! Must not: redirect anywhere but a registered redirect URI of the client named (a
 //! metadata-document client's: one its document lists), issue a token for any resource

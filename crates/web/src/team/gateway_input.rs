@@ -18,6 +18,11 @@
 //!   with no outcome yet it answers an `InputRequiredResult` carrying only the
 //!   `requestState`, which the client's SDK retries after a short backoff.
 //!
+//! The call stays on its instance, and its row in the store, for as long as its parked
+//! timeout (the `InputTable`'s, `TeamOptions::elicitation_timeout`: 100 s by default).
+//! In the store an answer is at most 1 MiB, an outcome 8 MiB and the latest progress
+//! 16 KiB (its message cut to 1000 characters first), all sealed.
+//!
 //! A user's calls waiting across the instances are bounded by the same
 //! [`MAX_PARKED_PER_USER`] as each instance's table: [`offer`] opens the row only while
 //! the user has fewer waiting in the store (counted there), else the call parked here is
