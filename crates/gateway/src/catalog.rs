@@ -4,7 +4,10 @@
 //!
 //! Built from [`switchboard_host::ServerSnapshot`]s only, so whatever the host applies
 //! (`includeTools`/`excludeTools`, tools withheld by pinning) applies here as well. It
-//! must not call a server.
+//! must not call a server. `--read-only` ([`CatalogOptions::read_only`]: only tools
+//! annotated `readOnlyHint: true`) applies here too, and each server's lists are capped
+//! ([`CatalogOptions::max_items_per_server`], 1,000 of each kind by default), the
+//! server's status line naming what was left out or hidden.
 //!
 //! A tool's MCP Apps resource (`_meta.ui.resourceUri`) must be its own server's
 //! ([`UriTable::belongs`]: listed by it, or matching one of its templates that may

@@ -18,17 +18,20 @@
 //! cancelled), or one parked for another call (method and name) or another owner is
 //! refused with a message saying to call again.
 //!
-//! Limits: at most [`MAX_PARKED`] calls parked in one table (the instance's bound: a
-//! question beyond it is answered `decline`, or an error for sampling, and the call goes
-//! on), and at most [`MAX_PARKED_PER_USER`] of one user's (one [`CallKey::owner`]: the
-//! one user of `switchboard gateway --http`, each member of a team). A user at their own
-//! limit does not take the instance's places from the others: the call that would park
+//! Limits: at most [`MAX_PARKED`] (256) calls parked in one table (the instance's
+//! bound: a question beyond it is answered `decline`, or an error for sampling, and the
+//! call goes on), and at most [`MAX_PARKED_PER_USER`] (32) of one user's (one
+//! [`CallKey::owner`]: the one user of `switchboard gateway --http`, each member of a
+//! team). A user at their own limit does not take the instance's places from the
+//! others: the call that would park
 //! is refused with [`user_limit_error`] (their limit, how many wait, answer or cancel
 //! them), its question declined and its upstream request cancelled. The same holds for a
 //! retry that asks again (it gave its place back while it ran). A team counts the user's
 //! calls across its instances in the store too (`switchboard-web`'s `gateway_input`),
 //! with the same limit and error, and gives a call refused there back with
-//! [`InputTable::refuse`].
+//! [`InputTable::refuse`]. While a call is parked, at most 64 of its upstream's progress
+//! notifications are kept (newer ones beyond that are dropped), so a server that floods
+//! cannot grow memory.
 //!
 //! Must not: keep more than [`MAX_PARKED`] calls parked, or more than
 //! [`MAX_PARKED_PER_USER`] of one owner's, keep a parked call past its deadline, or ask a

@@ -10,6 +10,14 @@
 //!
 //! It must not touch an upstream except through `Host::connection`, and never sends
 //! an upstream credential or header downstream (it only copies MCP results).
+//!
+//! A request's own `_meta` goes upstream without `progressToken` (each upstream request
+//! gets its own) and without the keys MCP reserves (a prefix label
+//! `modelcontextprotocol` or `mcp`; the rule is `switchboard_mcp`'s), so a client
+//! cannot spoof the gateway's protocol keys. Results (`structuredContent`, `_meta`,
+//! annotations) are copied untouched but for that `resultType`, which rmcp drops again
+//! for clients on older protocols. A `resources/subscribe` the client cancelled while
+//! it ran is undone.
 #![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in use
 
 use std::sync::Arc;
