@@ -11,6 +11,10 @@
 //! (`switchboard_config::import_file_owner`: inside the project folder, or a host's
 //! folder file anywhere, however the path was written, symlinks followed): with no
 //! `--scope` it goes into the project's settings, and `--scope user` is refused.
+//! The project files looked for (`.mcp.json`, `.vscode/mcp.json`, `.cursor/mcp.json`,
+//! `.codex/config.toml`, `.gemini/settings.json`) are, for any other scope, named as
+//! left out. Values keep their variable references (rewritten into our syntax, never
+//! expanded), so no environment value is written into a file.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

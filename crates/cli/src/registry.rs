@@ -12,7 +12,9 @@
 //! the first stdio package) is installed here only: downloaded through the guarded
 //! client, its SHA-256 checked, unpacked into `$SWITCHBOARD_HOME/bundles/NAME-SHA12/`
 //! and its manifest's command written (the terminal user chose to run it; the web app
-//! refuses bundles).
+//! refuses bundles). Before the entry is written it checks that the bundle's runtime
+//! (`node`, or `python3`/`python`) is on `PATH`. `mcp remove` (`edit.rs`) deletes the
+//! bundle's folder once nothing runs from it.
 
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
