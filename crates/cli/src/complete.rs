@@ -130,7 +130,7 @@ fn tool_names_of(server: &str) -> Vec<String> {
     };
     let target = match settings.server(server) {
         Some(entry) => switchboard_host::spec_from_entry(entry).target_display,
-        None if settings.no_settings_file && server == "demo" => match ctx::demo_spec() {
+        None if server == ctx::DEMO && ctx::demo_reachable(&settings) => match ctx::demo_spec() {
             Ok(spec) => spec.target_display,
             Err(_) => return Vec::new(),
         },

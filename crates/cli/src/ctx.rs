@@ -1,5 +1,11 @@
 //! Where the CLI finds its settings and how it turns them (or an ad-hoc target) into
-//! servers for the host, including the bundled demo server on a fresh machine.
+//! servers for the host, including the bundled demo server.
+//!
+//! The bundled demo server `demo` is *listed* (`mcp list`, `chat`, `serve`, the gateway)
+//! only when there is no settings file at all, so that it never shows up among a user's
+//! own servers. It stays *reachable by name* whenever no configured server is called
+//! `demo` ([`demo_reachable`]): `mcp call/read/prompt demo …`, `mcp pins demo` and the
+//! workflows of `run` (the README's `examples/*.yaml` use it) find it either way.
 
 use std::path::PathBuf;
 
@@ -109,7 +115,7 @@ pub fn demo_spec() -> Result<ServerSpec> {
         env: child_env(EnvPolicy::Filtered, std::env::vars(), &Default::default()),
         cwd: None,
     });
-    let mut spec = ServerSpec::adhoc("demo", "default", target);
+    let mut spec = ServerSpec::adhoc(DEMO, "default", target);
     spec.trust = true;
     // Part of this binary: its tools change only with Switchboard itself.
     spec.pin_tools = false;
@@ -132,6 +138,32 @@ pub fn all_specs(g: &Globals, announce_demo: bool) -> Result<(Vec<ServerSpec>, S
         specs.push(demo_spec()?);
     }
     Ok((specs, settings))
+}
+
+/// The name of the bundled demo server.
+pub const DEMO: &str = "demo";
+
+/// Whether the name `demo` means the bundled demo server: no configured server (in the
+/// settings that apply) has that name.
+pub fn demo_reachable(settings: &Settings) -> bool {
+    settings.server(DEMO).is_none()
+}
+
+/// The servers a workflow may use: [`all_specs`], plus the bundled demo server under its
+/// name when it is not listed but [`demo_reachable`]. A workflow's host connects a
+/// server only when a step uses it, so the demo starts only for a workflow that names it.
+pub fn workflow_specs(g: &Globals) -> Result<(Vec<ServerSpec>, Settings)> {
+    let (mut specs, settings) = all_specs(g, false)?;
+    add_reachable_demo(&mut specs, &settings)?;
+    Ok((specs, settings))
+}
+
+/// Adds the bundled demo server to `specs` when [`demo_reachable`] and not there yet.
+fn add_reachable_demo(specs: &mut Vec<ServerSpec>, settings: &Settings) -> Result<()> {
+    if demo_reachable(settings) && !specs.iter().any(|s| s.name == DEMO) {
+        specs.push(demo_spec()?);
+    }
+    Ok(())
 }
 
 /// How an ad-hoc target was asked for.
@@ -189,7 +221,10 @@ pub fn resolve_one(
         };
         return Ok((ServerSpec::adhoc(server, "ad-hoc", target), None));
     }
-    let (specs, settings) = all_specs(g, false)?;
+    let (mut specs, settings) = all_specs(g, false)?;
+    if server == DEMO {
+        add_reachable_demo(&mut specs, &settings)?;
+    }
     let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
     let spec = specs
         .into_iter()

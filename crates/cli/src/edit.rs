@@ -2,6 +2,14 @@
 //! secrets masked) and `trust`. Files are rewritten atomically and keep every field
 //! Switchboard does not know (the file is shared with other tools).
 //!
+//! No command writes settings that silently do not apply: without `--scope`, a server is
+//! added to the project file only when the current folder is trusted, else to the user
+//! file ([`default_scope`]; `mcp add --from-registry` uses the same rule), and every
+//! write says which file and scope it went to. An explicit `--scope project` in an
+//! untrusted folder is written, with a note that it does not apply until `switchboard
+//! trust`. `mcp remove/enable/disable` without `--scope` edit the one file (project or
+//! user) that defines the server.
+//!
 //! `mcp remove` of a server that runs from an installed bundle
 //! (`$SWITCHBOARD_HOME/bundles/NAME-SHA12/`) also deletes that folder, once no entry in
 //! the user, project or `--config` file runs from it; only a direct child of `bundles/`
@@ -48,7 +56,9 @@ pub struct AddArgs {
     /// HTTP header (repeatable).
     #[arg(long = "header", short = 'H', value_name = "\"Name: value\"")]
     pub headers: Vec<String>,
-    /// Which settings file: project (default, ./.switchboard/settings.json) or user.
+    /// Which settings file: user ($SWITCHBOARD_HOME/settings.json) or project
+    /// (./.switchboard/settings.json). Default: project when this folder is trusted
+    /// (`switchboard trust`), else user, so that the server applies here.
     #[arg(long, short)]
     pub scope: Option<String>,
     /// stdio, http or sse (default: stdio for a command, http for a URL).
@@ -65,14 +75,65 @@ pub struct AddArgs {
     pub description: Option<String>,
 }
 
+/// The settings file `scope` names (`--config FILE` wins over any scope); without a
+/// scope, the one [`default_scope`] chooses.
 pub(crate) fn settings_path(g: &Globals, scope: Option<&str>) -> Result<PathBuf> {
     if let Some(file) = &g.config {
         return Ok(file.clone());
     }
-    match scope.unwrap_or("project") {
+    let scope = match scope {
+        Some(s) => s,
+        None => default_scope()?,
+    };
+    match scope {
         "project" => Ok(project_settings_path(&ctx::project_dir()?)),
         "user" => Ok(user_settings_path(&ctx::home_dir()?)),
         other => bail!("--scope must be `project` or `user`, not `{other}`"),
+    }
+}
+
+/// The scope a server is added to without `--scope`: `project` when the current folder
+/// is trusted (its `.switchboard/settings.json` applies), else `user`. A project file
+/// in an untrusted folder is ignored, so writing there by default would add a server
+/// that does not show up.
+pub(crate) fn default_scope() -> Result<&'static str> {
+    Ok(if folder_trusted()? { "project" } else { "user" })
+}
+
+/// Whether the current folder is trusted, so that its project settings apply.
+fn folder_trusted() -> Result<bool> {
+    Ok(switchboard_config::is_trusted(
+        &ctx::home_dir()?,
+        &ctx::project_dir()?,
+    ))
+}
+
+/// The file `mcp remove/enable/disable NAME` edits: `--config`, else the file `scope`
+/// names, else the one of the project and user files that defines `name`.
+fn file_defining(g: &Globals, name: &str, scope: Option<&str>) -> Result<PathBuf> {
+    if g.config.is_some() || scope.is_some() {
+        return settings_path(g, scope);
+    }
+    let project = project_settings_path(&ctx::project_dir()?);
+    let user = user_settings_path(&ctx::home_dir()?);
+    let mut found = Vec::new();
+    for path in [&project, &user] {
+        if path.is_file() && SettingsDoc::open(path)?.server(name).is_some() {
+            found.push(path);
+        }
+    }
+    match found.as_slice() {
+        [one] => Ok((*one).clone()),
+        [] => bail!(
+            "no server `{name}` in {} or {}; `switchboard mcp list` shows the configured servers",
+            project.display(),
+            user.display()
+        ),
+        _ => bail!(
+            "`{name}` is defined in both {} and {}; say which with --scope project or --scope user",
+            project.display(),
+            user.display()
+        ),
     }
 }
 
@@ -197,25 +258,36 @@ pub(crate) fn write_entry(
     }
     doc.set_server(name, entry)?;
     doc.save()?;
+    let (verb, prep) = if existed {
+        ("Updated", "in")
+    } else {
+        ("Added", "to")
+    };
+    let scope = match (g.config.is_some(), scope) {
+        (true, _) => "the --config file",
+        (false, Some(s)) => s,
+        (false, None) => default_scope()?,
+    };
+    let scope_note = if scope == "the --config file" {
+        scope.to_string()
+    } else {
+        format!("{scope} scope")
+    };
     outln!(
-        "{} server `{}` ({transport}) in {}",
-        if existed { "Updated" } else { "Added" },
-        name,
+        "{verb} server `{name}` ({transport}) {prep} {} ({scope_note})",
         path.display()
     );
-    if g.config.is_none() && scope.unwrap_or("project") == "project" {
-        let dir = ctx::project_dir()?;
-        if !switchboard_config::is_trusted(&ctx::home_dir()?, &dir) {
-            outln!(
-                "Note: a project's settings apply only in a trusted folder; run `switchboard trust` here to use it (or add it with --scope user)."
-            );
-        }
+    if scope == "project" && !folder_trusted()? {
+        outln!(
+            "Note: this folder is not trusted, so {} is ignored here and `{name}` will not start; review the file, then run `switchboard trust` to use it (or add it with --scope user).",
+            path.display()
+        );
     }
     Ok(())
 }
 
 pub fn remove(g: &Globals, name: &str, scope: Option<&str>) -> Result<ExitCode> {
-    let path = settings_path(g, scope)?;
+    let path = file_defining(g, name, scope)?;
     let mut doc = SettingsDoc::open(&path)?;
     let bundles = ctx::home_dir()?.join("bundles");
     let bundle = doc.server(name).and_then(|e| bundle_dir_of(e, &bundles));
@@ -303,7 +375,7 @@ pub fn set_enabled(
     scope: Option<&str>,
     enabled: bool,
 ) -> Result<ExitCode> {
-    let path = settings_path(g, scope)?;
+    let path = file_defining(g, name, scope)?;
     let mut doc = SettingsDoc::open(&path)?;
     if doc.server(name).is_none() {
         bail!(

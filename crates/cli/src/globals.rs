@@ -2,6 +2,9 @@
 //! `--log-format`), one clap definition shared by `switchboard` and the lean
 //! `switchboard-gateway` binary, so that both accept exactly the same flags.
 //!
+//! Also the final error line both binaries print ([`error_text`], [`error_line`]): the
+//! error and its causes, each cause printed once.
+//!
 //! Must not: hold anything a command alone needs (that goes in the command's args).
 
 use std::path::PathBuf;
@@ -42,6 +45,28 @@ impl GlobalArgs {
             url_policy: self.url_policy,
         }
     }
+}
+
+/// `error: ` and the error with its causes, joined by `: `, leaving out a cause whose
+/// text is already in what is printed before it (many errors repeat their source in
+/// their own message: "…: No such file or directory: No such file or directory").
+// Used by `switchboard` (main.rs); the lean gateway binary shares this module but its
+// error path (gateway.rs) does not call it yet.
+#[allow(dead_code)]
+pub fn error_text(e: &anyhow::Error) -> String {
+    let mut text = String::from("error: ");
+    let mut first = true;
+    for cause in e.chain() {
+        let part = cause.to_string();
+        if first {
+            text.push_str(&part);
+            first = false;
+        } else if !part.is_empty() && !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+    }
+    text
 }
 
 /// The final error: as always in text mode (coloured like the rest), a log event in JSON.

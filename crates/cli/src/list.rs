@@ -3,6 +3,12 @@
 //! whenever it could report, whatever the servers' states. With `--json` each status is
 //! exactly one of `connected`, `connecting`, `disconnected`, `blocked`, `disabled`.
 //!
+//! The servers of a project settings file that is ignored because its folder is not
+//! trusted are listed too, as "ignored: folder not trusted (`switchboard trust`)" (never
+//! as "no servers configured"), and in `--json` in their own `ignored` array (each with
+//! `name`, `file`, `folder`, `reason`, `fix`), always present; `ignoredProjectSettings`
+//! also names the ignored top-level settings. They are never started.
+//!
 //! A person waits on this command, so each server's start-up is capped at
 //! [`LIST_STARTUP_CAP`] (10 s) unless its settings set `startupTimeout`; the servers given up on
 //! are named at the end. On a terminal (not with `--json`) each server's start is shown
@@ -15,6 +21,7 @@ use std::sync::Arc;
 
 use anyhow::Result;
 use serde_json::{Value, json};
+use switchboard_config::IgnoredProject;
 use switchboard_host::{Host, HostOptions, ServerSnapshot, ServerStatus};
 
 use crate::ctx::{self, Globals};
@@ -74,9 +81,11 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
         }
         crate::tool_names::save(&path, &snapshot, &configured);
     }
+    let ignored = settings.ignored_project.as_ref();
     if as_json {
         let mut doc = to_json(&snapshot);
-        if let Some(ignored) = &settings.ignored_project {
+        doc["ignored"] = ignored_json(ignored);
+        if let Some(ignored) = ignored {
             doc["ignoredProjectSettings"] = json!({
                 "file": ignored.file,
                 "folder": ignored.folder,
@@ -87,10 +96,71 @@ pub async fn run(g: &Globals, as_json: bool) -> Result<ExitCode> {
             });
         }
         println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else if snapshot.is_empty() && ignored.is_some_and(|i| !i.servers.is_empty()) {
+        out!("{}", ignored_human(ignored));
     } else {
-        out!("{}", human(&snapshot, &settings.files));
+        out!(
+            "{}{}",
+            human(&snapshot, &settings.files),
+            ignored_human(ignored)
+        );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Why an ignored project file's servers do not start.
+const IGNORED_REASON: &str = "folder not trusted";
+
+/// `--json`'s `ignored` array: one object per server of the ignored project file.
+fn ignored_json(ignored: Option<&IgnoredProject>) -> Value {
+    let Some(i) = ignored else {
+        return json!([]);
+    };
+    i.servers
+        .iter()
+        .map(|name| {
+            json!({
+                "name": name,
+                "file": i.file,
+                "folder": i.folder,
+                "reason": IGNORED_REASON,
+                "fix": i.fix(),
+            })
+        })
+        .collect()
+}
+
+/// The servers of a project file ignored because its folder is not trusted, and the
+/// command that applies it; empty when nothing was ignored.
+pub fn ignored_human(ignored: Option<&IgnoredProject>) -> String {
+    let mut out = String::new();
+    let Some(i) = ignored else {
+        return out;
+    };
+    if i.servers.is_empty() {
+        let _ = writeln!(out, "{}", i.message());
+        return out;
+    }
+    let _ = writeln!(
+        out,
+        "Ignored ({}), from {}:\n",
+        i.servers.len(),
+        i.file.display()
+    );
+    for name in &i.servers {
+        let _ = writeln!(
+            out,
+            "⊘ {name} — ignored: {IGNORED_REASON} (`switchboard trust`)"
+        );
+    }
+    let _ = writeln!(
+        out,
+        "\nThis folder is not trusted, so its settings do not apply. Review {}, then run `{}` to use {}.",
+        i.file.display(),
+        i.fix(),
+        if i.servers.len() == 1 { "it" } else { "them" }
+    );
+    out
 }
 
 pub fn to_json(servers: &[ServerSnapshot]) -> Value {

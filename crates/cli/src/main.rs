@@ -57,6 +57,9 @@ enum Command {
     /// Talk to Gemini with your MCP servers' tools (`-p` for one prompt).
     Chat(chat::ChatArgs),
     /// Run a workflow (GemiHub's YAML format) against your MCP servers.
+    ///
+    /// A workflow may always use the bundled demo server as `demo` (as
+    /// `examples/*.yaml` do), unless one of your servers is named `demo`.
     Run(run::RunArgs),
     /// Start the web app: MCP server settings with Test, tool explorer, MCP Apps, chat.
     Serve(serve::ServeArgs),
@@ -114,6 +117,9 @@ pub struct TargetArgs {
 #[derive(Debug, Subcommand)]
 enum McpCommand {
     /// Show every server: status, transport, tools, prompts, resources, errors.
+    ///
+    /// Servers of this folder's .switchboard/settings.json are listed as ignored while
+    /// the folder is not trusted (`switchboard trust`); they do not start.
     List {
         /// Print one JSON document.
         #[arg(long)]
@@ -130,7 +136,7 @@ enum McpCommand {
     Remove {
         #[arg(add = complete::server_names())]
         name: String,
-        /// Which settings file: project (default) or user.
+        /// Which settings file: project or user (default: the one that defines it).
         #[arg(long, short)]
         scope: Option<String>,
     },
@@ -145,6 +151,7 @@ enum McpCommand {
     Enable {
         #[arg(add = complete::server_names())]
         name: String,
+        /// Which settings file: project or user (default: the one that defines it).
         #[arg(long, short)]
         scope: Option<String>,
     },
@@ -152,10 +159,15 @@ enum McpCommand {
     Disable {
         #[arg(add = complete::server_names())]
         name: String,
+        /// Which settings file: project or user (default: the one that defines it).
         #[arg(long, short)]
         scope: Option<String>,
     },
     /// Call a tool: `mcp call <server|URL> <tool> [--args JSON | key=value…]`.
+    ///
+    /// `demo` is the bundled demo server (`mcp call demo echo message=hi`), listed by
+    /// `mcp list` only while no settings file exists but usable by name (here, in
+    /// `mcp read/prompt` and in workflows) unless one of your servers is named `demo`.
     Call {
         /// `<server|URL> <tool> [key=value…]`, or `<tool> [key=value…]` with --stdio.
         /// Values are typed by the tool's input schema.
@@ -254,7 +266,7 @@ fn main() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            error_line(&format!("error: {e:#}"));
+            error_line(&globals::error_text(&e));
             ExitCode::from(1)
         }
     }

@@ -1,7 +1,9 @@
 //! `switchboard run flow.yaml`: validate a workflow (every problem at once, with line
-//! numbers; exit 2), run it against the configured servers (or the bundled demo
-//! server) with a live step log on stderr, and print the final variables as one JSON
-//! object on stdout with `--json`. A failing node stops the run: exit 1, naming it.
+//! numbers; exit 2), run it against the configured servers (and the bundled demo
+//! server as `demo` unless a configured server has that name, see
+//! [`crate::ctx::demo_reachable`]) with a live step log on stderr, and print the final
+//! variables as one JSON object on stdout with `--json`. A failing node stops the run:
+//! exit 1, naming it.
 //! Ctrl-C cancels the running step (exit 130).
 //! Every run is saved as a run log ([`crate::run_log`]); UI steps get a link that
 //! opens them in `switchboard serve`.
@@ -152,7 +154,7 @@ pub async fn run(g: &Globals, a: RunArgs) -> Result<ExitCode> {
         }
         Err(e) => bail!(e),
     };
-    let (specs, settings) = ctx::all_specs(g, false)?;
+    let (specs, settings) = ctx::workflow_specs(g)?;
     let guard = ctx::guard(g, Some(&settings))?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let host = Host::new(

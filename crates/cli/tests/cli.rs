@@ -208,7 +208,7 @@ fn existing_file_with_no_servers_means_no_servers() {
     let out = env.run(&["mcp", "list", "--json"]);
     assert_eq!(
         serde_json::from_str::<Value>(&stdout(&out)).unwrap(),
-        serde_json::json!({"servers": []})
+        serde_json::json!({"servers": [], "ignored": []})
     );
 }
 
