@@ -17,6 +17,7 @@ mod color;
 mod completions;
 mod conformance;
 mod db;
+mod first_steps;
 mod gateway;
 mod gateway_inspector;
 mod gateway_lean;
