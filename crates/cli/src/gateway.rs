@@ -1,7 +1,10 @@
 //! `switchboard gateway`: every configured server as one MCP server, over stdio (for
 //! clients that spawn it) or Streamable HTTP with `--http` (behind a bearer token).
 //! Wires settings, the URL guard and OAuth tokens into a `Host` and hands it to
-//! `switchboard-gateway`; nothing but MCP is written to stdout in stdio mode.
+//! `switchboard-gateway`; nothing but MCP is written to stdout in stdio mode. The host
+//! judges tools by the same pin store as every other command (`ctx::pin_store`:
+//! `$SWITCHBOARD_HOME/pins.json`), so a tool changed or renamed since it was pinned is
+//! withheld from the gateway's clients until `switchboard mcp pins accept`.
 //!
 //! The `--http` token comes from `--token-file` (its first line; the file is refused
 //! when group or others may read it, [`read_private_file`]) or
@@ -186,6 +189,9 @@ async fn run(g: &Globals, a: GatewayArgs) -> Result<ExitCode> {
             token_source: crate::tokens::stored(Some(&settings), &guard),
             guard: Some(guard),
             transport_cache: ctx::transport_cache(),
+            // The pins every front end judges tools by: a changed or renamed tool is
+            // withheld from the gateway's clients until `switchboard mcp pins accept`.
+            pins: ctx::pin_store(),
             ..Default::default()
         },
     );

@@ -21,6 +21,7 @@ mod first_steps;
 mod gateway;
 mod gateway_inspector;
 mod gateway_lean;
+mod gateway_pins;
 mod gateway_raw;
 mod gateway_trust;
 mod import;

@@ -9,6 +9,15 @@
 //! ([`CatalogOptions::max_items_per_server`], 1,000 of each kind by default), the
 //! server's status line naming what was left out or hidden.
 //!
+//! A tool the host withholds (`ServerSnapshot::withheld`: changed or renamed since it
+//! was pinned, or its pin could not be checked) is not offered and not in
+//! [`Catalog::tool_names`], so neither the typed path nor the raw relay can route a
+//! call to it. It is still named (in the same table as the offered tools, so a name
+//! does not move when its tool is withheld or accepted) and kept in
+//! [`Catalog::withheld`]: a call to that name is refused with [`Withheld::refusal`]
+//! (why, and `switchboard mcp pins accept SERVER TOOL`), and the server's status line
+//! says how many are withheld, which, and the commands that review and accept them.
+//!
 //! A tool's MCP Apps resource (`_meta.ui.resourceUri`) must be its own server's
 //! ([`UriTable::belongs`]: listed by it, or matching one of its templates that may
 //! capture the URI): otherwise a client would render another server's app with this
@@ -16,7 +25,7 @@
 //! `instructions`) says which tools lost their app.
 
 use serde_json::Value;
-use switchboard_host::{AuthStatus, ServerSnapshot, ServerStatus};
+use switchboard_host::{AuthStatus, ServerSnapshot, ServerStatus, WithheldReason, WithheldTool};
 use switchboard_mcp::model::{Prompt, Resource, ResourceTemplate, Tool};
 
 use crate::names::NameTable;
@@ -50,6 +59,56 @@ pub struct StatusLine {
     pub note: Option<String>,
 }
 
+/// A tool a connected server lists that the host withholds (tool pinning).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Withheld {
+    /// The name it has downstream (the one it had, or would have, when offered).
+    pub name: String,
+    pub server: String,
+    /// Its upstream name and why it is withheld.
+    pub tool: WithheldTool,
+}
+
+impl Withheld {
+    /// What a client that calls it is told: why, and what the user runs to offer it.
+    /// A pin that could not be checked is told in the gateway's own words (the host's
+    /// error names a local file); the details are in `switchboard mcp list`.
+    pub fn refusal(&self) -> String {
+        match &self.tool.reason {
+            WithheldReason::Unverified { .. } => format!(
+                "tool `{}` of server `{}` is withheld because its pin cannot be checked; details: `switchboard mcp list` on the machine running the gateway",
+                self.tool.name, self.server
+            ),
+            _ => self.tool.message(&self.server),
+        }
+    }
+}
+
+/// The status-line note on a server's withheld tools: how many, which and why, and the
+/// commands that review and accept them.
+fn withheld_note(server: &str, withheld: &[WithheldTool]) -> String {
+    let list: Vec<String> = withheld
+        .iter()
+        .map(|w| format!("`{}` ({})", w.name, w.why()))
+        .collect();
+    let n = withheld.len();
+    let mut note = format!(
+        "{n} tool{} withheld by tool pinning: {}",
+        if n == 1 { "" } else { "s" },
+        list.join(", ")
+    );
+    let unverified = |w: &WithheldTool| matches!(w.reason, WithheldReason::Unverified { .. });
+    if withheld.iter().any(|w| !unverified(w)) {
+        note.push_str(&format!(
+            "; review with `switchboard mcp pins {server}`, then offer with `switchboard mcp pins accept {server} TOOL`"
+        ));
+    }
+    if withheld.iter().any(unverified) {
+        note.push_str("; pins not checked: details in `switchboard mcp list`");
+    }
+    note
+}
+
 /// The downstream view.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
@@ -57,7 +116,10 @@ pub struct Catalog {
     pub prompts: Vec<Prompt>,
     pub resources: Vec<Resource>,
     pub templates: Vec<ResourceTemplate>,
+    /// The offered tools' names (a withheld tool is not in it: see [`Catalog::withheld`]).
     pub tool_names: NameTable,
+    /// The tools withheld by pinning, with their downstream names.
+    pub withheld: Vec<Withheld>,
     pub prompt_names: NameTable,
     pub uris: UriTable,
     pub status: Vec<StatusLine>,
@@ -91,6 +153,7 @@ impl Catalog {
         struct Kept {
             server: String,
             tools: Vec<Tool>,
+            withheld: Vec<WithheldTool>,
             prompts: Vec<Prompt>,
             resources: Vec<Resource>,
             templates: Vec<ResourceTemplate>,
@@ -120,9 +183,14 @@ impl Catalog {
                     ));
                 }
             }
+            let withheld = capped(&snap.withheld, max, "withheld tools", &mut notes);
+            if !withheld.is_empty() {
+                notes.push(withheld_note(&snap.name, &withheld));
+            }
             kept.push(Kept {
                 server: snap.name.clone(),
                 tools,
+                withheld,
                 prompts: capped(&snap.prompts, max, "prompts", &mut notes),
                 resources: capped(&snap.resources, max, "resources", &mut notes),
                 templates: capped(&snap.resource_templates, max, "templates", &mut notes),
@@ -136,10 +204,30 @@ impl Catalog {
                 note: (!notes.is_empty()).then(|| notes.join("; ")),
             });
         }
-        let tool_names = NameTable::build(
-            kept.iter()
-                .flat_map(|k| k.tools.iter().map(|t| (k.server.as_str(), t.name.as_ref()))),
-        );
+        // Withheld tools are named with the offered ones (so no name moves when a tool
+        // is withheld or accepted), then taken out: nothing routes to them.
+        let mut tool_names = NameTable::build(kept.iter().flat_map(|k| {
+            k.tools
+                .iter()
+                .map(|t| (k.server.as_str(), t.name.as_ref()))
+                .chain(
+                    k.withheld
+                        .iter()
+                        .map(|w| (k.server.as_str(), w.name.as_str())),
+                )
+        }));
+        let mut withheld = Vec::new();
+        for k in &kept {
+            for w in &k.withheld {
+                if let Some(name) = tool_names.remove(&k.server, &w.name) {
+                    withheld.push(Withheld {
+                        name,
+                        server: k.server.clone(),
+                        tool: w.clone(),
+                    });
+                }
+            }
+        }
         let prompt_names = NameTable::build(kept.iter().flat_map(|k| {
             k.prompts
                 .iter()
@@ -167,6 +255,7 @@ impl Catalog {
 
         let mut cat = Catalog {
             tool_names,
+            withheld,
             prompt_names,
             status,
             upstream_instructions,
@@ -223,6 +312,11 @@ impl Catalog {
         }
         cat.uris = uris;
         cat
+    }
+
+    /// The withheld tool a client knows as `name`, if it is one.
+    pub fn withheld(&self, name: &str) -> Option<&Withheld> {
+        self.withheld.iter().find(|w| w.name == name)
     }
 
     /// The gateway's `instructions`: which servers are in, which are not and why, then
@@ -386,6 +480,97 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("b__own`"), "{text}");
+    }
+
+    #[test]
+    fn a_withheld_tool_is_not_offered_or_routed_but_named_refused_and_noted() {
+        let mut a = snap(
+            "a",
+            json!({"tools": [{"name": "kept", "inputSchema": {"type": "object"}}]}),
+        );
+        a.withheld = vec![
+            WithheldTool {
+                name: "echo".into(),
+                reason: WithheldReason::Changed,
+            },
+            WithheldTool {
+                name: "say".into(),
+                reason: WithheldReason::Renamed {
+                    from: "talk".into(),
+                },
+            },
+        ];
+        let mut b = snap("b", json!({}));
+        b.withheld = vec![WithheldTool {
+            name: "t".into(),
+            reason: WithheldReason::Unverified {
+                error: "the pins file /home/me/.switchboard/pins.json is not valid".into(),
+            },
+        }];
+        let cat = Catalog::build(&[a, b], &CatalogOptions::default());
+        let names: Vec<&str> = cat.tools.iter().map(|t| t.name.as_ref()).collect();
+        assert_eq!(names, ["a__kept"]);
+        assert_eq!(cat.tool_names.resolve("a__echo"), None);
+        assert_eq!(cat.tool_names.resolve("a__kept"), Some(("a", "kept")));
+        let echo = cat.withheld("a__echo").unwrap();
+        assert!(
+            echo.refusal()
+                .contains("`switchboard mcp pins accept a echo`"),
+            "{}",
+            echo.refusal()
+        );
+        assert!(
+            cat.withheld("a__say")
+                .unwrap()
+                .refusal()
+                .contains("looks like the pinned tool `talk`")
+        );
+        // A pin that cannot be checked: the gateway's words, not the local file's path.
+        let t = cat.withheld("b__t").unwrap().refusal();
+        assert!(
+            t.contains("cannot be checked") && !t.contains("/home/me"),
+            "{t}"
+        );
+        assert!(cat.withheld("a__kept").is_none());
+        let text = cat.instructions();
+        assert!(
+            text.contains(
+                "- `a`: connected (2 tools withheld by tool pinning: `echo` (changed since pinned), `say` (renamed from `talk`); review with `switchboard mcp pins a`, then offer with `switchboard mcp pins accept a TOOL`)"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("- `b`: connected (1 tool withheld by tool pinning: `t` (pin not checked); pins not checked: details in `switchboard mcp list`)"),
+            "{text}"
+        );
+        assert!(!text.contains("/home/me"), "{text}");
+    }
+
+    #[test]
+    fn a_withheld_tool_keeps_the_name_it_had_when_its_name_collides() {
+        // `a__b` + `c` and `a` + `b__c` both make `a__b__c`: hashed whether or not one
+        // of them is withheld, so a client calling the name it saw is told why.
+        let both = snap(
+            "a",
+            json!({"tools": [{"name": "b__c", "inputSchema": {"type": "object"}}]}),
+        );
+        let mut other = snap(
+            "a__b",
+            json!({"tools": [{"name": "c", "inputSchema": {"type": "object"}}]}),
+        );
+        let before = Catalog::build(&[both.clone(), other.clone()], &CatalogOptions::default());
+        let seen = before.tool_names.name_of("a__b", "c").unwrap().to_string();
+        other.tools.clear();
+        other.withheld = vec![WithheldTool {
+            name: "c".into(),
+            reason: WithheldReason::Changed,
+        }];
+        let after = Catalog::build(&[both, other], &CatalogOptions::default());
+        assert_eq!(after.withheld(&seen).unwrap().tool.name, "c");
+        assert_eq!(
+            after.tool_names.name_of("a", "b__c"),
+            before.tool_names.name_of("a", "b__c")
+        );
     }
 
     #[test]

@@ -22,6 +22,17 @@
 //! with roots arriving or a session with roots ending, become
 //! `notifications/roots/list_changed` to every server.
 //!
+//! Tool pinning: a host built with a pin store withholds a tool that changed or was
+//! renamed since it was pinned (`switchboard_host::pins`), and the catalog leaves it
+//! out (`crate::catalog`). When a re-list withholds a tool, clients get
+//! `list_changed` and a warning log notification naming the tool and
+//! `switchboard mcp pins accept SERVER TOOL`. An accept made by another process (the
+//! usual case: `switchboard mcp pins accept` in a terminal) is seen by watching the
+//! pins file (its size, time and inode, every [`PINS_CHECK`]): when it changes, the
+//! host judges every server's tools again and an accepted tool is offered with
+//! `list_changed`; a call to a withheld tool re-judges first, so it never waits for
+//! the watch.
+//!
 //! It owns no connection of its own: upstream servers are reached only through the
 //! [`Host`], downstream clients only through their rmcp `Peer`. Locks are sync mutexes
 //! held only to copy in or out, never across an `.await`.
@@ -77,6 +88,9 @@ impl Default for GatewayOptions {
         }
     }
 }
+
+/// How often the pins file is looked at for an accept made by another process.
+pub const PINS_CHECK: Duration = Duration::from_secs(1);
 
 /// How long a forwarded `roots/list` waits for the client (no person is involved).
 const ROOTS_TIMEOUT: Duration = Duration::from_secs(30);
@@ -741,6 +755,7 @@ impl Shared {
             Ok(mut c) => std::mem::replace(&mut *c, new.clone()),
             Err(_) => return,
         };
+        self.announce_withheld(&old, &new).await;
         let changed = ListsChanged::between(&old, &new);
         if !changed.any() {
             return;
@@ -761,6 +776,28 @@ impl Shared {
             }
             if resources {
                 let _ = peer.notify_resource_list_changed().await;
+            }
+        }
+    }
+
+    /// Tells every client about each tool `new` withholds that `old` did not: why, and
+    /// the command that offers it again (`list_changed` follows from the lists).
+    async fn announce_withheld(&self, old: &Catalog, new: &Catalog) {
+        let fresh: Vec<String> = new
+            .withheld
+            .iter()
+            .filter(|w| old.withheld(&w.name).is_none_or(|o| o.tool != w.tool))
+            .map(|w| w.refusal())
+            .collect();
+        if fresh.is_empty() {
+            return;
+        }
+        for (peer, min) in self.live_peers() {
+            if min.is_some_and(|m| level_rank(LoggingLevel::Warning) < level_rank(m)) {
+                continue;
+            }
+            for text in &fresh {
+                notify_log(&peer, LoggingLevel::Warning, text).await;
             }
         }
     }
@@ -848,10 +885,17 @@ impl Gateway {
         Gateway { shared }
     }
 
-    /// Connects every server in the background and starts following the host's events.
+    /// Connects every server in the background and starts following the host's events
+    /// (and, with a pin store, the pins file).
     pub fn start(&self) {
         let events = self.shared.host.subscribe();
         tokio::spawn(follow(Arc::downgrade(&self.shared), events));
+        if let Some(store) = self.shared.host.pin_store() {
+            tokio::spawn(watch_pins(
+                Arc::downgrade(&self.shared),
+                store.path().to_path_buf(),
+            ));
+        }
         let shared = self.shared.clone();
         tokio::spawn(async move {
             shared.host.start().await;
@@ -878,6 +922,35 @@ impl Gateway {
     /// Closes every upstream connection.
     pub async fn shutdown(&self) {
         self.shared.host.shutdown().await;
+    }
+}
+
+/// What tells one version of a file from the next: size, modification time, inode
+/// (the pins file is replaced by a rename). `None`: not there.
+async fn file_stamp(path: &std::path::Path) -> Option<(u64, Option<std::time::SystemTime>, u64)> {
+    let meta = tokio::fs::metadata(path).await.ok()?;
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(&meta);
+    #[cfg(not(unix))]
+    let inode = 0;
+    Some((meta.len(), meta.modified().ok(), inode))
+}
+
+/// Judges every server's tools again whenever the pins file changes (an accept made
+/// by `switchboard mcp pins accept`, or by another gateway); the host's `ListsUpdated`
+/// then rebuilds the catalog. Ends with the gateway.
+async fn watch_pins(shared: Weak<Shared>, path: std::path::PathBuf) {
+    let mut last = file_stamp(&path).await;
+    loop {
+        tokio::time::sleep(PINS_CHECK).await;
+        let Some(s) = shared.upgrade() else {
+            return;
+        };
+        let now = file_stamp(&path).await;
+        if now != last {
+            last = now;
+            s.host.review_pins().await;
+        }
     }
 }
 

@@ -31,7 +31,7 @@ mod subscriptions;
 pub mod uris;
 
 pub use audit::{Audit, AuditEntry, error_class, withheld_uri};
-pub use catalog::{Catalog, CatalogOptions, StatusLine, downstream_reason};
+pub use catalog::{Catalog, CatalogOptions, StatusLine, Withheld, downstream_reason};
 pub use error::GatewayError;
 pub use gateway::{Forwarded, Gateway, GatewayHooks, GatewayOptions, LOGGER};
 pub use http::{HttpOptions, MCP_PATH, generate_token, serve_http};

@@ -123,6 +123,16 @@ impl NameTable {
             .map(String::as_str)
     }
 
+    /// Takes `(server, item)` out of the table; its name, when it had one. The other
+    /// names stay as they were (they were chosen with it in the set).
+    pub fn remove(&mut self, server: &str, item: &str) -> Option<String> {
+        let name = self
+            .forward
+            .remove(&(server.to_string(), item.to_string()))?;
+        self.back.remove(&name);
+        Some(name)
+    }
+
     /// How many names the table holds.
     pub fn len(&self) -> usize {
         self.back.len()
@@ -175,5 +185,17 @@ mod tests {
             );
         }
         assert_eq!(t.len(), 3);
+    }
+
+    #[test]
+    fn a_removed_pair_no_longer_resolves_and_the_others_keep_their_names() {
+        let mut t = NameTable::build([("a__b", "c"), ("a", "b__c")]);
+        let kept = t.name_of("a", "b__c").unwrap().to_string();
+        let gone = t.remove("a__b", "c").unwrap();
+        assert_eq!(t.resolve(&gone), None);
+        assert_eq!(t.name_of("a__b", "c"), None);
+        assert_eq!(t.resolve(&kept), Some(("a", "b__c")));
+        assert_eq!(t.remove("a__b", "c"), None);
+        assert_eq!(t.len(), 1);
     }
 }

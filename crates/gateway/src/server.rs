@@ -18,6 +18,9 @@
 //! annotations) are copied untouched but for that `resultType`, which rmcp drops again
 //! for clients on older protocols. A `resources/subscribe` the client cancelled while
 //! it ran is undone.
+//! A call to a tool withheld by pinning is refused with why and
+//! `switchboard mcp pins accept SERVER TOOL` ([`crate::Withheld::refusal`]), after the
+//! pins are judged again (an accept made a moment ago offers it at once).
 #![allow(deprecated)] // logging/setLevel: deprecated by SEP-2577, still in use
 
 use std::sync::Arc;
@@ -587,14 +590,27 @@ impl ServerHandler for GatewayServer {
     ) -> Result<CallToolResponse, ErrorData> {
         let started = Instant::now();
         let requested = request.name.to_string();
-        let catalog = self
+        let mut catalog = self
             .catalog_with(|c| c.tool_names.resolve(&requested).is_some())
             .await;
+        if catalog.tool_names.resolve(&requested).is_none()
+            && catalog.withheld(&requested).is_some()
+        {
+            // Withheld by pinning: an accept made since (`switchboard mcp pins accept`,
+            // another process) offers it at once, before the pins file watch sees it.
+            self.shared.host.review_pins().await;
+            catalog = self.shared.fresh_catalog().await;
+        }
         let keep = self.audit_payloads();
         let args_value = self.audit_arguments(request.arguments.as_ref());
         let Some((server, tool)) = catalog.tool_names.resolve(&requested) else {
             let err = ErrorData::invalid_params(
-                format!("unknown tool `{requested}`: list the gateway's tools with tools/list"),
+                match catalog.withheld(&requested) {
+                    Some(w) => w.refusal(),
+                    None => format!(
+                        "unknown tool `{requested}`: list the gateway's tools with tools/list"
+                    ),
+                },
                 None,
             );
             let r: Result<(), ErrorData> = Err(err.clone());
