@@ -29,7 +29,7 @@ use switchboard_gateway::{
 use switchboard_host::{Host, HostOptions};
 
 use crate::ctx::{self, Globals};
-use crate::globals::error_line;
+use crate::globals::{error_line, error_text};
 
 /// The environment variable that may hold the HTTP gateway's token.
 pub const TOKEN_ENV: &str = "SWITCHBOARD_GATEWAY_TOKEN";
@@ -143,7 +143,7 @@ pub fn main(g: Globals, a: GatewayArgs) -> ExitCode {
     match result {
         Ok(code) => code,
         Err(e) => {
-            error_line(&format!("error: {e:#}"));
+            error_line(&error_text(&e));
             ExitCode::from(1)
         }
     }

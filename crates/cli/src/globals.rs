@@ -50,9 +50,6 @@ impl GlobalArgs {
 /// `error: ` and the error with its causes, joined by `: `, leaving out a cause whose
 /// text is already in what is printed before it (many errors repeat their source in
 /// their own message: "…: No such file or directory: No such file or directory").
-// Used by `switchboard` (main.rs); the lean gateway binary shares this module but its
-// error path (gateway.rs) does not call it yet.
-#[allow(dead_code)]
 pub fn error_text(e: &anyhow::Error) -> String {
     let mut text = String::from("error: ");
     let mut first = true;

@@ -46,8 +46,17 @@ fn settings(dir: &Path, cancel_log: &Path, extra: Value) -> PathBuf {
     path
 }
 
+/// Runs a client driver with a throwaway HOME: the SDKs hand a stdio child only HOME and
+/// PATH, so a gateway they spawn keeps its pins (and anything else under
+/// `~/.switchboard`) there, never in the real home where other tests' pins would judge it.
 fn run_driver(mut cmd: Command) -> Value {
-    let out = cmd.stderr(Stdio::inherit()).output().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let out = cmd
+        .env("HOME", home.path())
+        .env_remove("SWITCHBOARD_HOME")
+        .stderr(Stdio::inherit())
+        .output()
+        .unwrap();
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "driver failed: {text}");
     let line = text.lines().last().unwrap_or("");

@@ -41,8 +41,11 @@ impl Drop for LineClient {
 
 impl LineClient {
     fn start(env: &common::Env, args: &[&str]) -> Self {
+        // The first list waits for every server (a loaded machine may take over the
+        // default 5 s to start a Python one), so the first call finds its raw lane.
         let mut child = Command::new(BIN)
             .args(args)
+            .args(["--wait-ms", "30000"])
             .env("HOME", env.home.path())
             .env("SWITCHBOARD_HOME", env.sb.path())
             .env_remove("SWITCHBOARD_LOG")

@@ -37,11 +37,16 @@ fn trust_settings(dir: &Path, b_log: &Path) -> PathBuf {
 }
 
 fn trust_driver(plan: Value) -> Value {
+    // A throwaway HOME: the SDK hands a stdio gateway only HOME and PATH, so its pins
+    // stay out of the real home.
+    let home = tempfile::tempdir().unwrap();
     let out = Command::new("timeout")
         .arg("180")
         .arg(python_bin())
         .arg(drivers().join("py_trust_client.py"))
         .arg(plan.to_string())
+        .env("HOME", home.path())
+        .env_remove("SWITCHBOARD_HOME")
         .stderr(Stdio::inherit())
         .output()
         .unwrap();
