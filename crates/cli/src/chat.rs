@@ -5,13 +5,26 @@
 //! starting do not block the first prompt, and their tools join when ready. `-p` runs
 //! one turn for scripts: it waits for discovery (bounded by each server's start-up
 //! timeout), prints the answer on stdout and exits non-zero on failure.
-//! Ctrl-C cancels the running turn (tool calls get `notifications/cancelled`); a
-//! second Ctrl-C at the prompt quits.
+//!
+//! A tool call of a server not trusted asks first: on a terminal one key answers
+//! (`y` once, `t`/`s` always this tool/server, `S` always and saved, `n`, Enter or Esc
+//! cancel; the choice is echoed); if the terminal cannot give single keys, a line is
+//! read. Without a terminal the call is declined.
+//!
+//! Ctrl-C anywhere in a turn cancels the turn at once: the model request is dropped,
+//! tool calls in flight get `notifications/cancelled`, a pending confirmation counts as
+//! declined and nothing more is asked in that turn; the prompt returns. At the prompt,
+//! Ctrl-C once says how to quit and a second Ctrl-C quits.
+//!
+//! Servers that connect, fail or reconnect while the session runs are announced through
+//! the line editor's printer (above the prompt, which is redrawn); the CLI's own escapes
+//! never pass through [`crate::term::visible`], the server text does.
 
 use std::collections::HashSet;
 use std::io::{BufRead, IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context, Result, anyhow, bail};
 use futures::future::BoxFuture;
@@ -82,21 +95,53 @@ impl From<Provider> for switchboard_model::Provider {
     }
 }
 
-/// Asks on the terminal; without one, declines (scripts use `--yolo` or `trust`).
-struct TerminalConfirmer;
+/// The running turn's cancellation, shared by the session (Ctrl-C as a signal) and
+/// the confirmation prompt (Ctrl-C read as a key).
+#[derive(Clone, Default)]
+struct TurnSignal(Arc<std::sync::Mutex<CancellationToken>>);
 
-impl Confirmer for TerminalConfirmer {
-    fn confirm(&self, r: ConfirmRequest) -> BoxFuture<'static, Decision> {
-        Box::pin(async move {
-            tokio::task::spawn_blocking(move || ask_confirmation(&r))
-                .await
-                .unwrap_or(Decision::Cancel)
-        })
+impl TurnSignal {
+    /// A fresh token for a new turn.
+    fn begin(&self) -> CancellationToken {
+        let token = CancellationToken::new();
+        if let Ok(mut current) = self.0.lock() {
+            *current = token.clone();
+        }
+        token
+    }
+
+    /// The token of the turn running now.
+    fn current(&self) -> CancellationToken {
+        self.0.lock().map(|t| t.clone()).unwrap_or_default()
     }
 }
 
-fn ask_confirmation(r: &ConfirmRequest) -> Decision {
-    let mut err = std::io::stderr();
+/// Asks on the terminal; without one, declines (scripts use `--yolo` or `trust`).
+struct TerminalConfirmer {
+    turn: TurnSignal,
+}
+
+impl Confirmer for TerminalConfirmer {
+    fn confirm(&self, r: ConfirmRequest) -> BoxFuture<'static, Decision> {
+        let cancel = self.turn.current();
+        Box::pin(ask_confirmation(r, cancel))
+    }
+}
+
+/// What the person answered at the confirmation.
+enum Reply {
+    Decided(Decision),
+    /// Ctrl-C: the whole turn is cancelled.
+    Interrupted,
+}
+
+const CONFIRM_PROMPT: &str = "  Run it? [y] once  [t] always this tool  [s] always this server  [S] always, and save  [n] cancel: ";
+
+async fn ask_confirmation(r: ConfirmRequest, cancel: CancellationToken) -> Decision {
+    // A turn cancelled at an earlier confirmation asks nothing more.
+    if cancel.is_cancelled() {
+        return Decision::Cancel;
+    }
     let hints = match (r.read_only, r.destructive) {
         (true, _) => " (read-only)",
         (false, true) => " (DESTRUCTIVE)",
@@ -112,40 +157,103 @@ fn ask_confirmation(r: &ConfirmRequest) -> Decision {
         return Decision::Cancel;
     }
     errln!("\n⚙ {}.{}{hints}\n  {args}", r.server, r.tool);
-    loop {
-        errout!(
-            "  Run it? [y] once  [t] always this tool  [s] always this server  [S] always, and save  [n] cancel: "
-        );
-        let _ = err.flush();
-        let mut line = String::new();
-        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
-            return Decision::Cancel;
-        }
-        let answer = line.trim();
-        let lowered = if answer == "S" {
-            "S".to_string()
-        } else {
-            answer.to_ascii_lowercase()
-        };
-        match lowered.as_str() {
-            "y" | "yes" => return Decision::ProceedOnce,
-            "t" => return Decision::AlwaysTool,
-            "s" => return Decision::AlwaysServer,
-            "save" | "S" => {
-                match save_trust(&r.server) {
-                    Ok(path) => {
-                        errln!("  saved: `{}` is trusted in {}", r.server, path.display());
-                    }
-                    Err(e) => {
-                        errln!("  could not save ({e:#}); trusting it for this session only");
-                    }
-                }
-                return Decision::AlwaysServer;
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut asking = {
+        let stop = stop.clone();
+        let server = r.server.clone();
+        tokio::task::spawn_blocking(move || read_reply(&server, &stop))
+    };
+    tokio::select! {
+        reply = &mut asking => match reply {
+            Ok(Reply::Decided(d)) => d,
+            Ok(Reply::Interrupted) => {
+                cancel.cancel();
+                Decision::Cancel
             }
-            "n" | "no" | "" => return Decision::Cancel,
-            _ => {}
+            Err(_) => Decision::Cancel,
+        },
+        // Cancelled elsewhere (a signal): give the key reader back the terminal first.
+        _ = cancel.cancelled() => {
+            stop.store(true, Ordering::SeqCst);
+            let _ = asking.await;
+            errln!();
+            Decision::Cancel
         }
     }
+}
+
+/// Reads the answer: one key on a terminal that gives single keys, else a line.
+fn read_reply(server: &str, stop: &AtomicBool) -> Reply {
+    errout!("{CONFIRM_PROMPT}");
+    let _ = std::io::stderr().flush();
+    loop {
+        let key = match crate::term::read_key(stop) {
+            Ok(Some(key)) => key,
+            Ok(None) => return Reply::Decided(Decision::Cancel),
+            Err(_) => return read_line_reply(server),
+        };
+        let choice = match key {
+            crate::term::Key::Interrupt => {
+                errln!("^C");
+                return Reply::Interrupted;
+            }
+            crate::term::Key::Enter | crate::term::Key::Escape | crate::term::Key::EndOfFile => {
+                "n".to_string()
+            }
+            crate::term::Key::Char(c) => c.to_string(),
+            crate::term::Key::Other => continue,
+        };
+        if let Some(decision) = decide(&choice, server, || errln!("{choice}")) {
+            return Reply::Decided(decision);
+        }
+    }
+}
+
+/// Reads the answer as a line (a terminal that cannot give single keys).
+fn read_line_reply(server: &str) -> Reply {
+    loop {
+        let mut line = String::new();
+        if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+            return Reply::Decided(Decision::Cancel);
+        }
+        if let Some(decision) = decide(line.trim(), server, || {}) {
+            return Reply::Decided(decision);
+        }
+        errout!("{CONFIRM_PROMPT}");
+        let _ = std::io::stderr().flush();
+    }
+}
+
+/// What an answer means (`S` saves; other letters in either case); `None` for an
+/// answer that is none of the choices. `echo` runs before anything is printed about a
+/// valid answer.
+fn decide(answer: &str, server: &str, echo: impl FnOnce()) -> Option<Decision> {
+    let lowered = if answer == "S" {
+        "S".to_string()
+    } else {
+        answer.to_ascii_lowercase()
+    };
+    let decision = match lowered.as_str() {
+        "y" | "yes" => Decision::ProceedOnce,
+        "t" => Decision::AlwaysTool,
+        "s" => Decision::AlwaysServer,
+        "save" | "S" => {
+            echo();
+            match save_trust(server) {
+                Ok(path) => {
+                    errln!("  saved: `{server}` is trusted in {}", path.display());
+                }
+                Err(e) => {
+                    errln!("  could not save ({e:#}); trusting it for this session only");
+                }
+            }
+            return Some(Decision::AlwaysServer);
+        }
+        "n" | "no" | "" => Decision::Cancel,
+        _ => return None,
+    };
+    echo();
+    Some(decision)
 }
 
 /// The model client through the one factory: `--provider` over `provider` in the
@@ -235,16 +343,17 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
         stream: !a.no_stream,
         ..Default::default()
     };
+    let turn = TurnSignal::default();
     let confirmer: Arc<dyn Confirmer> = if a.yolo {
         Arc::new(AlwaysApprove)
     } else {
-        Arc::new(TerminalConfirmer)
+        Arc::new(TerminalConfirmer { turn: turn.clone() })
     };
     let result = match &a.prompt {
         Some(prompt) => {
             host.start().await;
             let mut chat = Chat::new(host.clone(), client, opts, confirmer);
-            one_shot(&mut chat, prompt).await
+            one_shot(&mut chat, prompt, &turn).await
         }
         None => {
             let starter = {
@@ -252,7 +361,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
                 tokio::spawn(async move { host.start().await })
             };
             let mut chat = Chat::new(host.clone(), client, opts, confirmer);
-            let r = interactive(&mut chat).await;
+            let r = interactive(&mut chat, &turn).await;
             starter.abort();
             r
         }
@@ -261,7 +370,7 @@ pub async fn run(g: &Globals, a: ChatArgs) -> Result<ExitCode> {
     result
 }
 
-async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
+async fn one_shot(chat: &mut Chat, prompt: &str, turn: &TurnSignal) -> Result<ExitCode> {
     for s in chat.host().snapshot() {
         if s.status == ServerStatus::Disconnected
             && let Some(e) = &s.error
@@ -273,7 +382,8 @@ async fn one_shot(chat: &mut Chat, prompt: &str) -> Result<ExitCode> {
         Some(parts) => parts,
         None => return Ok(ExitCode::SUCCESS),
     };
-    let (cancel, ctrl_c) = cancel_on_ctrl_c();
+    let cancel = turn.begin();
+    let ctrl_c = cancel_on_ctrl_c(&cancel);
     let outcome = run_turn(chat, parts, &cancel).await;
     ctrl_c.abort();
     outln!();
@@ -341,18 +451,14 @@ fn render_event(out: &mut std::io::Stdout, ev: ChatEvent) {
     }
 }
 
-/// A token that Ctrl-C cancels, and the task watching for it (abort it after the turn).
-fn cancel_on_ctrl_c() -> (CancellationToken, tokio::task::JoinHandle<()>) {
-    let cancel = CancellationToken::new();
-    let watcher = {
-        let cancel = cancel.clone();
-        tokio::spawn(async move {
-            if tokio::signal::ctrl_c().await.is_ok() {
-                cancel.cancel();
-            }
-        })
-    };
-    (cancel, watcher)
+/// The task that cancels `cancel` on Ctrl-C (abort it after the turn).
+fn cancel_on_ctrl_c(cancel: &CancellationToken) -> tokio::task::JoinHandle<()> {
+    let cancel = cancel.clone();
+    tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            cancel.cancel();
+        }
+    })
 }
 
 /// Turns a line into message parts (see `switchboard_chat::expand_input`): `/prompt …`
@@ -397,6 +503,8 @@ fn help_text(host: &Host) -> String {
 /// saves to (`~/.switchboard/chat_history`).
 struct LineEditor {
     editor: Arc<std::sync::Mutex<rustyline::DefaultEditor>>,
+    /// Prints above the prompt (`None` when stdin or stdout is not a terminal).
+    printer: Option<Box<dyn rustyline::ExternalPrinter + Send>>,
     history: Option<std::path::PathBuf>,
     /// Whether the last read was interrupted by Ctrl-C (a second one quits).
     last_interrupt: bool,
@@ -413,18 +521,40 @@ enum Input {
 
 impl LineEditor {
     fn open() -> Result<Self> {
-        let editor = Arc::new(std::sync::Mutex::new(
-            rustyline::DefaultEditor::new().context("cannot open the terminal line editor")?,
-        ));
+        let mut line_editor =
+            rustyline::DefaultEditor::new().context("cannot open the terminal line editor")?;
+        let printer = line_editor
+            .create_external_printer()
+            .ok()
+            .map(|p| Box::new(p) as Box<dyn rustyline::ExternalPrinter + Send>);
+        let editor = Arc::new(std::sync::Mutex::new(line_editor));
         let history = ctx::home_dir().ok().map(|h| h.join("chat_history"));
         if let (Some(path), Ok(mut ed)) = (&history, editor.lock()) {
             let _ = ed.load_history(path);
         }
         Ok(Self {
             editor,
+            printer,
             history,
             last_interrupt: false,
         })
+    }
+
+    /// The announcer for [`announce_servers`]: a thread printing through the line
+    /// editor's printer until the announcer is dropped, or stderr.
+    fn announcer(&mut self) -> Announcer {
+        let Some(mut printer) = self.printer.take() else {
+            return Announcer::Stderr;
+        };
+        let (tx, rx) = std::sync::mpsc::channel::<String>();
+        std::thread::spawn(move || {
+            for line in rx {
+                if printer.print(format!("{line}\n")).is_err() {
+                    eprintln!("{line}");
+                }
+            }
+        });
+        Announcer::Printer(tx)
     }
 
     async fn read(&mut self) -> Input {
@@ -494,20 +624,20 @@ enum Flow {
     Quit,
 }
 
-async fn interactive(chat: &mut Chat) -> Result<ExitCode> {
+async fn interactive(chat: &mut Chat, turn: &TurnSignal) -> Result<ExitCode> {
     let mut editor = LineEditor::open()?;
     // Subscribe before waiting, so that no server is missed between the banner and
     // the notifier.
     let host_events = chat.host().subscribe();
     let announced = print_banner(chat).await;
-    let notifier = tokio::spawn(announce_servers(host_events, announced));
+    let notifier = tokio::spawn(announce_servers(host_events, announced, editor.announcer()));
     loop {
         let line = match editor.read().await {
             Input::Line(line) => line,
             Input::Again => continue,
             Input::Quit => break,
         };
-        if handle_line(chat, line.trim()).await == Flow::Quit {
+        if handle_line(chat, line.trim(), turn).await == Flow::Quit {
             break;
         }
     }
@@ -531,12 +661,12 @@ async fn print_banner(chat: &Chat) -> HashSet<String> {
         .map(|s| {
             if s.origin == "default" {
                 format!(
-                    "{} ({} tools; the bundled demo server, as no settings file exists)",
+                    "{} ({}; the bundled demo server, as no settings file exists)",
                     s.name,
-                    s.tools.len()
+                    crate::term::count(s.tools.len(), "tool")
                 )
             } else {
-                format!("{} ({} tools)", s.name, s.tools.len())
+                format!("{} ({})", s.name, crate::term::count(s.tools.len(), "tool"))
             }
         })
         .collect();
@@ -584,6 +714,7 @@ async fn print_banner(chat: &Chat) -> HashSet<String> {
 async fn announce_servers(
     mut events: tokio::sync::broadcast::Receiver<HostEvent>,
     mut announced: HashSet<String>,
+    announcer: Announcer,
 ) {
     while let Ok(ev) = events.recv().await {
         match ev {
@@ -592,41 +723,66 @@ async fn announce_servers(
                 status: ServerStatus::Connected,
                 ..
             } if announced.insert(server.clone()) => {
-                errln!("\r[MCP server `{server}` connected; its tools join the next message]");
+                announcer.say(&format!(
+                    "[MCP server `{server}` connected; its tools join the next message]"
+                ));
             }
             HostEvent::Status {
                 server,
                 status: ServerStatus::Disconnected,
                 error: Some(e),
             } => {
-                eprint!("\r");
-                errln!("[MCP server `{server}`: {e}]");
+                announcer.say(&format!("[MCP server `{server}`: {e}]"));
             }
             HostEvent::Reconnecting {
                 server,
                 attempt,
                 delay,
             } => {
-                errln!(
-                    "\r[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
+                announcer.say(&format!(
+                    "[MCP server `{server}` dropped; reconnecting in {} s (attempt {attempt})]",
                     delay.as_secs()
-                );
+                ));
             }
             _ => {}
         }
     }
 }
 
+/// Where announcements made while the session runs go: the line editor's printer on a
+/// terminal (printed above the prompt, which is redrawn; straight out while no prompt
+/// is shown), else stderr.
+enum Announcer {
+    /// Lines for the thread that owns the printer (its writes may block briefly).
+    Printer(std::sync::mpsc::Sender<String>),
+    Stderr,
+}
+
+impl Announcer {
+    /// Prints one line; `text` is made visible here, the printer's escapes are its own.
+    fn say(&self, text: &str) {
+        let line = crate::term::visible(text).into_owned();
+        match self {
+            Self::Printer(tx) => {
+                if let Err(std::sync::mpsc::SendError(line)) = tx.send(line) {
+                    eprintln!("{line}");
+                }
+            }
+            Self::Stderr => eprintln!("{line}"),
+        }
+    }
+}
+
 /// One line the person typed (trimmed): nothing, a slash command, or a message for a
 /// turn.
-async fn handle_line(chat: &mut Chat, line: &str) -> Flow {
+async fn handle_line(chat: &mut Chat, line: &str, turn: &TurnSignal) -> Flow {
     if line.is_empty() {
         return Flow::Continue;
     }
     if let Some(flow) = slash_command(chat, line).await {
         return flow;
     }
-    one_turn(chat, line).await;
+    one_turn(chat, line, turn).await;
     Flow::Continue
 }
 
@@ -696,7 +852,7 @@ async fn mcp_command(chat: &mut Chat, rest: &str) {
 
 /// A message for the model: expanded (prompts, `@server:uri`), sent, its events shown;
 /// Ctrl-C cancels it. Errors are printed and the session goes on.
-async fn one_turn(chat: &mut Chat, line: &str) {
+async fn one_turn(chat: &mut Chat, line: &str, turn: &TurnSignal) {
     let parts = match expand_input(chat, line).await {
         Ok(Some(p)) => p,
         Ok(None) => return,
@@ -705,9 +861,14 @@ async fn one_turn(chat: &mut Chat, line: &str) {
             return;
         }
     };
-    let (cancel, ctrl_c) = cancel_on_ctrl_c();
+    let cancel = turn.begin();
+    let ctrl_c = cancel_on_ctrl_c(&cancel);
     if let Err(e) = run_turn(chat, parts, &cancel).await {
-        errln!("\nerror: {e:#}");
+        if cancel.is_cancelled() {
+            errln!("\n[the turn was cancelled]");
+        } else {
+            errln!("\nerror: {e:#}");
+        }
     }
     ctrl_c.abort();
     outln!();

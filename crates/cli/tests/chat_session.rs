@@ -2,6 +2,12 @@
 //! editing, streamed output, a tool call, `/mcp`, Ctrl-D). The transcript is kept in
 //! `docs/chat-session.md`; this test fails when the program's behaviour and the doc
 //! drift apart. Regenerate the doc with `SWITCHBOARD_UPDATE_DOCS=1`.
+//!
+//! The other sessions here check what the doc does not show: the confirmation answered
+//! by one key (and `S` saving trust), counts in the banner, a server connecting late
+//! announced cleanly, and Ctrl-C ending a turn at once — at a confirmation (the call never
+//! made) or with a call in flight (the server told) — then the prompt back and Ctrl-C
+//! twice quitting.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use std::process::Command;
@@ -245,7 +251,7 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
     tmux.wait_for("Ctrl-D to quit.").await;
     tmux.send(&["echo first", "Enter"]);
     tmux.wait_for("Run it?").await;
-    tmux.send(&["y", "Enter"]);
+    tmux.send(&["y"]);
     tmux.wait_for("one: Echo: first").await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     tmux.send(&["echo second", "Enter"]);
@@ -259,7 +265,7 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    tmux.send(&["S", "Enter"]);
+    tmux.send(&["S"]);
     tmux.wait_for("two: Echo: second").await;
     let screen = tmux.capture();
     assert!(screen.contains("saved: `mine` is trusted in"), "{screen}");
@@ -268,4 +274,247 @@ async fn confirmation_prompt_runs_once_and_can_save_trust() {
     assert_eq!(file["mcpServers"]["mine"]["trust"], true);
     assert_eq!(file["keep"], 1);
     tmux.send(&["C-d"]);
+}
+
+/// A chat session in tmux (160×50) running `switchboard chat` with `settings` as the
+/// user's settings file; dropped, it kills its tmux server.
+struct Session {
+    tmux: Tmux,
+    _home: tempfile::TempDir,
+    _project: tempfile::TempDir,
+}
+
+impl Session {
+    fn start(name: &str, fake: &FakeGemini, settings: serde_json::Value) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let project = tempfile::tempdir().unwrap();
+        std::fs::write(home.path().join("settings.json"), settings.to_string()).unwrap();
+        let tmux = Tmux {
+            socket: format!("sb-{name}-{}", std::process::id()),
+        };
+        let command = format!(
+            "cd {} && env SWITCHBOARD_HOME={} GEMINI_API_KEY={} GEMINI_BASE_URL={} {} chat",
+            project.path().display(),
+            home.path().display(),
+            fake.api_key(),
+            fake.base_url,
+            env!("CARGO_BIN_EXE_switchboard")
+        );
+        let args = ["new-session", "-d", "-s", "s", "-x", "160", "-y", "50"];
+        assert!(
+            tmux.cmd()
+                .args(args)
+                .arg(&command)
+                .status()
+                .unwrap()
+                .success()
+        );
+        Self {
+            tmux,
+            _home: home,
+            _project: project,
+        }
+    }
+
+    fn running(&self) -> bool {
+        self.tmux
+            .cmd()
+            .args(["has-session", "-t", "s"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+}
+
+/// The `hang_tool` peer (tools `hang` and `echo`) with every message it receives
+/// appended to `received` and the cancellations it hears to `cancelled`.
+fn recorded_hang_peer(
+    received: &std::path::Path,
+    cancelled: &std::path::Path,
+) -> serde_json::Value {
+    let (python, args) = switchboard_testkit::bad_peer("hang_tool");
+    json!({
+        "command": "sh",
+        "args": ["-c", format!("tee -a {} | exec {python} {}", received.display(), args[0])],
+        "env": {"SWITCHBOARD_CANCEL_LOG": cancelled.display().to_string()},
+    })
+}
+
+/// Waits until `f` holds, for at most `limit`.
+async fn eventually(limit: Duration, mut f: impl FnMut() -> bool) -> bool {
+    let start = Instant::now();
+    while start.elapsed() < limit {
+        if f() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    f()
+}
+
+/// Counts are pluralised, a server that connects late is announced without a visible
+/// `\r`, one key answers the confirmation, and Ctrl-C at the confirmation ends the turn
+/// at once (the call never made, no further call asked about); the prompt returns, and
+/// Ctrl-C twice at it quits.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_key_confirms_and_ctrl_c_at_the_confirmation_ends_the_turn() {
+    let fake = FakeGemini::start(vec![
+        FakeTurn::call("mcp_hang_echo", json!({"message": "hi"})),
+        FakeTurn::dynamic(|req| {
+            FakeTurn::text(format!(
+                "echoed: {}",
+                inner(
+                    last_function_responses(req)[0]["response"]["output"]
+                        .as_str()
+                        .unwrap_or("?")
+                )
+            ))
+        }),
+        FakeTurn::calls([
+            ("mcp_hang_hang", json!({})),
+            ("mcp_hang_echo", json!({"message": "never"})),
+        ]),
+        FakeTurn::text("this answer must not be asked for"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let received = dir.path().join("received.jsonl");
+    let cancelled = dir.path().join("cancelled.log");
+    let (python, one_args) = switchboard_testkit::bad_peer("hang_tool");
+    let late = format!(
+        "sleep 2; exec {} demo-server",
+        env!("CARGO_BIN_EXE_switchboard")
+    );
+    let session = Session::start(
+        "keys",
+        &fake,
+        json!({"mcpServers": {
+            "hang": recorded_hang_peer(&received, &cancelled),
+            "one": {"command": python, "args": one_args, "includeTools": ["echo"]},
+            "late": {"command": "sh", "args": ["-c", late]},
+        }}),
+    );
+    let tmux = &session.tmux;
+    let banner = tmux.wait_for("Ctrl-D to quit.").await;
+    assert!(banner.contains("hang (2 tools)"), "{banner}");
+    assert!(banner.contains("one (1 tool)"), "{banner}");
+    assert!(banner.contains("still connecting: late"), "{banner}");
+    let screen = tmux.wait_for("[MCP server `late` connected").await;
+    assert!(
+        !screen.contains("\\r"),
+        "a visible \\r on the screen:\n{screen}"
+    );
+
+    // One key, no Enter, answers the confirmation; the choice is echoed.
+    tmux.send(&["echo hi", "Enter"]);
+    tmux.wait_for("Run it?").await;
+    tmux.send(&["y"]);
+    let screen = tmux.wait_for("echoed: hi").await;
+    assert!(
+        screen.contains("cancel: y"),
+        "the choice is not echoed:\n{screen}"
+    );
+
+    // Ctrl-C at the confirmation of the first of two calls: the turn ends at once.
+    tmux.send(&["hang twice", "Enter"]);
+    let asked = |s: &str| s.matches("Run it?").count();
+    assert!(eventually(Duration::from_secs(20), || asked(&tmux.capture()) == 2).await);
+    let requests_before = fake.requests().len();
+    let pressed = Instant::now();
+    tmux.send(&["C-c"]);
+    let screen = tmux.wait_for("the turn was cancelled").await;
+    assert!(
+        pressed.elapsed() < Duration::from_secs(3),
+        "the turn took {:?} to end",
+        pressed.elapsed()
+    );
+    // The prompt is back, and the second call was never asked about.
+    assert!(
+        eventually(Duration::from_secs(5), || tmux
+            .capture()
+            .trim_end()
+            .ends_with('›'))
+        .await,
+        "no prompt after the cancelled turn:\n{}",
+        tmux.capture()
+    );
+    assert_eq!(asked(&tmux.capture()), 2, "{screen}");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    assert_eq!(
+        fake.requests().len(),
+        requests_before,
+        "the model was asked again"
+    );
+    let calls = std::fs::read_to_string(&received).unwrap_or_default();
+    assert!(calls.contains("\"echo\""), "{calls}");
+    assert!(
+        !calls.contains("\"hang\""),
+        "the declined call was made:\n{calls}"
+    );
+
+    // Ctrl-C twice at the empty prompt quits.
+    tmux.send(&["C-c"]);
+    tmux.wait_for("Ctrl-C again to quit").await;
+    tmux.send(&["C-c"]);
+    assert!(
+        eventually(Duration::from_secs(10), || !session.running()).await,
+        "chat did not quit on a second Ctrl-C:\n{}",
+        tmux.capture()
+    );
+}
+
+/// Ctrl-C while a call is in flight ends the turn at once, the server hears
+/// `notifications/cancelled`, and the prompt returns.
+#[tokio::test(flavor = "multi_thread")]
+async fn ctrl_c_during_a_call_cancels_it_on_the_server() {
+    let fake = FakeGemini::start(vec![
+        FakeTurn::call("mcp_hang_hang", json!({})),
+        FakeTurn::text("this answer must not be asked for"),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let received = dir.path().join("received.jsonl");
+    let cancelled = dir.path().join("cancelled.log");
+    let mut hang = recorded_hang_peer(&received, &cancelled);
+    hang["trust"] = json!(true);
+    let session = Session::start("inflight", &fake, json!({"mcpServers": {"hang": hang}}));
+    let tmux = &session.tmux;
+    tmux.wait_for("Ctrl-D to quit.").await;
+    tmux.send(&["hang", "Enter"]);
+    tmux.wait_for("→ hang.hang").await;
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read_to_string(
+            &received
+        )
+        .unwrap_or_default()
+        .contains("\"hang\""))
+        .await
+    );
+    let pressed = Instant::now();
+    tmux.send(&["C-c"]);
+    tmux.wait_for("the turn was cancelled").await;
+    assert!(
+        pressed.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        pressed.elapsed()
+    );
+    assert!(
+        eventually(Duration::from_secs(10), || std::fs::read_to_string(
+            &cancelled
+        )
+        .unwrap_or_default()
+        .starts_with("cancelled "))
+        .await,
+        "the server never heard notifications/cancelled"
+    );
+    assert!(
+        eventually(Duration::from_secs(5), || tmux
+            .capture()
+            .trim_end()
+            .ends_with('›'))
+        .await,
+        "no prompt after the cancelled turn:\n{}",
+        tmux.capture()
+    );
+    assert_eq!(fake.requests().len(), 1, "the model was asked again");
+    assert!(session.running());
 }
