@@ -17,6 +17,14 @@
 //!   sending. The proxy's own host is configuration the user chose and is exempt.
 //!   The proxy resolves the name again after our check, so with a proxy the
 //!   rebinding window is the proxy's.
+//! - **Trusted origins** ([`ClientOptions::trusted_origins`]): endpoints the operator
+//!   named on the command line (team mode's OpenID issuer), on a client built for them
+//!   only. A URL on exactly such an origin (scheme, host and port) passes whatever the
+//!   policy; every other URL, redirect hop and address is judged by the policy as
+//!   before. The resolver resolves a trusted host name unchecked, so a URL on another
+//!   port or scheme of that name gets its addresses checked in
+//!   [`GuardedClient::preflight`] instead (resolved again at connect time: for those,
+//!   the rebinding window is the operator's own DNS).
 //! - **Redirects on `inner()`**: reqwest follows them, but the policy refuses any hop
 //!   to another origin, and the sixth hop. (reqwest itself drops `Authorization`,
 //!   `Cookie`, `Proxy-Authorization` and `WWW-Authenticate` when the host or port
@@ -106,6 +114,10 @@ pub struct ClientOptions {
     pub user_agent: Option<String>,
     /// The name resolver; default the system's.
     pub resolver: Option<Arc<dyn NameResolver>>,
+    /// Origins the operator trusts whatever the policy (only each URL's scheme, host and
+    /// port count): allowed exactly, not loosening the policy for anything else. For a
+    /// client used only with endpoints the operator named, never for URLs users give.
+    pub trusted_origins: Vec<Url>,
 }
 
 impl ClientOptions {
@@ -121,6 +133,7 @@ impl ClientOptions {
             connect_timeout: DEFAULT_CONNECT_TIMEOUT,
             user_agent: None,
             resolver: None,
+            trusted_origins: Vec::new(),
         }
     }
 
@@ -131,12 +144,61 @@ impl ClientOptions {
     }
 }
 
+/// The origins a client trusts whatever its policy ([`ClientOptions::trusted_origins`]).
+#[derive(Debug, Clone, Default)]
+struct Trusted {
+    /// ASCII serializations (`http://127.0.0.1:5556`).
+    origins: HashSet<String>,
+    /// Their host names (lower case, no trailing dot): resolved unchecked.
+    names: HashSet<String>,
+}
+
+impl Trusted {
+    fn new(urls: &[Url]) -> Self {
+        let mut t = Self::default();
+        for url in urls {
+            let origin = url.origin();
+            if !origin.is_tuple() {
+                continue;
+            }
+            t.origins.insert(origin.ascii_serialization());
+            if let Some(url::Host::Domain(d)) = url.host() {
+                t.names.insert(host_key(d));
+            }
+        }
+        t
+    }
+
+    fn allows(&self, url: &Url) -> bool {
+        let origin = url.origin();
+        origin.is_tuple() && self.origins.contains(&origin.ascii_serialization())
+    }
+
+    fn has_http(&self) -> bool {
+        self.origins.iter().any(|o| o.starts_with("http://"))
+    }
+}
+
+fn host_key(host: &str) -> String {
+    let key = host.to_ascii_lowercase();
+    key.strip_suffix('.').unwrap_or(&key).to_owned()
+}
+
+/// The syntax stage for `url`: passes a trusted origin, else [`check_parsed_url`].
+fn check_with(url: &Url, policy: UrlPolicy, trusted: &Trusted) -> Result<GuardedUrl, Blocked> {
+    if trusted.allows(url) {
+        return check_parsed_url(url, UrlPolicy::Off);
+    }
+    check_parsed_url(url, policy)
+}
+
 /// The reqwest DNS resolver that checks: the name rules, then every address.
 #[derive(Debug, Clone)]
 struct GuardResolver {
     policy: UrlPolicy,
     resolver: Arc<dyn NameResolver>,
-    /// Proxy host names (configuration, not targets): resolved unchecked.
+    /// Proxy host names (configuration, not targets) and trusted origins' host names:
+    /// resolved unchecked.
     exempt: Arc<HashSet<String>>,
 }
 
@@ -244,15 +306,19 @@ struct Built {
     manual: reqwest::Client,
     matcher: Matcher,
     resolver: Arc<dyn NameResolver>,
+    trusted: Trusted,
 }
 
 fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
     let matcher = proxy_matcher(&opts.proxy);
     let resolver = opts.resolver();
+    let trusted = Trusted::new(&opts.trusted_origins);
+    let mut exempt = proxy_hosts(&matcher);
+    exempt.extend(trusted.names.iter().cloned());
     let guard = Arc::new(GuardResolver {
         policy: opts.policy,
         resolver: resolver.clone(),
-        exempt: Arc::new(proxy_hosts(&matcher)),
+        exempt: Arc::new(exempt),
     });
     let roots = extra_roots(opts, std::env::var_os("SSL_CERT_FILE"))?;
     let user_agent = opts
@@ -267,7 +333,9 @@ fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
             .dns_resolver(guard.clone())
             .redirect(redirects)
             .referer(false)
-            .https_only(opts.policy == UrlPolicy::Strict)
+            // Belt and braces: `check_with` refuses http under `strict` anyway, but
+            // for a trusted http origin.
+            .https_only(opts.policy == UrlPolicy::Strict && !trusted.has_http())
             .user_agent(user_agent.clone())
             .connect_timeout(opts.connect_timeout)
             // Drop idle pooled connections before servers do: Node's default
@@ -296,7 +364,7 @@ fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
         b.build().map_err(NetError::Build)
     };
 
-    let inner = make(inner_redirect_policy(opts.policy))?;
+    let inner = make(inner_redirect_policy(opts.policy, trusted.clone()))?;
     let manual = if with_manual {
         make(redirect::Policy::none())?
     } else {
@@ -307,12 +375,13 @@ fn build(opts: &ClientOptions, with_manual: bool) -> Result<Built, NetError> {
         manual,
         matcher,
         resolver,
+        trusted,
     })
 }
 
 /// The redirect policy of the library-facing client: at most [`MAX_REDIRECTS`]
 /// hops, each URL checked, same origin only.
-fn inner_redirect_policy(policy: UrlPolicy) -> redirect::Policy {
+fn inner_redirect_policy(policy: UrlPolicy, trusted: Trusted) -> redirect::Policy {
     redirect::Policy::custom(move |attempt| {
         // `previous` holds the original URL and every hop so far.
         if attempt.previous().len() > MAX_REDIRECTS {
@@ -323,7 +392,7 @@ fn inner_redirect_policy(policy: UrlPolicy) -> redirect::Policy {
                 url,
             });
         }
-        if let Err(blocked) = check_parsed_url(attempt.url(), policy) {
+        if let Err(blocked) = check_with(attempt.url(), policy, &trusted) {
             return attempt.error(blocked);
         }
         if let Some(prev) = attempt.previous().last()
@@ -359,6 +428,7 @@ pub struct GuardedClient {
     policy: UrlPolicy,
     resolver: Arc<dyn NameResolver>,
     matcher: Arc<Matcher>,
+    trusted: Arc<Trusted>,
 }
 
 impl GuardedClient {
@@ -371,6 +441,7 @@ impl GuardedClient {
             policy: opts.policy,
             resolver: built.resolver,
             matcher: Arc::new(built.matcher),
+            trusted: Arc::new(built.trusted),
         })
     }
 
@@ -438,8 +509,11 @@ impl GuardedClient {
     /// the resolver checks at connect time: the syntax stage, and for a proxied
     /// target (which the proxy resolves, not us) the DNS stage too.
     pub async fn preflight(&self, url: &str) -> Result<GuardedUrl, Blocked> {
-        let guarded = check_url(url, self.policy)?;
-        self.preflight_guarded(guarded).await
+        let parsed = Url::parse(url.trim()).map_err(|e| Blocked::InvalidUrl {
+            url: url.to_owned(),
+            reason: e.to_string(),
+        })?;
+        self.preflight_parsed(&parsed).await
     }
 
     /// The guard's whole verdict on `url`, both stages, whether or not a proxy is in
@@ -448,8 +522,15 @@ impl GuardedClient {
     /// cause a transport did not keep: a destination the policy refuses is reported
     /// as blocked, not as unreachable.
     pub async fn check_destination(&self, url: &str) -> Result<GuardedUrl, Blocked> {
-        let guarded = check_url(url, self.policy)?;
+        let guarded = check_url(url, self.policy);
+        let guarded = match guarded {
+            Err(_) if Url::parse(url.trim()).is_ok_and(|u| self.trusted.allows(&u)) => {
+                check_url(url, UrlPolicy::Off)?
+            }
+            other => other?,
+        };
         if self.policy != UrlPolicy::Off
+            && !self.trusted.allows(guarded.url())
             && let Some(GuardedHost::Name(name)) = guarded.host()
         {
             lookup_checked(name, self.policy, &*self.resolver).await?;
@@ -458,14 +539,17 @@ impl GuardedClient {
     }
 
     async fn preflight_parsed(&self, url: &Url) -> Result<GuardedUrl, Blocked> {
-        let guarded = check_parsed_url(url, self.policy)?;
+        let guarded = check_with(url, self.policy, &self.trusted)?;
         self.preflight_guarded(guarded).await
     }
 
     async fn preflight_guarded(&self, guarded: GuardedUrl) -> Result<GuardedUrl, Blocked> {
         if self.policy != UrlPolicy::Off
-            && self.is_proxied(guarded.url())
+            && !self.trusted.allows(guarded.url())
             && let Some(GuardedHost::Name(name)) = guarded.host()
+            // A proxy resolves the target itself; the resolver does not check a
+            // trusted origin's host name, which another origin may share.
+            && (self.is_proxied(guarded.url()) || self.trusted.names.contains(&host_key(name)))
         {
             lookup_checked(name, self.policy, &*self.resolver).await?;
         }
@@ -637,6 +721,97 @@ mod tests {
         let hosts = proxy_hosts(&m);
         assert!(hosts.contains("proxy.corp.example"), "{hosts:?}");
         assert!(proxy_hosts(&proxy_matcher(&ProxySetting::Disabled)).is_empty());
+    }
+
+    fn trusting(urls: &[&str], resolver: StaticResolverArc) -> GuardedClient {
+        let mut opts = ClientOptions::new(UrlPolicy::Strict);
+        opts.proxy = ProxySetting::Disabled;
+        opts.resolver = Some(resolver);
+        opts.trusted_origins = urls.iter().map(|u| Url::parse(u).unwrap()).collect();
+        GuardedClient::new(opts).unwrap()
+    }
+
+    type StaticResolverArc = Arc<dyn NameResolver>;
+
+    #[tokio::test]
+    async fn a_trusted_origin_passes_exactly_and_nothing_else_does() {
+        let resolver: StaticResolverArc = Arc::new(
+            crate::StaticResolver::new().with("idp.corp.example", &["10.0.0.5".parse().unwrap()]),
+        );
+        let c = trusting(
+            &["http://127.0.0.1:5556/realms/x", "https://idp.corp.example"],
+            resolver.clone(),
+        );
+        for ok in [
+            "http://127.0.0.1:5556/.well-known/openid-configuration",
+            "http://127.0.0.1:5556",
+            "https://idp.corp.example/token",
+            "https://IDP.corp.example:443/jwks",
+        ] {
+            assert!(c.preflight(ok).await.is_ok(), "{ok}");
+            assert!(c.check_destination(ok).await.is_ok(), "{ok}");
+        }
+        for refused in [
+            // Another port, another scheme, another loopback address.
+            "http://127.0.0.1:5557/",
+            "https://127.0.0.1:5556/",
+            "http://localhost:5556/",
+            // The trusted name on another port or scheme: its addresses are checked.
+            "https://idp.corp.example:8443/",
+            "http://idp.corp.example/",
+        ] {
+            let e = c.preflight(refused).await.unwrap_err();
+            assert!(e.is_policy_verdict(), "{refused}: {e}");
+            assert!(
+                e.to_string().contains("URL policy `strict`"),
+                "{refused}: {e}"
+            );
+            assert!(c.check_destination(refused).await.is_err(), "{refused}");
+        }
+        // Without the allowance, the same client refuses the issuer.
+        let plain = trusting(&[], resolver);
+        assert!(
+            plain
+                .preflight("http://127.0.0.1:5556/.well-known/openid-configuration")
+                .await
+                .is_err()
+        );
+        assert!(
+            plain
+                .check_destination("https://idp.corp.example/")
+                .await
+                .is_err()
+        );
+    }
+
+    /// A real request to a trusted loopback http origin under `strict`, and a refusal of
+    /// a redirect from there to another loopback port.
+    #[tokio::test]
+    #[allow(clippy::disallowed_methods)]
+    async fn a_trusted_loopback_origin_is_reached_under_strict() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Ok((mut sock, _)) = listener.accept().await {
+                let mut buf = vec![0u8; 4096];
+                let n = sock.read(&mut buf).await.unwrap_or(0);
+                let head = String::from_utf8_lossy(&buf[..n]).to_string();
+                let reply = if head.starts_with("GET /away") {
+                    "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:9/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                } else {
+                    "HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok"
+                };
+                let _ = sock.write_all(reply.as_bytes()).await;
+            }
+        });
+        let origin = format!("http://{addr}");
+        let c = trusting(&[&origin], Arc::new(crate::StaticResolver::new()));
+        let r = c.send(c.get(&format!("{origin}/x"))).await.unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(r.text().await.unwrap(), "ok");
+        let e = c.send(c.get(&format!("{origin}/away"))).await.unwrap_err();
+        assert!(e.to_string().contains("URL policy `strict`"), "{e}");
     }
 
     #[test]

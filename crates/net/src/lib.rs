@@ -9,7 +9,9 @@
 //!   `localhost` and metadata names, credentials before `@`).
 //! - [`resolve_and_check`]: the DNS stage (every address a name resolves to).
 //! - [`GuardedClient`] / [`http_client`]: a reqwest client whose resolver checks
-//!   and returns exactly the checked addresses, with redirects re-checked per hop.
+//!   and returns exactly the checked addresses, with redirects re-checked per hop;
+//!   [`ClientOptions::trusted_origins`] lets exactly the origins an operator named
+//!   (team mode's OpenID issuer) through on a client built for them only.
 //! - [`explain`]: the verdict behind `switchboard url-check`.
 //! - [`read_limited`]: an answer's body read up to a limit, for every caller that reads
 //!   a whole body.
