@@ -73,7 +73,7 @@ fn migrate_defaults_to_a_private_file_in_switchboard_home() {
         v["database"],
         format!("sqlite://{}?mode=rwc", file.display())
     );
-    assert_eq!(v["applied"].as_array().unwrap().len(), 16);
+    assert_eq!(v["applied"].as_array().unwrap().len(), 17);
     let mode = std::fs::metadata(&file).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }

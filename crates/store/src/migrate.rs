@@ -125,10 +125,15 @@ const MIGRATIONS: &[(i64, &str, Sql)] = &[
             "../migrations/0016_gateway_client_pending.sql"
         )),
     ),
+    (
+        17,
+        "key check",
+        Sql::Both(include_str!("../migrations/0017_key_check.sql")),
+    ),
 ];
 
 /// The newest schema version this binary knows.
-pub const LATEST_VERSION: i64 = 16;
+pub const LATEST_VERSION: i64 = 17;
 
 /// One migration: its version and what it does.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,7 +7,9 @@
 //!
 //! The key comes from `SWITCHBOARD_SECRET_KEY` (or `_FILE`). Rotation: set the new key,
 //! the old one as `SWITCHBOARD_SECRET_KEY_PREVIOUS` (or `_FILE`), run `switchboard db
-//! reencrypt`, then drop the old key. A dump of the database thus shows emails, server
+//! reencrypt`, then drop the old key. An instance whose keys do not open what the
+//! database holds refuses to start (`Store::check_keys`), so every replica of one
+//! database needs the same key. A dump of the database thus shows emails, server
 //! URLs and hashes, never a token, API key, header value, PKCE verifier or session.
 
 use std::fmt;
@@ -138,13 +140,26 @@ impl SecretKeys {
     /// When no current key is set, both forms of one key are set, a key file is readable
     /// by others or missing, or a key is malformed.
     pub fn from_env(env: &dyn Fn(&str) -> Option<String>) -> Result<Self> {
-        let current = read_key(env, KEY_ENV, KEY_FILE_ENV)?.ok_or_else(|| {
-            StoreError::Key(format!(
-                "team mode keeps tokens and API keys encrypted: set {KEY_ENV} to {KEY_HELP}, or {KEY_FILE_ENV} to a 0600 file holding one"
-            ))
-        })?;
+        let current = read_key(env, KEY_ENV, KEY_FILE_ENV)?
+            .ok_or_else(|| StoreError::Key(Self::missing_help()))?;
         let previous = read_key(env, PREVIOUS_KEY_ENV, PREVIOUS_KEY_FILE_ENV)?;
         Self::from_base64(&current, previous.as_deref())
+    }
+
+    /// Whether a current key is set at all (`SWITCHBOARD_SECRET_KEY` or `_FILE`, not
+    /// blank), so that a front end can list it among other missing settings before
+    /// [`SecretKeys::from_env`] judges it.
+    pub fn is_configured(env: &dyn Fn(&str) -> Option<String>) -> bool {
+        [KEY_ENV, KEY_FILE_ENV]
+            .iter()
+            .any(|k| env(k).is_some_and(|v| !v.trim().is_empty()))
+    }
+
+    /// What to do when no current key is set: what the key is for and both ways to set it.
+    pub fn missing_help() -> String {
+        format!(
+            "the secret key that encrypts tokens and API keys in the team database: set {KEY_ENV} to 32 random bytes in base64 (`export {KEY_ENV}=\"$(openssl rand -base64 32)\"`), or {KEY_FILE_ENV} to a 0600 file holding one (`openssl rand -base64 32 > FILE && chmod 600 FILE`); every replica of one database needs the same key"
+        )
     }
 
     /// A new random key, in base64 (what `SWITCHBOARD_SECRET_KEY` holds).
@@ -162,6 +177,11 @@ impl SecretKeys {
     /// The current key's id, in hex (as recorded in every value it seals).
     pub fn current_id(&self) -> String {
         hex(&self.current.id)
+    }
+
+    /// The previous key's id, in hex, during a rotation.
+    pub fn previous_id(&self) -> Option<String> {
+        self.previous.as_ref().map(|p| hex(&p.id))
     }
 
     /// Seal `plain` for `slot`.
@@ -219,6 +239,11 @@ impl SecretKeys {
             .map_err(|_| refuse("it was changed or belongs to another row"))?;
         Ok((plain.to_vec(), current))
     }
+}
+
+/// The id (hex) of the key a sealed value names, if it has the sealed format.
+pub(crate) fn sealed_key_id(sealed: &[u8]) -> Option<String> {
+    (sealed.len() >= HEADER_LEN && sealed[0] == VERSION).then(|| hex(&sealed[1..=KEY_ID_LEN]))
 }
 
 /// Read one key from `var`, or from the file named by `file_var`.

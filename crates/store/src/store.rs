@@ -1,6 +1,9 @@
 //! [`Store`]: the connection pool over SQLite or PostgreSQL (one code path through sqlx's
-//! `Any` driver and portable SQL), opening (the SQLite file created 0600), migrating, and
-//! re-encrypting every sealed value under the current key.
+//! `Any` driver and portable SQL), opening (the SQLite file created 0600), migrating,
+//! checking that the configured keys open what the database holds ([`Store::check_keys`]:
+//! a key check value sealed at the first start, or in an older database one sealed value
+//! per sealed column), and re-encrypting every sealed value (the check value included)
+//! under the current key.
 //!
 //! Why `Any`: every query is written once in portable SQL (`$N` parameters,
 //! `ON CONFLICT … DO UPDATE`, `RETURNING`; columns TEXT, BIGINT for times and 0/1 flags,
@@ -198,7 +201,20 @@ pub(crate) const GATEWAY_INPUT_PROGRESS: SealedColumn = SealedColumn {
     user_column: Some("user_id"),
     key_column: "id",
 };
-const SEALED_COLUMNS: [SealedColumn; 20] = [
+/// The key check value: one known text sealed at the first start under that start's
+/// key ([`Store::check_keys`]), so that an instance with another key refuses to start.
+pub(crate) const KEY_CHECK: SealedColumn = SealedColumn {
+    table: "key_check",
+    column: "value",
+    user_column: None,
+    key_column: "slot",
+};
+/// The one row of `key_check`, and the text it seals.
+const KEY_CHECK_SLOT: &str = "check";
+const KEY_CHECK_TEXT: &[u8] = b"switchboard key check v1";
+
+const SEALED_COLUMNS: [SealedColumn; 21] = [
+    KEY_CHECK,
     PENDING_VERIFIER,
     SERVER_HEADERS,
     OAUTH_TOKENS,
@@ -338,6 +354,89 @@ impl Store {
         Ok(())
     }
 
+    /// Check that the configured keys open what the database holds, before serving
+    /// anyone: the key check value, sealed at the first start (or, in a database from
+    /// before it existed, one sealed value of every sealed column, and then the check
+    /// value is recorded). The current or the previous key may open it. Several
+    /// instances starting together on a new database record one check value (the first
+    /// insert wins); the others then check against it.
+    ///
+    /// # Errors
+    /// [`StoreError::Key`] naming the cause and the fix (the right key, or
+    /// `SWITCHBOARD_SECRET_KEY_PREVIOUS` and `switchboard db reencrypt` during a
+    /// rotation) when a value does not open; a query error when the database fails.
+    pub async fn check_keys(&self) -> Result<()> {
+        let keys = self.keys()?;
+        if self.open_key_check(keys).await? {
+            return Ok(());
+        }
+        // No check value yet: judge by what is sealed already, then record one.
+        for col in SEALED_COLUMNS.iter().filter(|c| c.table != KEY_CHECK.table) {
+            let select = format!(
+                "SELECT {user_sel} AS owner, {key}, {column} FROM {table} WHERE {column} IS NOT NULL LIMIT 1",
+                user_sel = col.user_column.unwrap_or("''"),
+                key = col.key_column,
+                column = col.column,
+                table = col.table,
+            );
+            let row = sqlx::query(&select)
+                .fetch_optional(&self.pool)
+                .await
+                .map_err(StoreError::query(
+                    "reading a sealed value to check the secret key",
+                ))?;
+            if let Some(row) = row {
+                let owner: String = row.try_get(0).map_err(StoreError::query("reading a row"))?;
+                let key: String = row.try_get(1).map_err(StoreError::query("reading a row"))?;
+                let sealed: Vec<u8> = row.try_get(2).map_err(StoreError::query("reading a row"))?;
+                keys.open(&col.slot(&owner, &key), &sealed)
+                    .map_err(|e| wrong_key(keys, &sealed, &e))?;
+            }
+        }
+        let sealed = keys.seal(&KEY_CHECK.slot("", KEY_CHECK_SLOT), KEY_CHECK_TEXT)?;
+        sqlx::query(
+            "INSERT INTO key_check (slot, value, created_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (slot) DO NOTHING",
+        )
+        .bind(KEY_CHECK_SLOT)
+        .bind(sealed)
+        .bind(crate::account::now())
+        .execute(&self.pool)
+        .await
+        .map_err(StoreError::query("recording the secret key's check value"))?;
+        // Another instance may have recorded its own first: check against what is there.
+        if self.open_key_check(keys).await? {
+            Ok(())
+        } else {
+            Err(StoreError::Key(
+                "the key check value was not recorded: check that the database accepts writes"
+                    .into(),
+            ))
+        }
+    }
+
+    /// Open the key check value: `false` when there is none yet.
+    async fn open_key_check(&self, keys: &SecretKeys) -> Result<bool> {
+        let row = sqlx::query("SELECT value FROM key_check WHERE slot = $1")
+            .bind(KEY_CHECK_SLOT)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(StoreError::query("reading the secret key's check value"))?;
+        let Some(row) = row else {
+            return Ok(false);
+        };
+        let sealed: Vec<u8> = row.try_get(0).map_err(StoreError::query("reading a row"))?;
+        let (plain, _) = keys
+            .open(&KEY_CHECK.slot("", KEY_CHECK_SLOT), &sealed)
+            .map_err(|e| wrong_key(keys, &sealed, &e))?;
+        if plain != KEY_CHECK_TEXT {
+            return Err(StoreError::Key(
+                "the key check value in the database is not Switchboard's: restore the database from a backup".into(),
+            ));
+        }
+        Ok(true)
+    }
+
     /// Close the pool, waiting for connections in use to be returned.
     pub async fn close(&self) {
         self.pool.close().await;
@@ -403,6 +502,35 @@ impl Store {
     }
 }
 
+/// The error for a value the configured keys do not open: which key sealed it, which
+/// keys are configured, and the two fixes.
+fn wrong_key(keys: &SecretKeys, sealed: &[u8], cause: &StoreError) -> StoreError {
+    let sealed_under = crate::seal::sealed_key_id(sealed)
+        .map_or_else(|| "an unknown key".to_owned(), |id| format!("key id {id}"));
+    let configured = match keys.previous_id() {
+        Some(prev) => format!(
+            "SWITCHBOARD_SECRET_KEY (key id {}) and SWITCHBOARD_SECRET_KEY_PREVIOUS (key id {prev})",
+            keys.current_id()
+        ),
+        None => format!(
+            "SWITCHBOARD_SECRET_KEY (key id {}) and no SWITCHBOARD_SECRET_KEY_PREVIOUS",
+            keys.current_id()
+        ),
+    };
+    // The reason only: the unseal error's own advice is said once, below.
+    let why = match cause {
+        StoreError::Unseal {
+            table,
+            column,
+            reason,
+        } => format!("{table}.{column}: {reason}"),
+        other => other.to_string(),
+    };
+    StoreError::Key(format!(
+        "the configured key does not open what the team database holds ({why}): it is sealed under {sealed_under}, and this instance has {configured}. Start it with the key the database was created with (the one every other replica uses); when rotating to a new key, set the old one as SWITCHBOARD_SECRET_KEY_PREVIOUS and run `switchboard db reencrypt`"
+    ))
+}
+
 /// Create the SQLite file 0600 (and its folder 0700) if missing; refuse a symlink.
 fn prepare_sqlite_file(file: &Path) -> Result<()> {
     let shown = file.display().to_string();
@@ -449,5 +577,119 @@ fn prepare_sqlite_file(file: &Path) -> Result<()> {
                 ))
             }),
         Err(e) => Err(err(format!("cannot read it ({e})"))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn opened(dir: &Path, current: &str, previous: Option<&str>) -> Store {
+        let url = format!("sqlite://{}", dir.join("team.db").display());
+        let store = Store::open(&url)
+            .await
+            .unwrap()
+            .with_keys(SecretKeys::from_base64(current, previous).unwrap());
+        store.migrate().await.unwrap();
+        store
+    }
+
+    fn new_key() -> String {
+        SecretKeys::generate_base64().unwrap()
+    }
+
+    #[tokio::test]
+    async fn another_key_is_refused_and_a_rotation_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (new_key(), new_key());
+        opened(dir.path(), &a, None)
+            .await
+            .check_keys()
+            .await
+            .unwrap();
+        // Checked again: the recorded value opens.
+        opened(dir.path(), &a, None)
+            .await
+            .check_keys()
+            .await
+            .unwrap();
+
+        let err = opened(dir.path(), &b, None)
+            .await
+            .check_keys()
+            .await
+            .unwrap_err()
+            .to_string();
+        let a_id = SecretKeys::from_base64(&a, None).unwrap().current_id();
+        for wanted in [
+            a_id.as_str(),
+            "SWITCHBOARD_SECRET_KEY",
+            "and no SWITCHBOARD_SECRET_KEY_PREVIOUS",
+            "switchboard db reencrypt",
+        ] {
+            assert!(err.contains(wanted), "`{wanted}` missing from: {err}");
+        }
+        assert!(!err.contains(&a) && !err.contains(&b), "{err}");
+
+        // The previous key counts; re-encryption moves the check value to the new key.
+        let rotating = opened(dir.path(), &b, Some(&a)).await;
+        rotating.check_keys().await.unwrap();
+        let report = rotating.reencrypt().await.unwrap();
+        assert_eq!(report.resealed, 1);
+        opened(dir.path(), &b, None)
+            .await
+            .check_keys()
+            .await
+            .unwrap();
+        assert!(
+            opened(dir.path(), &a, None)
+                .await
+                .check_keys()
+                .await
+                .is_err()
+        );
+    }
+
+    /// A database from before the check value: judged by what it holds sealed, then the
+    /// check value is recorded.
+    #[tokio::test]
+    async fn a_database_without_a_check_value_is_judged_by_its_sealed_values() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (new_key(), new_key());
+        let store = opened(dir.path(), &a, None).await;
+        let sealed = store
+            .keys()
+            .unwrap()
+            .seal(&TEAM_MODEL_KEY.slot("", "team"), b"sk-team")
+            .unwrap();
+        sqlx::query(
+            "INSERT INTO team_model_key (slot, provider, api_key, set_by, updated_at) \
+             VALUES ('team', 'gemini', $1, 'u1', 0)",
+        )
+        .bind(sealed)
+        .execute(&store.pool)
+        .await
+        .unwrap();
+        let err = opened(dir.path(), &b, None)
+            .await
+            .check_keys()
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("team_model_key.api_key"), "{err}");
+        let checks = |s: Store| async move {
+            sqlx::query("SELECT COUNT(*) FROM key_check")
+                .fetch_one(&s.pool)
+                .await
+                .unwrap()
+                .get::<i64, _>(0)
+        };
+        assert_eq!(
+            checks(store.clone()).await,
+            0,
+            "nothing recorded on refusal"
+        );
+        store.check_keys().await.unwrap();
+        assert_eq!(checks(store).await, 1);
     }
 }
