@@ -14,7 +14,7 @@ pub enum OidcError {
     Config(String),
     /// The issuer is not https (http is accepted on loopback only).
     #[error(
-        "the issuer `{issuer}` must be an https URL (http only on 127.0.0.1, ::1 or localhost); set the issuer URL the provider documents (e.g. https://accounts.google.com)"
+        "the issuer `{issuer}` is plain http off loopback: sign-in codes and ID tokens would cross the network unencrypted. Use the issuer's https URL, as the provider documents it (e.g. https://accounts.google.com); http is accepted only on a loopback address (127.0.0.1, ::1, localhost)"
     )]
     InsecureIssuer { issuer: String },
     /// The issuer did not answer within the sign-in time limit.

@@ -1,8 +1,15 @@
-//! Starting a team instance: migrate the store, bind, fix the app's origin (the public
+//! Starting a team instance: migrate the store, check that the secret key opens what it
+//! holds (`Store::check_keys`: a replica with another key refuses to start), bind, fix the app's origin (the public
 //! origin behind a reverse proxy, else `http://` + the loopback address), build the
 //! identity provider for that origin's `/auth/callback`, serve (with each connection's
 //! peer address, which the gateway's registration rate limit keys on), and sweep idle
 //! cached connections and expired sessions in the background.
+//!
+//! The OpenID issuer is named by the operator, not by users: sign-in gets its own
+//! guarded client on which exactly the issuer's origin passes whatever the URL policy
+//! (`ClientOptions::trusted_origins`), so a loopback or private-network identity
+//! provider needs no weaker `--url-policy`; every other URL (discovered endpoints on
+//! other origins, every server users add) stays under the policy.
 //!
 //! Must not: start beyond loopback without a public origin (the issuer's redirect URI
 //! and the `Origin` checks need one fixed origin).
@@ -126,7 +133,8 @@ const PURGE_EVERY: Duration = Duration::from_secs(10 * 60);
 /// Migrate the store, bind, and serve in the background.
 ///
 /// # Errors
-/// A migration that fails, an unusable public origin, a non-loopback address without a
+/// A migration that fails, a secret key that does not open what the store holds, an
+/// unusable public origin, a non-loopback address without a
 /// public origin, a port in use, or an identity provider that cannot be built.
 pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
     let report = opts
@@ -137,6 +145,11 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
     for m in &report.applied {
         tracing::info!(version = m.version, "applied migration: {}", m.description);
     }
+    // A replica with another key would start and then fail every user's request.
+    opts.store
+        .check_keys()
+        .await
+        .map_err(|e| WebError::Store(e.to_string()))?;
     let configured = opts
         .public_origin
         .as_deref()
@@ -181,7 +194,19 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
             let redirect = format!("{app_origin}{SIGNIN_CALLBACK_PATH}");
             let redirect = url::Url::parse(&redirect)
                 .map_err(|e| WebError::SignIn(format!("redirect URI `{redirect}`: {e}")))?;
-            let sign_in = SignIn::new(o, redirect, guard.clone());
+            // The issuer is the operator's: its exact origin passes the guard on a
+            // client for sign-in only, whatever --url-policy says for users' servers.
+            let mut sopts = ClientOptions::new(opts.url_policy);
+            sopts.timeout = None;
+            sopts.trusted_origins = vec![o.issuer.clone()];
+            let signin_guard =
+                GuardedClient::new(sopts).map_err(|e| WebError::Http(e.to_string()))?;
+            tracing::info!(
+                "sign-in: the issuer's origin {} is trusted (named by the operator); other URLs stay under URL policy `{}`",
+                o.issuer.origin().ascii_serialization(),
+                opts.url_policy
+            );
+            let sign_in = SignIn::new(o, redirect, signin_guard);
             // Discovered now to report a wrong issuer at once; an issuer that is down is
             // asked again at the first sign-in.
             if let Err(e) = sign_in.client().await {
