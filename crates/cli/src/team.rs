@@ -6,7 +6,11 @@
 //! `--allow-email`, `--admin`), `--public-origin`, and the token a scraper needs for
 //! `/metrics` (`SWITCHBOARD_METRICS_TOKEN[_FILE]`), how chats reach the model
 //! (`--chat-provider`, `--chat-model`, the base URL from `GEMINI_BASE_URL` /
-//! `OPENAI_BASE_URL`; keys only from the store). Migrations run at start. Messages to
+//! `OPENAI_BASE_URL`; keys only from the store). What is missing (key, issuer, client id)
+//! is listed at once, each with how to set it. Migrations run at start, then the key is
+//! checked against the database (another replica's key: refused, naming the fix). The
+//! issuer's origin is trusted for sign-in only (`start_team`), so a loopback or
+//! private-network issuer needs no weaker `--url-policy`. Messages to
 //! the operator go through `logging::notice` (JSON lines with `--log-format json`).
 //! The URL policy defaults to `strict` (a weaker `--url-policy` is warned about), and
 //! `--allow-catalog-stdio` (stdio catalog servers run on this instance) warns at start.
@@ -129,27 +133,37 @@ fn secret_from_env(
     }
 }
 
-/// Sign-in from the flags: an issuer and a client id are required.
-fn sign_in_options(a: &TeamArgs) -> Result<SignInOptions> {
-    let issuer = a.oidc_issuer.as_deref().filter(|i| !i.trim().is_empty()).ok_or_else(|| {
-        anyhow!(
-            "team mode needs an OpenID Connect issuer to sign people in: pass --oidc-issuer URL (e.g. https://accounts.google.com) and set SWITCHBOARD_OIDC_CLIENT_ID (and SWITCHBOARD_OIDC_CLIENT_SECRET) to the client you registered there with the redirect URI <public origin>/auth/callback"
-        )
-    })?;
-    let issuer = url::Url::parse(issuer.trim())
-        .with_context(|| format!("--oidc-issuer `{issuer}` is not a URL"))?;
+/// Sign-in from the flags. `None` with what is missing pushed on `missing` (an issuer,
+/// a client id), so that one start names every missing item at once.
+fn sign_in_options(a: &TeamArgs, missing: &mut Vec<String>) -> Result<Option<SignInOptions>> {
+    let issuer = a
+        .oidc_issuer
+        .as_deref()
+        .map(str::trim)
+        .filter(|i| !i.is_empty());
     let client_id = a
         .oidc_client_id
         .as_deref()
-        .filter(|c| !c.trim().is_empty())
-        .ok_or_else(|| {
-            anyhow!(
-                "team mode needs the client id registered at the issuer: set SWITCHBOARD_OIDC_CLIENT_ID (or pass --oidc-client-id)"
-            )
-        })?;
-    Ok(SignInOptions {
+        .map(str::trim)
+        .filter(|c| !c.is_empty());
+    if issuer.is_none() {
+        missing.push(
+            "the OpenID Connect issuer people sign in with: pass --oidc-issuer URL (or set SWITCHBOARD_OIDC_ISSUER), e.g. https://accounts.google.com".into(),
+        );
+    }
+    if client_id.is_none() {
+        missing.push(
+            "the client registered at that issuer with the redirect URI <public origin>/auth/callback: set SWITCHBOARD_OIDC_CLIENT_ID (or pass --oidc-client-id), and its secret, if it has one, in SWITCHBOARD_OIDC_CLIENT_SECRET or SWITCHBOARD_OIDC_CLIENT_SECRET_FILE".into(),
+        );
+    }
+    let (Some(issuer), Some(client_id)) = (issuer, client_id) else {
+        return Ok(None);
+    };
+    let issuer = url::Url::parse(issuer)
+        .with_context(|| format!("--oidc-issuer `{issuer}` is not a URL"))?;
+    Ok(Some(SignInOptions {
         issuer,
-        client_id: client_id.trim().to_owned(),
+        client_id: client_id.to_owned(),
         client_secret: client_secret(&|k| std::env::var(k).ok())?,
         scopes: Vec::new(),
         policy: SignInPolicy {
@@ -158,7 +172,24 @@ fn sign_in_options(a: &TeamArgs) -> Result<SignInOptions> {
             admins: a.admins.clone(),
             allow_any: false,
         },
-    })
+    }))
+}
+
+/// One error naming every missing item, each with how to set it.
+fn missing_error(missing: &[String]) -> anyhow::Error {
+    let mut text = format!(
+        "switchboard serve --team is missing {}:",
+        if missing.len() == 1 {
+            "one setting".to_owned()
+        } else {
+            format!("{} settings", missing.len())
+        }
+    );
+    for item in missing {
+        text.push_str("\n  - ");
+        text.push_str(item);
+    }
+    anyhow!(text)
 }
 
 pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
@@ -167,9 +198,20 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
         Some(url) => DatabaseUrl::parse(url)?,
         None => DatabaseUrl::default_sqlite(&ctx::home_dir()?)?,
     };
-    let keys = SecretKeys::from_env(&|k| std::env::var(k).ok())
-        .context("switchboard serve --team needs the secret key that encrypts tokens and keys in the database")?;
-    let sign_in = sign_in_options(t)?;
+    let env = |k: &str| std::env::var(k).ok();
+    let mut missing = Vec::new();
+    let keys = if SecretKeys::is_configured(&env) {
+        Some(SecretKeys::from_env(&env).context(
+            "switchboard serve --team needs the secret key that encrypts tokens and keys in the database",
+        )?)
+    } else {
+        missing.push(SecretKeys::missing_help());
+        None
+    };
+    let sign_in = sign_in_options(t, &mut missing)?;
+    let (Some(keys), Some(sign_in)) = (keys, sign_in) else {
+        return Err(missing_error(&missing));
+    };
     let metrics_token = metrics_token(&|k| std::env::var(k).ok())?;
     if t.allow_domains.is_empty() && t.allow_emails.is_empty() && t.admins.is_empty() {
         notice(

@@ -41,14 +41,14 @@ fn migrate_sqlite_prints_what_it_applied_then_nothing() {
     assert_eq!(
         stdout,
         format!(
-            "{url}: applied\n  0001 users sessions\n  0002 servers tokens\n  0003 token refresh\n  0004 pending server logins\n  0005 chat\n  0006 catalog\n  0007 gateway oauth\n  0008 chat turn lease\n  0009 workflows\n  0010 chat elicitations\n  0011 app sessions\n  0012 gateway grant use\n  0013 gateway inputs\n  0014 gateway input progress\n  0015 user identity\n  0016 gateway client pending\nschema version 16\n"
+            "{url}: applied\n  0001 users sessions\n  0002 servers tokens\n  0003 token refresh\n  0004 pending server logins\n  0005 chat\n  0006 catalog\n  0007 gateway oauth\n  0008 chat turn lease\n  0009 workflows\n  0010 chat elicitations\n  0011 app sessions\n  0012 gateway grant use\n  0013 gateway inputs\n  0014 gateway input progress\n  0015 user identity\n  0016 gateway client pending\n  0017 key check\nschema version 17\n"
         )
     );
     let again = run(home.path(), &["db", "migrate", "--database", &url], None);
     assert!(again.status.success(), "{}", text(&again));
     assert_eq!(
         String::from_utf8_lossy(&again.stdout),
-        format!("{url}: up to date (schema version 16)\n")
+        format!("{url}: up to date (schema version 17)\n")
     );
     let json_out = run(
         home.path(),
@@ -58,7 +58,7 @@ fn migrate_sqlite_prints_what_it_applied_then_nothing() {
     let v: Value = serde_json::from_slice(&json_out.stdout).unwrap();
     assert_eq!(
         v,
-        json!({ "database": url, "backend": "sqlite", "applied": [], "version": 16 })
+        json!({ "database": url, "backend": "sqlite", "applied": [], "version": 17 })
     );
 }
 
@@ -97,11 +97,11 @@ fn migrate_postgres_from_the_environment_never_shows_the_password() {
         .collect();
     assert_eq!(
         versions,
-        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16]
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17]
     );
     let again = run(home.path(), &["db", "migrate"], Some(&url));
     assert!(again.status.success(), "{}", text(&again));
-    assert!(String::from_utf8_lossy(&again.stdout).contains("up to date (schema version 16)"));
+    assert!(String::from_utf8_lossy(&again.stdout).contains("up to date (schema version 17)"));
 
     let wrong = url.replace(PG_PASSWORD, "wrong-pass-9");
     let out = run(home.path(), &["db", "migrate", "--database", &wrong], None);

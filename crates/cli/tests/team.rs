@@ -67,9 +67,33 @@ fn team_mode_names_what_it_needs_and_refuses_personal_only_flags() {
     let issuer = ("SWITCHBOARD_OIDC_CLIENT_ID", "c");
     for (args, vars, wanted) in [
         (
+            // Everything missing is named at once, each with how to set it.
             vec!["serve", "--team", "--port", "0"],
             vec![],
-            vec!["SWITCHBOARD_SECRET_KEY", "openssl rand -base64 32"],
+            vec![
+                "missing 3 settings",
+                "set SWITCHBOARD_SECRET_KEY to 32 random bytes in base64",
+                "openssl rand -base64 32",
+                "SWITCHBOARD_SECRET_KEY_FILE",
+                "pass --oidc-issuer URL (or set SWITCHBOARD_OIDC_ISSUER)",
+                "set SWITCHBOARD_OIDC_CLIENT_ID",
+            ],
+        ),
+        (
+            vec![
+                "serve",
+                "--team",
+                "--port",
+                "0",
+                "--oidc-issuer",
+                "http://127.0.0.1:9",
+            ],
+            vec![],
+            vec![
+                "missing 2 settings",
+                "SWITCHBOARD_SECRET_KEY",
+                "SWITCHBOARD_OIDC_CLIENT_ID",
+            ],
         ),
         (
             vec!["serve", "--team", "--port", "0"],
@@ -121,8 +145,32 @@ fn team_mode_names_what_it_needs_and_refuses_personal_only_flags() {
         let out = run_with(&env, &args, &vars);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{args:?} succeeded: {stderr}");
+        assert!(!stderr.contains("to a key is"), "{stderr}");
         for w in wanted {
             assert!(stderr.contains(w), "{args:?}: `{w}` missing from: {stderr}");
+        }
+    }
+}
+
+/// How [`TeamServe::launch`] starts `serve --team`.
+struct Launch<'a> {
+    /// `SWITCHBOARD_DATABASE_URL` (default: the SQLite file in the home).
+    database: Option<&'a str>,
+    /// Flags after the usual ones.
+    extra: &'a [&'a str],
+    /// `--url-policy` (`None`: team mode's default, strict).
+    url_policy: Option<&'a str>,
+    /// The secret key (default: [`team_key`]).
+    key: Option<&'a str>,
+}
+
+impl Default for Launch<'_> {
+    fn default() -> Self {
+        Self {
+            database: None,
+            extra: &[],
+            url_policy: Some("local"),
+            key: None,
         }
     }
 }
@@ -160,11 +208,35 @@ impl TeamServe {
         peer: &OidcPeer,
         (database, extra): (Option<&str>, &[&str]),
     ) -> Self {
+        let launch = Launch {
+            database,
+            extra,
+            ..Launch::default()
+        };
+        Self::launch(env, port, origin, &peer.issuer, &peer.secret, launch).await
+    }
+
+    /// `serve --team` against `issuer` as `launch` says.
+    async fn launch(
+        env: &common::Env,
+        port: u16,
+        origin: &str,
+        issuer: &str,
+        client_secret: &str,
+        launch: Launch<'_>,
+    ) -> Self {
+        let Launch {
+            database,
+            extra,
+            url_policy,
+            key,
+        } = launch;
         let mut c = Command::new(env!("CARGO_BIN_EXE_switchboard"));
         let port_s = port.to_string();
+        if let Some(policy) = url_policy {
+            c.args(["--url-policy", policy]);
+        }
         c.args([
-            "--url-policy",
-            "local",
             "serve",
             "--team",
             "--port",
@@ -172,7 +244,7 @@ impl TeamServe {
             "--public-origin",
             origin,
             "--oidc-issuer",
-            &peer.issuer,
+            issuer,
             "--allow-domain",
             "example.com",
             "--admin",
@@ -181,9 +253,13 @@ impl TeamServe {
         .args(extra)
         .env("HOME", env.home.path())
         .env("SWITCHBOARD_HOME", env.sb.path())
-        .env(KEY_ENV, team_key())
-        .env("SWITCHBOARD_OIDC_CLIENT_ID", &peer.client_id)
-        .env("SWITCHBOARD_OIDC_CLIENT_SECRET", &peer.secret)
+        .env(KEY_ENV, key.map_or_else(team_key, str::to_owned))
+        .env_remove("SWITCHBOARD_SECRET_KEY_PREVIOUS")
+        .env(
+            "SWITCHBOARD_OIDC_CLIENT_ID",
+            switchboard_testkit::OIDC_CLIENT_ID,
+        )
+        .env("SWITCHBOARD_OIDC_CLIENT_SECRET", client_secret)
         .env_remove("SWITCHBOARD_DATABASE_URL")
         .env_remove("SWITCHBOARD_LOG")
         .current_dir(env.project.path())
@@ -622,4 +698,170 @@ async fn two_binaries_share_the_catalog() {
     assert_eq!(status, 200, "{v}");
     runner.interrupt();
     plain.interrupt();
+}
+
+/// A replica started with another secret key refuses to start, naming the key and the
+/// fix, instead of answering every user with 503; with the old key as the previous one
+/// it starts, and after `db reencrypt` the new key alone opens the database.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replica_with_another_secret_key_refuses_to_start() {
+    let env = common::Env::new();
+    // The issuer only has to be named: one that does not answer is asked again later.
+    let issuer = "http://127.0.0.1:9";
+    let (port, origin) = {
+        let p = free_port();
+        (p, format!("http://127.0.0.1:{p}"))
+    };
+    let old = team_key();
+    let first = TeamServe::launch(&env, port, &origin, issuer, "s", Launch::default()).await;
+    first.interrupt();
+
+    let new = switchboard_store::SecretKeys::generate_base64().unwrap();
+    let serve = [
+        "serve",
+        "--team",
+        "--port",
+        "0",
+        "--oidc-issuer",
+        issuer,
+        "--allow-domain",
+        "example.com",
+    ];
+    let client = ("SWITCHBOARD_OIDC_CLIENT_ID", "c");
+    let out = run_with(&env, &serve, &[(KEY_ENV, new.as_str()), client]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "started with another key: {stderr}");
+    for wanted in [
+        "does not open what the team database holds",
+        "SWITCHBOARD_SECRET_KEY",
+        "SWITCHBOARD_SECRET_KEY_PREVIOUS",
+        "switchboard db reencrypt",
+    ] {
+        assert!(stderr.contains(wanted), "`{wanted}` missing from: {stderr}");
+    }
+    assert!(!stderr.contains(&new) && !stderr.contains(&old), "{stderr}");
+
+    // A rotation: the new key with the old one as the previous key starts …
+    let rotating = [
+        (KEY_ENV, new.as_str()),
+        ("SWITCHBOARD_SECRET_KEY_PREVIOUS", old.as_str()),
+    ];
+    let launch = Launch {
+        key: Some(&new),
+        ..Launch::default()
+    };
+    let out = run_with(&env, &["db", "reencrypt"], &rotating);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // … and after `db reencrypt` the new key alone does.
+    let again = TeamServe::launch(&env, port, &origin, issuer, "s", launch).await;
+    let v: Value = http()
+        .get(format!("{}/readyz", again.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(v["status"], "ready");
+    again.interrupt();
+    let out = run_with(&env, &serve, &[(KEY_ENV, old.as_str()), client]);
+    assert!(
+        !out.status.success(),
+        "the old key alone opens a re-encrypted database"
+    );
+}
+
+/// `/readyz` reports a stopped database within a second, not after a long timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn readyz_reports_a_stopped_database_at_once() {
+    let mut cluster = PgCluster::start();
+    let database = cluster.create_database("team");
+    let env = common::Env::new();
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let launch = Launch {
+        database: Some(&database),
+        ..Launch::default()
+    };
+    let serve = TeamServe::launch(&env, port, &origin, "http://127.0.0.1:9", "s", launch).await;
+    let readyz = || async {
+        let started = Instant::now();
+        let r = http()
+            .get(format!("{}/readyz", serve.base))
+            .send()
+            .await
+            .unwrap();
+        (r.status().as_u16(), started.elapsed())
+    };
+    assert_eq!(readyz().await.0, 200);
+    cluster.stop();
+    for _ in 0..3 {
+        let (status, took) = readyz().await;
+        assert_eq!(status, 503);
+        // A behaviour bound (the probe's limit is 500 ms), not a benchmark.
+        assert!(took < Duration::from_millis(1500), "took {took:?}");
+    }
+    serve.interrupt();
+}
+
+/// A loopback identity provider works under team mode's default `strict` policy (its
+/// origin is the operator's, trusted for sign-in only), while a server a user adds on
+/// loopback is still refused by that policy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_loopback_issuer_signs_in_under_strict_and_users_stay_strict() {
+    let env = common::Env::new();
+    let port = free_port();
+    let origin = format!("http://127.0.0.1:{port}");
+    let peer = provider_for(&origin).await;
+    let launch = Launch {
+        url_policy: None,
+        ..Launch::default()
+    };
+    let serve = TeamServe::launch(&env, port, &origin, &peer.issuer, &peer.secret, launch).await;
+    let base = serve.base.clone();
+    let cookie = sign_in(&peer, &base, &base, "alice").await;
+    let (status, v) = api(
+        reqwest::Method::GET,
+        &base,
+        "/api/me",
+        &origin,
+        &cookie,
+        None,
+    )
+    .await;
+    assert_eq!(status, 200, "{v}");
+
+    let demo = demo_http().await;
+    let (status, v) = api(
+        reqwest::Method::POST,
+        &base,
+        "/api/servers",
+        &origin,
+        &cookie,
+        Some(json!({"name": "demo", "url": demo})),
+    )
+    .await;
+    let (status, v) = if status == 201 {
+        api(
+            reqwest::Method::POST,
+            &base,
+            "/api/servers/demo/call",
+            &origin,
+            &cookie,
+            Some(json!({"tool": "echo", "args": {"message": "x"}})),
+        )
+        .await
+    } else {
+        (status, v)
+    };
+    assert_eq!(status, 400, "{v}");
+    assert!(
+        v.to_string().contains("URL policy `strict`"),
+        "a user's loopback server is judged by the policy: {v}"
+    );
+    serve.interrupt();
 }
