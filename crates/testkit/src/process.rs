@@ -148,27 +148,37 @@ impl PeerProcess {
     /// # Panics
     /// If the peer exits first or the limit passes; the message includes its output.
     pub async fn wait_for_port(&mut self, port: u16, limit: Duration) {
+        if let Err(why) = self.listens_within(port, limit).await {
+            panic!("{why}");
+        }
+    }
+
+    /// Like [`wait_for_port`](Self::wait_for_port), but says why instead of panicking:
+    /// the peer exited (with its output), or it did not listen in time (with its output
+    /// and what `/proc` says it was doing: state, CPU time, where it waits).
+    pub async fn listens_within(&mut self, port: u16, limit: Duration) -> Result<(), String> {
         let start = Instant::now();
         loop {
             if let Some(status) = self.try_wait() {
-                panic!(
+                return Err(format!(
                     "peer {} exited ({status}) before listening on 127.0.0.1:{port}\n--- output ---\n{}",
                     self.name,
                     self.stderr()
-                );
+                ));
             }
             if tokio::net::TcpStream::connect(("127.0.0.1", port))
                 .await
                 .is_ok()
             {
-                return;
+                return Ok(());
             }
             if start.elapsed() > limit {
-                panic!(
-                    "peer {} did not listen on 127.0.0.1:{port} within {limit:?}\n--- output ---\n{}",
+                return Err(format!(
+                    "peer {} did not listen on 127.0.0.1:{port} within {limit:?} ({})\n--- output ---\n{}",
                     self.name,
+                    proc_state(self.child.id()),
                     self.stderr()
-                );
+                ));
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
@@ -226,9 +236,52 @@ pub fn wait_group_gone(pgid: i32, limit: Duration) -> bool {
     }
 }
 
+/// What `/proc` says a process is doing, for a peer that did not start in time: its
+/// state (`R` running, `S` sleeping, `D` in the kernel), user and system CPU time in
+/// clock ticks, and the kernel function it waits in.
+fn proc_state(pid: u32) -> String {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let wchan = std::fs::read_to_string(format!("/proc/{pid}/wchan")).unwrap_or_default();
+    match (fields.first(), fields.get(11), fields.get(12)) {
+        (Some(state), Some(utime), Some(stime)) => {
+            format!("state {state}, CPU {utime}+{stime} ticks, waiting in `{wchan}`")
+        }
+        _ => "no /proc entry".to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A peer that neither exits nor listens is reported with what it was doing; one
+    /// that exits, with its exit status.
+    #[tokio::test]
+    async fn a_peer_that_does_not_listen_is_described() {
+        let port = free_port();
+        let mut sleeper = PeerProcess::spawn("sleeper", {
+            let mut c = Command::new("sleep");
+            c.arg("30");
+            c
+        });
+        let why = sleeper
+            .listens_within(port, Duration::from_millis(300))
+            .await
+            .unwrap_err();
+        assert!(why.contains("did not listen"), "{why}");
+        assert!(why.contains("state S"), "{why}");
+        let mut quitter = PeerProcess::spawn("quitter", Command::new("true"));
+        let why = quitter
+            .listens_within(port, Duration::from_secs(10))
+            .await
+            .unwrap_err();
+        assert!(why.contains("quitter exited"), "{why}");
+    }
 
     #[test]
     fn free_ports_are_below_the_ephemeral_range_distinct_and_free() {
