@@ -2,6 +2,14 @@
 //! `--stdio`), print the result readably (or raw with `--json`), and stop the server.
 //! Exit 1 when the call fails or the result has `isError`. Ctrl-C cancels the request
 //! (the server is sent `notifications/cancelled`) and exits 130.
+//!
+//! Before calling, `mcp call` checks the arguments against the tool's input schema: a
+//! missing required argument is an error naming its type and how to add it, a key the
+//! schema does not have is a warning on stderr naming the known keys (the call still
+//! goes out; none when the schema allows other keys), and a bare word where `key=value`
+//! is expected suggests `KEY=word` for the first required string property. An unknown
+//! server, tool or prompt name gets "did you mean" (`switchboard_workflow::did_you_mean`,
+//! the helper `run` uses); a server that lists no prompts is asked for any prompt name.
 
 use std::process::ExitCode;
 use std::sync::Arc;
@@ -110,9 +118,9 @@ pub fn typed_kv(
     let mut out = Map::new();
     for pair in pairs {
         let pair = pair.strip_prefix("--").unwrap_or(pair);
-        let (k, v) = pair
-            .split_once('=')
-            .with_context(|| format!("argument `{pair}` is not key=value"))?;
+        let Some((k, v)) = pair.split_once('=') else {
+            bail!("{}", not_key_value(pair, schema));
+        };
         let ty = props
             .and_then(|p| p.get(k))
             .and_then(|p| p.get("type"))
@@ -143,6 +151,81 @@ pub fn typed_kv(
         out.insert(k.to_string(), value);
     }
     Ok(out)
+}
+
+/// The error for a bare `word` where `key=value` is expected: with a schema, it suggests
+/// `KEY=word` for the first required string property.
+fn not_key_value(word: &str, schema: Option<&Map<String, Value>>) -> String {
+    let props = schema
+        .and_then(|s| s.get("properties"))
+        .and_then(Value::as_object);
+    let first_string = required(schema).into_iter().find(|k| {
+        props
+            .and_then(|p| p.get(*k))
+            .and_then(|p| p.get("type"))
+            .and_then(Value::as_str)
+            == Some("string")
+    });
+    match first_string {
+        Some(k) => format!("argument `{word}` is not key=value (did you mean `{k}={word}`?)"),
+        None => format!("argument `{word}` is not key=value: write each argument as `key=value`"),
+    }
+}
+
+/// The `required` property names of an input schema.
+fn required(schema: Option<&Map<String, Value>>) -> Vec<&str> {
+    schema
+        .and_then(|s| s.get("required"))
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default()
+}
+
+/// Checks `arguments` against the tool's input schema before the call: an error naming
+/// every missing required argument (with its type and how to add it), and one warning
+/// per key the schema does not have (naming the known keys) unless the schema allows
+/// other keys.
+fn check_arguments(
+    tool: &str,
+    schema: &Map<String, Value>,
+    arguments: &Map<String, Value>,
+) -> Result<Vec<String>> {
+    let props = schema.get("properties").and_then(Value::as_object);
+    let missing: Vec<String> = required(Some(schema))
+        .into_iter()
+        .filter(|k| !arguments.contains_key(*k))
+        .map(|k| {
+            let ty = props
+                .and_then(|p| p.get(k))
+                .and_then(|p| p.get("type"))
+                .and_then(Value::as_str)
+                .unwrap_or("any type");
+            format!("missing required argument `{k}` ({ty}): add `{k}=…`")
+        })
+        .collect();
+    if !missing.is_empty() {
+        bail!("tool `{tool}`: {}", missing.join("; "));
+    }
+    let open = schema.get("additionalProperties").and_then(Value::as_bool) == Some(true);
+    let Some(props) = props.filter(|_| !open) else {
+        return Ok(Vec::new());
+    };
+    let known: Vec<&str> = props.keys().map(String::as_str).collect();
+    Ok(arguments
+        .keys()
+        .filter(|k| !props.contains_key(*k))
+        .map(|k| {
+            format!(
+                "tool `{tool}` has no argument `{k}`{}, sending it anyway; known keys: {}",
+                switchboard_workflow::did_you_mean(k, &known),
+                if known.is_empty() {
+                    "(none)".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )
+        })
+        .collect())
 }
 
 pub async fn call(g: &Globals, a: CallArgs) -> Result<ExitCode> {
@@ -180,9 +263,11 @@ async fn call_inner(
         let names: Vec<String> = snapshot
             .map(|s| s.tools.iter().map(|t| t.name.to_string()).collect())
             .unwrap_or_default();
+        let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
         bail!(
-            "server `{}` has no tool `{tool}`; its tools: {}",
+            "server `{}` has no tool `{tool}`{}; its tools: {}",
             conn.name(),
+            switchboard_workflow::did_you_mean(tool, &candidates),
             if names.is_empty() {
                 "(none)".to_string()
             } else {
@@ -190,9 +275,14 @@ async fn call_inner(
             }
         );
     }
+    let schema = known.as_ref().map(|t| t.input_schema.as_ref().clone());
     if !kv.is_empty() {
-        let schema = known.as_ref().map(|t| t.input_schema.as_ref().clone());
         arguments.extend(typed_kv(kv, schema.as_ref())?);
+    }
+    if let Some(schema) = &schema {
+        for w in check_arguments(tool, schema, arguments)? {
+            errln!("warning: {w}");
+        }
     }
     let (ptx, mut prx) = mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
@@ -304,6 +394,10 @@ pub async fn prompt(
     let (server, name, mut rest) = split_positional(&positional, &adhoc, "prompt")?;
     rest.extend(kv);
     let (host, conn) = connect_one(g, server.as_deref(), &adhoc, json).await?;
+    if let Err(e) = known_prompt(&host, &conn, &name) {
+        host.shutdown().await;
+        return Err(e);
+    }
     let args: Result<Map<String, Value>> = rest
         .iter()
         .map(|pair| {
@@ -352,6 +446,25 @@ pub async fn prompt(
     Ok(ExitCode::SUCCESS)
 }
 
+/// Refuses a prompt name the server does not list, with "did you mean" and its prompts.
+/// A server that lists no prompts is asked anyway (it may not support listing them).
+fn known_prompt(host: &Host, conn: &Connection, name: &str) -> Result<()> {
+    let names: Vec<String> = host
+        .server(conn.name())
+        .map(|s| s.prompts.iter().map(|p| p.name.to_string()).collect())
+        .unwrap_or_default();
+    if names.is_empty() || names.iter().any(|n| n == name) {
+        return Ok(());
+    }
+    let candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+    bail!(
+        "server `{}` has no prompt `{name}`{}; its prompts: {}",
+        conn.name(),
+        switchboard_workflow::did_you_mean(name, &candidates),
+        names.join(", ")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -380,5 +493,39 @@ mod tests {
         );
         assert!(typed_kv(&["a=x".into()], schema.as_object()).is_err());
         assert!(typed_kv(&["novalue".into()], schema.as_object()).is_err());
+    }
+
+    #[test]
+    fn arguments_are_checked_against_the_schema() {
+        let schema = json!({"type": "object", "required": ["n", "s"], "properties": {
+            "n": {"type": "number"}, "s": {"type": "string"}}});
+        let schema = schema.as_object().unwrap();
+        let err = check_arguments("t", schema, json!({"s": "x"}).as_object().unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("missing required argument `n` (number): add `n=…`"),
+            "{err}"
+        );
+        let warnings = check_arguments(
+            "t",
+            schema,
+            json!({"n": 1, "s": "x", "nn": 2}).as_object().unwrap(),
+        )
+        .unwrap();
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(warnings[0].contains("`nn`") && warnings[0].contains("known keys: n, s"));
+        let open = json!({"type": "object", "additionalProperties": true, "properties": {}});
+        let warnings = check_arguments(
+            "t",
+            open.as_object().unwrap(),
+            json!({"x": 1}).as_object().unwrap(),
+        )
+        .unwrap();
+        assert!(warnings.is_empty());
+        // No required string property: no KEY=word suggestion, but the fix is said.
+        assert!(not_key_value("hi", Some(schema)).contains("did you mean `s=hi`?"));
+        let only_numbers = json!({"required": ["n"], "properties": {"n": {"type": "number"}}});
+        assert!(not_key_value("hi", only_numbers.as_object()).contains("`key=value`"));
     }
 }

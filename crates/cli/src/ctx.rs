@@ -244,7 +244,15 @@ pub fn resolve_one(
             if names.is_empty() {
                 format!("no server named `{server}`: no servers are configured (add one with `switchboard mcp add`)")
             } else {
-                format!("no server named `{server}`; configured: {}", names.join(", "))
+                let mut candidates: Vec<&str> = names.iter().map(String::as_str).collect();
+                if demo_reachable(&settings) {
+                    candidates.push(DEMO);
+                }
+                format!(
+                    "no server named `{server}`{}; configured: {}",
+                    switchboard_workflow::did_you_mean(server, &candidates),
+                    names.join(", ")
+                )
             }
         })?;
     Ok((spec, Some(settings)))

@@ -14,6 +14,10 @@
 //! (`$SWITCHBOARD_HOME/bundles/NAME-SHA12/`) also deletes that folder, once no entry in
 //! the user, project or `--config` file runs from it; only a direct child of `bundles/`
 //! counts, so a path with `..` that leads out of it deletes nothing.
+//!
+//! `mcp add NAME CMD -- ARGS…` and Claude Code's `mcp add NAME -- CMD ARGS…` (the
+//! command after `--`) write the same entry. A server name that `mcp get/remove/enable/
+//! disable` does not find gets "did you mean" (`switchboard_workflow::did_you_mean`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -33,9 +37,10 @@ use crate::ctx::{self, Globals};
 pub struct AddArgs {
     /// The server's name.
     pub name: String,
-    /// A command (stdio) or an http(s):// URL (not with --from-registry).
+    /// A command (stdio) or an http(s):// URL (not with --from-registry). Claude Code's
+    /// form `mcp add NAME -- CMD ARGS…` (the command after `--`) is accepted too.
     #[arg(
-        required_unless_present = "from_registry",
+        required_unless_present_any = ["from_registry", "args"],
         conflicts_with = "from_registry"
     )]
     pub command_or_url: Option<String>,
@@ -124,11 +129,21 @@ fn file_defining(g: &Globals, name: &str, scope: Option<&str>) -> Result<PathBuf
     }
     match found.as_slice() {
         [one] => Ok((*one).clone()),
-        [] => bail!(
-            "no server `{name}` in {} or {}; `switchboard mcp list` shows the configured servers",
-            project.display(),
-            user.display()
-        ),
+        [] => {
+            let mut names = Vec::new();
+            for path in [&project, &user] {
+                if path.is_file() {
+                    names.extend(SettingsDoc::open(path)?.server_names());
+                }
+            }
+            let names: Vec<&str> = names.iter().map(String::as_str).collect();
+            bail!(
+                "no server `{name}` in {} or {}{}; `switchboard mcp list` shows the configured servers",
+                project.display(),
+                user.display(),
+                switchboard_workflow::did_you_mean(name, &names)
+            )
+        }
         _ => bail!(
             "`{name}` is defined in both {} and {}; say which with --scope project or --scope user",
             project.display(),
@@ -146,8 +161,13 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
 
 pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
     check_name(&a.name)?;
-    let Some(command_or_url) = a.command_or_url.clone() else {
-        bail!("give a command or URL to add (or --from-registry ID)");
+    // Claude Code's form: `mcp add NAME -- CMD ARGS…`.
+    let (command_or_url, args) = match (a.command_or_url.clone(), a.args.split_first()) {
+        (Some(c), _) => (c, a.args.clone()),
+        (None, Some((c, rest))) => (c.clone(), rest.to_vec()),
+        (None, None) => bail!(
+            "give a command or URL to add: `switchboard mcp add NAME CMD -- ARGS…` or `switchboard mcp add NAME -- CMD ARGS…` (or --from-registry ID)"
+        ),
     };
     let is_url = command_or_url.starts_with("http://") || command_or_url.starts_with("https://");
     let transport = a.transport.clone().unwrap_or_else(|| {
@@ -170,8 +190,8 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
                 bail!("--header is for http and sse servers, not stdio");
             }
             entry.insert("command".into(), json!(command_or_url));
-            if !a.args.is_empty() {
-                entry.insert("args".into(), json!(a.args));
+            if !args.is_empty() {
+                entry.insert("args".into(), json!(args));
             }
         }
         "http" | "sse" => {
@@ -181,7 +201,7 @@ pub fn add(g: &Globals, a: AddArgs) -> Result<ExitCode> {
                     command_or_url
                 );
             }
-            if !a.args.is_empty() {
+            if !args.is_empty() {
                 bail!("arguments after `--` are for stdio servers only");
             }
             if transport == "http" {
@@ -474,7 +494,8 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
         }
         let names: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
         bail!(
-            "no server named `{name}`; configured: {}",
+            "no server named `{name}`{}; configured: {}",
+            switchboard_workflow::did_you_mean(name, &names),
             if names.is_empty() {
                 "(none)".into()
             } else {

@@ -18,6 +18,7 @@ mod completions;
 mod conformance;
 mod db;
 mod first_steps;
+mod first_steps_args;
 mod gateway;
 mod gateway_inspector;
 mod gateway_lean;

@@ -33,7 +33,7 @@ mod vars;
 pub use events::{AppInfo, RunEvent, Step, StepStatus, WorkflowHooks, answer_without_person};
 pub use graph::END;
 pub use parse::{LoadError, Node, Prop, Workflow};
-pub use problem::Problem;
+pub use problem::{Problem, did_you_mean};
 pub use run::{
     DEFAULT_HTTP_TIMEOUT, DEFAULT_MCP_TIMEOUT, Failure, MAX_DEPTH, MAX_TOTAL_STEPS,
     MAX_WHILE_ITERATIONS, RunOptions, RunOutcome, Runner,
