@@ -126,6 +126,11 @@ enum McpCommand {
         json: bool,
     },
     /// Add a server to settings (or from the MCP Registry with --from-registry).
+    #[command(
+        override_usage = "switchboard mcp add [OPTIONS] <NAME> <COMMAND_OR_URL> [-- <ARGS>...]\n       \
+        switchboard mcp add [OPTIONS] <NAME> -- <COMMAND> [ARGS]...\n       \
+        switchboard mcp add [OPTIONS] <NAME> --from-registry <ID[@VERSION]>"
+    )]
     Add(edit::AddArgs),
     /// Search the MCP Registry for servers (only active ones are listed).
     Search(registry::SearchArgs),

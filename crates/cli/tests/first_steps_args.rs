@@ -89,3 +89,19 @@ fn add_accepts_claude_codes_dash_dash_form() {
     assert!(out.status.success(), "{}", stderr(&out));
     assert!(stdout(&out).contains("hi"), "{}", stdout(&out));
 }
+
+#[test]
+fn add_usage_shows_both_command_forms() {
+    let env = Env::new();
+    let out = env.run(&["mcp", "add", "--help"]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let help = stdout(&out);
+    assert!(
+        help.contains("<NAME> <COMMAND_OR_URL> [-- <ARGS>...]"),
+        "{help}"
+    );
+    assert!(help.contains("<NAME> -- <COMMAND> [ARGS]..."), "{help}");
+    // A missing command says both forms too.
+    let err = fails(&env, &["mcp", "add", "x"]);
+    assert!(err.contains("<NAME> -- <COMMAND> [ARGS]..."), "{err}");
+}
