@@ -8,7 +8,7 @@
 //! schema does not have is a warning on stderr naming the known keys (the call still
 //! goes out; none when the schema allows other keys), and a bare word where `key=value`
 //! is expected suggests `KEY=word` for the first required string property. An unknown
-//! server, tool or prompt name gets "did you mean" (`switchboard_workflow::did_you_mean`,
+//! server, tool or prompt name gets "did you mean" (`switchboard_config::did_you_mean`,
 //! the helper `run` uses); a server that lists no prompts is asked for any prompt name.
 
 use std::process::ExitCode;
@@ -217,7 +217,7 @@ fn check_arguments(
         .map(|k| {
             format!(
                 "tool `{tool}` has no argument `{k}`{}, sending it anyway; known keys: {}",
-                switchboard_workflow::did_you_mean(k, &known),
+                switchboard_config::did_you_mean(k, &known),
                 if known.is_empty() {
                     "(none)".to_string()
                 } else {
@@ -267,7 +267,7 @@ async fn call_inner(
         bail!(
             "server `{}` has no tool `{tool}`{}; its tools: {}",
             conn.name(),
-            switchboard_workflow::did_you_mean(tool, &candidates),
+            switchboard_config::did_you_mean(tool, &candidates),
             if names.is_empty() {
                 "(none)".to_string()
             } else {
@@ -460,7 +460,7 @@ fn known_prompt(host: &Host, conn: &Connection, name: &str) -> Result<()> {
     bail!(
         "server `{}` has no prompt `{name}`{}; its prompts: {}",
         conn.name(),
-        switchboard_workflow::did_you_mean(name, &candidates),
+        switchboard_config::did_you_mean(name, &candidates),
         names.join(", ")
     )
 }

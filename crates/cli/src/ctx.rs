@@ -250,7 +250,7 @@ pub fn resolve_one(
                 }
                 format!(
                     "no server named `{server}`{}; configured: {}",
-                    switchboard_workflow::did_you_mean(server, &candidates),
+                    switchboard_config::did_you_mean(server, &candidates),
                     names.join(", ")
                 )
             }

@@ -17,7 +17,7 @@
 //!
 //! `mcp add NAME CMD -- ARGS…` and Claude Code's `mcp add NAME -- CMD ARGS…` (the
 //! command after `--`) write the same entry. A server name that `mcp get/remove/enable/
-//! disable` does not find gets "did you mean" (`switchboard_workflow::did_you_mean`).
+//! disable` does not find gets "did you mean" (`switchboard_config::did_you_mean`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -141,7 +141,7 @@ fn file_defining(g: &Globals, name: &str, scope: Option<&str>) -> Result<PathBuf
                 "no server `{name}` in {} or {}{}; `switchboard mcp list` shows the configured servers",
                 project.display(),
                 user.display(),
-                switchboard_workflow::did_you_mean(name, &names)
+                switchboard_config::did_you_mean(name, &names)
             )
         }
         _ => bail!(
@@ -495,7 +495,7 @@ pub fn get(g: &Globals, name: &str, as_json: bool) -> Result<ExitCode> {
         let names: Vec<&str> = settings.servers.iter().map(|s| s.name.as_str()).collect();
         bail!(
             "no server named `{name}`{}; configured: {}",
-            switchboard_workflow::did_you_mean(name, &names),
+            switchboard_config::did_you_mean(name, &names),
             if names.is_empty() {
                 "(none)".into()
             } else {

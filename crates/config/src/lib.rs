@@ -38,6 +38,7 @@ pub use replace::{Links, Replace, ReplaceError, open_owned, refuse_symlink, repl
 pub use server::{
     DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_STARTUP_TIMEOUT, DEFAULT_TIMEOUT, ServerConfig, Transport,
 };
+pub use suggest::did_you_mean;
 pub use trust::{
     Revoked, is_trusted, revoke_folder, trust_folder, trusted_folders, trusted_folders_path,
 };

@@ -1,4 +1,5 @@
-//! "Did you mean …?" suggestions for unknown keys.
+//! "Did you mean …?" suggestions: for unknown settings keys, and the one phrase every
+//! command and the workflow validator add after an unknown name ([`did_you_mean`]).
 
 /// The closest known key to `unknown`, if it is close enough to be a likely typo.
 pub(crate) fn closest<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
@@ -9,6 +10,17 @@ pub(crate) fn closest<'a>(unknown: &str, known: &[&'a str]) -> Option<&'a str> {
         .filter(|(d, k)| *d <= (k.len() / 3).clamp(1, 3))
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
+}
+
+/// ` (did you mean `x`?)` when one of `candidates` is close to `word`, else nothing.
+pub fn did_you_mean(word: &str, candidates: &[&str]) -> String {
+    candidates
+        .iter()
+        .map(|c| (strsim::jaro_winkler(word, c), *c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| format!(" (did you mean `{c}`?)"))
+        .unwrap_or_default()
 }
 
 /// A warning for an unknown key at `path` in `file`.
