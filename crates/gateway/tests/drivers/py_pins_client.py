@@ -8,7 +8,10 @@ Usage: python py_pins_client.py '<json plan>'
   STEP (each gives one entry of out.steps, in order):
     {"list": true}                  -> {"tools": [name, ...]}
     {"call": NAME, "arguments": {}} -> {"text": [text, ...], "isError": bool} or {"error": text}
-    {"mark": true}                  -> {}  (list_changed counted from here on)
+    {"mark": true}                  -> {}  (once no list_changed came for 1 s, at most 15 s:
+                                         list_changed counted from here on, so one the
+                                         gateway sent for a server connecting or a re-judge
+                                         is not taken for the next step's)
     {"waitChanged": SECONDS}        -> {"changed": bool}  (one arrived since the mark)
     {"run": [argv...]}              -> {"code": N, "stdout": text, "stderr": text}
   out.instructions = the gateway's instructions, out.logs = its log notifications' data
@@ -50,6 +53,12 @@ async def step(session: ClientSession, s: dict) -> dict:
             return {"error": str(e)}
         return {"text": [getattr(c, "text", None) for c in r.content], "isError": bool(r.is_error)}
     if s.get("mark"):
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            seen = changed["count"]
+            await asyncio.sleep(1.0)
+            if changed["count"] == seen:
+                break
         changed["mark"] = changed["count"]
         return {}
     if "waitChanged" in s:
