@@ -23,7 +23,7 @@ use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_store::{GatewayApproval, Secret, ServerRecord, Store, TokenLifetimes, Transport};
 use switchboard_testkit::RecordingListener;
-use team_support::{Browser, COOKIE, Db, Instance, InstanceOptions, demo_http};
+use team_support::{Browser, COOKIE, Db, Instance, InstanceOptions, demo_http, hidden_fields};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -64,24 +64,6 @@ fn location(r: &reqwest::Response) -> String {
         .to_str()
         .unwrap()
         .to_owned()
-}
-
-/// The hidden fields of the consent form, unescaped.
-fn hidden_fields(html: &str) -> Vec<(String, String)> {
-    html.split("<input type=\"hidden\" name=\"")
-        .skip(1)
-        .map(|part| {
-            let (name, rest) = part.split_once("\" value=\"").unwrap();
-            let value = rest.split_once('"').unwrap().0;
-            let value = value
-                .replace("&quot;", "\"")
-                .replace("&#39;", "'")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&amp;", "&");
-            (name.to_owned(), value)
-        })
-        .collect()
 }
 
 /// The browser step: the authorization URL opened without a session, the sign-in at the

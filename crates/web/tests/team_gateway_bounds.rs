@@ -24,7 +24,7 @@ use axum::response::{IntoResponse, Response};
 use reqwest::Method;
 use serde_json::{Value, json};
 use switchboard_net::UrlPolicy;
-use team_support::{Browser, Db, Instance, InstanceOptions};
+use team_support::{Browser, Db, Instance, InstanceOptions, hidden_fields};
 
 const REDIRECT: &str = "http://127.0.0.1:7/cb";
 
@@ -55,24 +55,6 @@ async fn authorize(browser: &Browser, base: &str, path: &str) -> (u16, Option<St
         .get("location")
         .map(|v| v.to_str().unwrap().to_owned());
     (status, location, r.text().await.unwrap())
-}
-
-/// The hidden fields of the consent form, unescaped.
-fn hidden_fields(html: &str) -> Vec<(String, String)> {
-    html.split("<input type=\"hidden\" name=\"")
-        .skip(1)
-        .map(|part| {
-            let (name, rest) = part.split_once("\" value=\"").unwrap();
-            let value = rest.split_once('"').unwrap().0;
-            let value = value
-                .replace("&quot;", "\"")
-                .replace("&#39;", "'")
-                .replace("&lt;", "<")
-                .replace("&gt;", ">")
-                .replace("&amp;", "&");
-            (name.to_owned(), value)
-        })
-        .collect()
 }
 
 async fn form_post(base: &str, path: &str, form: &[(&str, &str)]) -> (u16, Value) {

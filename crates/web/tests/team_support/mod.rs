@@ -371,3 +371,21 @@ pub async fn mcp_request(
         serde_json::from_str(&text).unwrap_or(Value::Null),
     )
 }
+
+/// The hidden fields of the consent form, unescaped.
+pub fn hidden_fields(html: &str) -> Vec<(String, String)> {
+    html.split("<input type=\"hidden\" name=\"")
+        .skip(1)
+        .map(|part| {
+            let (name, rest) = part.split_once("\" value=\"").unwrap();
+            let value = rest.split_once('"').unwrap().0;
+            let value = value
+                .replace("&quot;", "\"")
+                .replace("&#39;", "'")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&");
+            (name.to_owned(), value)
+        })
+        .collect()
+}
