@@ -267,9 +267,10 @@ pub async fn run(g: &Globals, a: ServeArgs) -> Result<ExitCode> {
     let running = switchboard_web::start_team(opts)
         .await
         .context("switchboard serve --team")?;
+    let interrupted = switchboard_web::interrupt();
     println!("Switchboard (team) is running at {}", running.app_origin);
     tracing::info!(target: "switchboard", origin = %running.app_origin, address = %running.addr, "team instance listening");
-    let _ = tokio::signal::ctrl_c().await;
+    interrupted.await;
     notice(Level::Info, "Stopping…");
     running.shutdown().await;
     Ok(ExitCode::SUCCESS)

@@ -49,7 +49,9 @@ pub use error::WebError;
 pub use oauth::{
     BeganLogin, CALLBACK_PATH, CompleteError, CompletedLogin, OAuthHandle, OAuthHooks, OpenUrlFn,
 };
-pub use serve::{DEFAULT_PORT, RunningServer, ServeOptions, app, proxy_app, serve, start};
+pub use serve::{
+    DEFAULT_PORT, RunningServer, ServeOptions, app, interrupt, proxy_app, serve, start,
+};
 pub use settings::KEEP_UNCHANGED;
 pub use state::{AppConfig, AppState};
 pub use team::RegistrationLimits;

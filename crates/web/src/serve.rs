@@ -360,6 +360,25 @@ pub async fn start(opts: ServeOptions) -> Result<RunningServer, WebError> {
     })
 }
 
+/// Ctrl-C (SIGINT), listened for from the moment this is called, not from the first
+/// poll as `tokio::signal::ctrl_c` does: call it before printing that the server runs,
+/// so a Ctrl-C that follows the line at once stops the server cleanly instead of killing
+/// it with the default action.
+pub fn interrupt() -> impl std::future::Future<Output = ()> + Send {
+    use tokio::signal::unix::{SignalKind, signal};
+    let registered = signal(SignalKind::interrupt());
+    async move {
+        match registered {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+}
+
 /// Runs the web app until Ctrl-C: prints `Switchboard is running at URL` (and opens
 /// the browser with `open`), then stops every server on the way out.
 pub async fn serve(opts: ServeOptions) -> Result<(), WebError> {
@@ -379,11 +398,12 @@ pub async fn serve(opts: ServeOptions) -> Result<(), WebError> {
             running.state.cfg().proxy_port
         );
     }
+    let interrupted = interrupt();
     println!("Switchboard is running at {}", running.url);
     if open {
         open_browser(&running.url);
     }
-    let _ = tokio::signal::ctrl_c().await;
+    interrupted.await;
     eprintln!("Stopping…");
     running.shutdown().await;
     Ok(())

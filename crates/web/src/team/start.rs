@@ -293,8 +293,9 @@ pub async fn start_team(opts: TeamOptions) -> Result<RunningTeam, WebError> {
 /// As [`start_team`].
 pub async fn serve_team(opts: TeamOptions) -> Result<(), WebError> {
     let running = start_team(opts).await?;
+    let interrupted = crate::interrupt();
     println!("Switchboard (team) is running at {}", running.app_origin);
-    let _ = tokio::signal::ctrl_c().await;
+    interrupted.await;
     eprintln!("Stopping…");
     running.shutdown().await;
     Ok(())
